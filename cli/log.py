@@ -1,0 +1,41 @@
+"""Commands about the log itself: init, head, export."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import orjson
+import typer
+
+from cli.main import db_location, open_store, write_stdout
+from ledger.chain import hex_hash
+from ledger.export import export_line
+from ledger.store import Store
+
+app = typer.Typer()
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+@app.command()
+def init(ctx: typer.Context) -> None:
+    """Create an empty ledger. No other command creates one."""
+    location = db_location(ctx)
+    Store.create(location)
+    typer.echo(f"created an empty ledger at {location}")
+
+
+@app.command()
+def head(ctx: typer.Context, json: Json = False) -> None:
+    """The chain head: sequence number and chain hash (what gets published)."""
+    seq, chain, recorded = open_store(ctx).head()
+    if json:
+        write_stdout(orjson.dumps({"seq": seq, "chain_hash": hex_hash(chain), "recorded_at": recorded}) + b"\n")
+    else:
+        typer.echo(f"{seq} {hex_hash(chain)}")
+
+
+@app.command()
+def export(ctx: typer.Context) -> None:
+    """The whole log as JSON lines, every hash included, oldest first."""
+    for entry in open_store(ctx).entries():
+        write_stdout(export_line(entry))

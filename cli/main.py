@@ -1,0 +1,107 @@
+"""The typer application, its global options, and the one place where errors become exit codes.
+
+Exit codes: 0 success; 1 a verification failed or nothing exists as of that date; 2 bad input or usage;
+3 the check could not run (store unreachable, locked past its timeout, or an internal error).
+stdout carries results only; errors are one line each on stderr, with no traceback unless --verbose.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+from ledger.errors import IntegrityError, LedgerError
+from ledger.store import Store
+
+DEFAULT_DB = "ledger.db"
+
+
+class LedgerGroup(TyperGroup):
+    """Maps every LedgerError to its exit code; nothing else in the CLI decides an exit code."""
+
+    def invoke(self, ctx: typer.Context):
+        try:
+            return super().invoke(ctx)
+        except LedgerError as exc:
+            problems = exc.problems if isinstance(exc, IntegrityError) else [str(exc)]
+            for problem in problems:
+                typer.echo(f"ledger: {problem}", err=True)
+            if ctx.obj and ctx.obj.get("verbose"):
+                traceback.print_exc()
+            ctx.exit(exc.exit_code)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except BrokenPipeError:
+            # A reader that stopped early (`| head`) is not an error of ours.
+            sys.stderr.close()
+            ctx.exit(0)
+        except Exception as exc:  # a bug: say so in one line, keep the traceback for --verbose
+            typer.echo(f"ledger: internal error: {type(exc).__name__}: {exc} (run with --verbose for details)",
+                       err=True)
+            if ctx.obj and ctx.obj.get("verbose"):
+                traceback.print_exc()
+            ctx.exit(3)
+
+
+app = typer.Typer(
+    cls=LedgerGroup,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help="An event-sourced, hash-chained ledger behind Paper Citation Records.",
+)
+
+
+@app.callback()
+def _options(
+    ctx: typer.Context,
+    db: Annotated[str, typer.Option("--db", envvar="LEDGER_DB", help="SQLite path, SQLAlchemy URL, or an "
+                                    "exported .jsonl log (read-only).")] = DEFAULT_DB,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")] = False,
+) -> None:
+    ctx.obj = {"db": db, "verbose": verbose}
+
+
+def db_location(ctx: typer.Context) -> str:
+    return ctx.obj["db"]
+
+
+def open_store(ctx: typer.Context) -> Store:
+    """The ledger named by --db; never creates one."""
+    location = db_location(ctx)
+    if location.endswith(".jsonl"):
+        from ledger.logfile import open_log
+
+        return open_log(location)
+    return Store.open(location)
+
+
+def progress(message: str) -> None:
+    """Progress goes to stderr, and only when a person is watching."""
+    if sys.stderr.isatty():
+        typer.echo(message, err=True)
+
+
+def write_stdout(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def register() -> None:
+    from cli import log, records
+
+    app.add_typer(records.app)
+    app.add_typer(log.app)
+
+
+register()
+
+
+def main() -> None:
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    app()

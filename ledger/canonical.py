@@ -1,0 +1,86 @@
+"""The one canonical encoder, and the digests built on it.
+
+`canonical(x)` is `orjson.dumps(x, option=OPT_SORT_KEYS)`: compact, keys sorted, UTF-8, no trailing
+newline. Every digest and the hash chain use it, and nothing else may encode bytes that get hashed.
+It refuses what JSON cannot carry exactly (NaN, Infinity, integers outside 64 bits, non-string keys,
+lone surrogates) instead of coercing it: orjson would silently write NaN as null.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import orjson
+
+from .errors import InputError
+
+_OPTIONS = orjson.OPT_SORT_KEYS
+
+
+class CanonicalError(InputError):
+    """A value that has no exact canonical JSON form."""
+
+
+def _refuse_non_finite(value: Any, path: str) -> None:
+    # orjson encodes NaN and +-Infinity as null; walk only when a float can hide somewhere.
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanonicalError(f"{path or 'value'}: {value!r} has no JSON form")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_non_finite(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _refuse_non_finite(item, f"{path}[{index}]")
+
+
+def canonical(value: Any) -> bytes:
+    """Return the canonical JSON bytes of `value`, or raise CanonicalError."""
+    try:
+        encoded = orjson.dumps(value, option=_OPTIONS)
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        raise CanonicalError(f"cannot encode canonically: {exc}") from None
+    if b"null" in encoded:
+        # Only then can a NaN or Infinity have been coerced; a cheap test keeps the hot path short.
+        _refuse_non_finite(value, "")
+    return encoded
+
+
+def sha256_digest(value: Any) -> str:
+    """`sha256:<hex>` of the canonical bytes of `value`."""
+    return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
+
+
+def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise CanonicalError(f"duplicate key {key!r}")
+            seen.add(key)
+    return result
+
+
+def _refuse_constant(name: str) -> Any:
+    raise CanonicalError(f"{name} is not a JSON value")
+
+
+def parse_json(text: str) -> Any:
+    """Parse one JSON text strictly: no duplicate keys, no NaN/Infinity, no integer beyond 64 bits.
+
+    Raises CanonicalError (an InputError) whose message says what is wrong; the caller adds the file name.
+    """
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_pairs_without_duplicates, parse_constant=_refuse_constant
+        )
+    except json.JSONDecodeError as exc:
+        raise CanonicalError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise CanonicalError("JSON nested too deeply") from None
+    canonical(value)  # refuses big integers, lone surrogates: fail at parse time, not at hash time
+    return value

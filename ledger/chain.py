@@ -1,0 +1,95 @@
+"""The hash chain: the exact bytes of an entry, its blake3 hash, and the links between entries.
+
+    entry(n)      = canonical({"effective_at", "kind", "payload", "recorded_at", "seq"})
+    entry_hash(n) = blake3(entry(n))
+    chain(n)      = blake3(chain(n-1) || entry_hash(n)),  chain(0) = 32 zero bytes
+
+`payload` is embedded as its stored canonical bytes (an orjson Fragment), so the entry is exactly the
+canonical encoding of the event object with no re-parse. Pure functions only: verification returns None or
+raises IntegrityError naming the first sequence number that does not re-compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import orjson
+from blake3 import blake3
+
+from .canonical import canonical
+from .errors import IntegrityError
+
+GENESIS = bytes(32)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One row of the log, as stored and as exported."""
+
+    seq: int
+    kind: str
+    effective_at: str
+    recorded_at: str
+    payload: bytes
+    entry_hash: bytes
+    chain_hash: bytes
+
+
+def entry_bytes(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:
+    """The canonical byte string whose blake3 is the entry hash (and which is the Merkle leaf)."""
+    return canonical({
+        "effective_at": effective_at,
+        "kind": kind,
+        "payload": orjson.Fragment(payload),
+        "recorded_at": recorded_at,
+        "seq": seq,
+    })
+
+
+def entry_hash(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:
+    return blake3(entry_bytes(seq, kind, effective_at, recorded_at, payload)).digest()
+
+
+def link(previous: bytes, entry_digest: bytes) -> bytes:
+    return blake3(previous + entry_digest).digest()
+
+
+def hex_hash(digest: bytes) -> str:
+    return "blake3:" + digest.hex()
+
+
+def verify_entries(entries: Iterable[Entry], previous: bytes = GENESIS, start: int = 1) -> tuple[int, bytes]:
+    """Re-compute every entry hash and chain link; return the head (seq, chain hash).
+
+    Raises IntegrityError naming the first sequence number whose stored hash does not re-compute (or the
+    first gap), and how many entries from there on depend on it.
+    """
+    expected_seq = start
+    chain = previous
+    failure: str | None = None
+    first_bad = 0
+    last_seq = start - 1
+    for entry in entries:
+        last_seq = entry.seq
+        if failure is not None:
+            continue
+        if entry.seq != expected_seq:
+            failure, first_bad = f"sequence gap: expected seq {expected_seq}, found seq {entry.seq}", entry.seq
+            continue
+        recomputed = entry_hash(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
+        if recomputed != entry.entry_hash:
+            failure, first_bad = (f"seq {entry.seq}: entry hash does not re-compute (stored "
+                                  f"{hex_hash(entry.entry_hash)}, re-computed {hex_hash(recomputed)})"), entry.seq
+            continue
+        chain = link(chain, recomputed)
+        if chain != entry.chain_hash:
+            failure, first_bad = (f"seq {entry.seq}: chain hash does not re-compute (stored "
+                                  f"{hex_hash(entry.chain_hash)}, re-computed {hex_hash(chain)})"), entry.seq
+            continue
+        expected_seq += 1
+    if failure is not None:
+        affected = last_seq - first_bad + 1
+        raise IntegrityError(f"chain broken at {failure}; seq {first_bad}..{last_seq} ({affected} entries) "
+                             "depend on it")
+    return expected_seq - 1, chain

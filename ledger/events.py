@@ -1,0 +1,199 @@
+"""Facts as events: the vocabulary, how each kind's effective time and subject are derived, and how a
+published record is taken apart into the events that rebuild it.
+
+An event is (kind, effective time, payload). The effective time is derived from the payload wherever the
+payload carries it, so an event line cannot claim a time its own facts contradict. The subject names what
+the fact is about; (kind, subject, effective time) identifies a fact, so the same key with another
+payload is a contradiction. This module never touches storage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, NamedTuple
+
+from .canonical import canonical
+from .errors import InputError
+from .record import (
+    _type_name,
+    check_citation,
+    check_notice,
+    check_paper_snapshot,
+    check_receipts,
+    check_resolution,
+    field,
+    timestamp,
+)
+from .times import instant_key
+
+PAPER_SNAPSHOT = "paper.snapshot"
+CITATION_OBSERVED = "citation.observed"
+RESOLUTION_RECORDED = "resolution.recorded"
+NOTICE_CHECKED = "notice.checked"
+SOURCE_CHECKED = "source.checked"
+MEASUREMENTS_CHECKED = "measurements.checked"
+KINDS = (PAPER_SNAPSHOT, CITATION_OBSERVED, RESOLUTION_RECORDED, NOTICE_CHECKED, SOURCE_CHECKED, MEASUREMENTS_CHECKED)
+OBSERVATION_KINDS = (CITATION_OBSERVED, RESOLUTION_RECORDED, NOTICE_CHECKED)
+
+UNRESOLVED = {"observed_at": None, "resolver_source": None, "status": "unresolved"}
+NOT_CHECKED = {"events": [], "reason": "not_checked", "source_receipts": [], "state": "unavailable"}
+NO_MEASUREMENT_SOURCE = "cited_works"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A fact ready to append: kind, effective time as the source wrote it, canonical payload."""
+
+    kind: str
+    effective_at: str
+    payload: bytes
+    subject: str
+    paper: str | None  # set for paper-level kinds
+    observation: str | None  # set for observation kinds
+    papers: tuple[str, ...] = ()  # papers whose records a citation appears in
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.subject, instant_key(self.effective_at))
+
+
+class Fact(NamedTuple):
+    """What a projection needs of an event."""
+
+    seq: int
+    kind: str
+    effective_at: str
+    effective_key: str
+    recorded_at: str
+    payload: bytes
+
+
+def latest(times: list[str]) -> str:
+    """The latest of several timestamp strings, returned as written."""
+    return max(times, key=instant_key)
+
+
+def observed_times(value: Any) -> Iterator[str]:
+    """Every `*_observed_at` / `observed_at` string inside a value (paper dates are not observations)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if (key == "observed_at" or key.endswith("_observed_at")) and isinstance(item, str):
+                yield item
+            else:
+                yield from observed_times(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from observed_times(item)
+
+
+def citation_papers(citation: dict) -> tuple[str, ...]:
+    papers = [citation["citing_paper"]["arxiv_id"]]
+    cited = citation.get("cited_paper")
+    if cited is not None and cited["arxiv_id"] not in papers:
+        papers.append(cited["arxiv_id"])
+    return tuple(papers)
+
+
+def _event(kind: str, effective_at: str, payload: dict, subject: str, paper=None, observation=None, papers=()) -> Event:
+    return Event(kind, effective_at, canonical(payload), subject, paper, observation, papers)
+
+
+def make_event(kind: Any, payload: Any, effective_at: Any = None) -> Event:
+    """Validate one fact and derive its effective time and subject; raise InputError naming the field."""
+    if kind not in KINDS:
+        raise InputError(f"field kind: expected one of {', '.join(KINDS)}, found {kind!r}")
+    if not isinstance(payload, dict):
+        raise InputError(f"field payload: expected an object, found {_type_name(payload)}")
+    if effective_at is not None:
+        if not isinstance(effective_at, str):
+            raise InputError(f"field effective_at: expected a string, found {_type_name(effective_at)}")
+        instant_key(effective_at)
+    derived = _derive(kind, payload)
+    event = derived(effective_at)
+    if effective_at is not None and instant_key(effective_at) != instant_key(event.effective_at):
+        raise InputError(
+            f"field effective_at: the payload says {event.effective_at}, the line says {effective_at}"
+        )
+    return event
+
+
+def _derive(kind: str, payload: dict):
+    """Return a function of the optional stated effective time that builds the event."""
+    if kind == PAPER_SNAPSHOT:
+        paper = check_paper_snapshot(payload, "payload")
+        return lambda _: _event(kind, paper["snapshot_observed_at"], payload, paper["arxiv_id"], paper=paper["arxiv_id"])
+    if kind in OBSERVATION_KINDS:
+        obs = field(payload, "observation_id", str, "payload")
+        if not obs:
+            raise InputError("field payload.observation_id: empty")
+    if kind == CITATION_OBSERVED:
+        citation = check_citation(field(payload, "citation", dict, "payload"), "payload.citation")
+        when = latest(list(observed_times(citation)))
+        return lambda _: _event(kind, when, payload, obs, observation=obs, papers=citation_papers(citation))
+    if kind == RESOLUTION_RECORDED:
+        resolution = check_resolution(field(payload, "resolution", dict, "payload"), "payload.resolution")
+        if resolution["observed_at"] is None:
+            raise InputError("field payload.resolution.observed_at: a recorded resolution needs a time")
+        return lambda _: _event(kind, resolution["observed_at"], payload, obs, observation=obs)
+    if kind == NOTICE_CHECKED:
+        notice = check_notice(field(payload, "standing_notice", dict, "payload"), "payload.standing_notice")
+        receipts = [r["observed_at"] for r in notice["source_receipts"]]
+
+        def notice_event(stated: str | None) -> Event:
+            # Without receipts the check happened at the sweep time, which only the line can state.
+            if receipts:
+                return _event(kind, latest(receipts), payload, obs, observation=obs)
+            if stated is None:
+                raise InputError("field effective_at: a notice check without source receipts needs its sweep time")
+            return _event(kind, stated, payload, obs, observation=obs)
+
+        return notice_event
+    paper = field(payload, "paper", str, "payload")
+    source = field(payload, "source", str, "payload")
+    observed_at = timestamp(payload, "observed_at", "payload")
+    if kind == MEASUREMENTS_CHECKED:
+        field(payload, "measurements", list, "payload")
+    return lambda _: _event(kind, observed_at, payload, f"{paper} {source}", paper=paper)
+
+
+def record_events(record: dict) -> list[Event]:
+    """Take a well-formed record (see `record.check_record`) apart into the events that rebuild it.
+
+    Derived fields (thesis, coverage counts, links, digests) become no event: they are re-computed.
+    Defaults (an unresolved resolution with no time, an unchecked notice, no measurement) are the absence
+    of an event, so they are not stored either.
+    """
+    paper = record["paper"]
+    arxiv_id = paper["arxiv_id"]
+    events = [make_event(PAPER_SNAPSHOT, paper)]
+    lanes = {lane["lane"]: lane for lane in record["coverage"]}
+    for source in record["standing_sources"]:
+        events.append(make_event(SOURCE_CHECKED, {"observed_at": source["observed_at"], "paper": arxiv_id,
+                                                  "source": source["source"]}))
+    sweep = lanes.get("standing_notices", {}).get("source_observed_at") or record["as_of"]
+    for direction in ("inbound", "outbound"):
+        for index, obs in enumerate(record[direction]):
+            oid = obs["observation_id"]
+            events.append(make_event(CITATION_OBSERVED, {"citation": obs["citation"], "observation_id": oid}))
+            resolution = obs["resolution"]
+            if resolution != UNRESOLVED:
+                try:
+                    events.append(make_event(RESOLUTION_RECORDED, {"observation_id": oid, "resolution": resolution}))
+                except InputError as exc:
+                    raise InputError(f"{direction}[{index}]: {exc}") from None
+            notice = obs["standing_notice"]
+            if notice != NOT_CHECKED:
+                stated = None if notice["source_receipts"] else sweep
+                events.append(make_event(NOTICE_CHECKED, {"observation_id": oid, "standing_notice": notice}, stated))
+    measurement = lanes.get("external_citation_measurements")
+    if measurement is not None:
+        measurements = record["external_citation_measurements"]
+        if measurement["source_observed_at"] is not None:
+            events.append(make_event(MEASUREMENTS_CHECKED, {
+                "measurements": measurements, "observed_at": measurement["source_observed_at"],
+                "paper": arxiv_id, "source": measurement["source"],
+            }))
+        elif measurements:
+            raise InputError("field coverage[external_citation_measurements].source_observed_at: "
+                             "measurements are listed but the lane has no time")
+    return events

@@ -1,0 +1,248 @@
+"""Import: published records and event lines, validated in full, appended all-or-nothing.
+
+Order of work: read and parse every input, check every record's shape and digests, derive every event;
+only then open one write transaction. Inside it each record must rebuild byte for byte at its own `as_of`
+from the ledger's history plus its events; any refusal rolls the whole invocation back. Nothing is
+appended unless everything is accepted.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from projections.record import build_record, first_difference
+
+from .canonical import canonical, parse_json
+from .chain import Entry, entry_hash, hex_hash, link
+from .errors import InputError, IntegrityError, LedgerError, NotFoundError
+from .events import Event, make_event, record_events
+from .record import check_record, verify_digests
+from .store import Store, Writer
+from .times import TimeError, instant_key
+
+STDIN = "-"
+_ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
+
+
+@dataclass
+class Parsed:
+    """One input, validated: a record with its events, or event lines (new facts and log entries)."""
+
+    name: str
+    record: dict | None = None
+    events: list[tuple[int, Event]] = field(default_factory=list)
+    entries: list[tuple[int, Entry, Event]] = field(default_factory=list)
+
+
+@dataclass
+class ImportResult:
+    appended: int
+    present: int
+    head: tuple[int, bytes]
+
+
+def read_input(name: str) -> bytes:
+    if name == STDIN:
+        return sys.stdin.buffer.read()
+    path = Path(name)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read: {exc.strerror}") from None
+
+
+def decode_input(name: str, data: bytes) -> str:
+    if not data.strip():
+        raise InputError(f"{name}: empty file, expected a record or event lines")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: not UTF-8 text (byte {exc.start}): binary file?") from None
+    if "\x00" in text:
+        raise InputError(f"{name}: contains NUL bytes: binary file?")
+    return text
+
+
+def parse_input(name: str, data: bytes) -> Parsed:
+    """Parse and fully validate one input; raise InputError/IntegrityError prefixed with its name."""
+    text = decode_input(name, data)
+    try:
+        whole = parse_json(text)
+    except InputError as whole_error:
+        lines = [line for line in text.splitlines()]
+        if len([line for line in lines if line.strip()]) < 2:
+            raise InputError(f"{name}: {whole_error}") from None
+        return _parse_lines(name, lines, whole_error)
+    if isinstance(whole, dict) and "schema" in whole:
+        return _parse_record(name, whole)
+    if isinstance(whole, dict):
+        return _parse_lines(name, [text], None)
+    found = "an array" if isinstance(whole, list) else "a JSON " + type(whole).__name__
+    raise InputError(f"{name}: expected a record (a JSON object) or event lines, found {found}")
+
+
+def _parse_record(name: str, record: dict) -> Parsed:
+    try:
+        check_record(record)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+    try:
+        verify_digests(record)
+    except IntegrityError as exc:
+        raise IntegrityError(f"{name}: {exc}") from None
+    try:
+        events = record_events(record)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+    return Parsed(name, record=record, events=[(0, e) for e in events])
+
+
+def _parse_lines(name: str, lines: list[str], whole_error: InputError | None) -> Parsed:
+    parsed = Parsed(name)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = parse_json(line)
+            if not isinstance(obj, dict):
+                raise InputError(f"expected an event object, found {type(obj).__name__}")
+            if "seq" in obj:
+                parsed.entries.append((number, *parse_entry(obj)))
+            else:
+                unknown = set(obj) - {"kind", "payload", "effective_at"}
+                if unknown:
+                    raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
+                parsed.events.append((number, make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))))
+        except InputError as exc:
+            if number == 1 and whole_error is not None:
+                raise InputError(f"{name}: {whole_error}") from None
+            raise InputError(f"{name}: line {number}: {exc}") from None
+    return parsed
+
+
+def _hash_field(obj: dict, key: str) -> bytes:
+    value = obj.get(key)
+    if not isinstance(value, str) or not value.startswith("blake3:") or len(value) != 71:
+        raise InputError(f"field {key}: expected blake3:<64 hex>, found {value!r}")
+    try:
+        return bytes.fromhex(value[7:])
+    except ValueError:
+        raise InputError(f"field {key}: not hex: {value!r}") from None
+
+
+def parse_entry(obj: dict) -> tuple[Entry, Event]:
+    """An exported log line: the event plus the ledger's own seq, recorded time and hashes."""
+    missing = [k for k in _ENTRY_FIELDS if k not in obj]
+    if missing:
+        raise InputError(f"field {missing[0]}: missing (a log line carries {', '.join(_ENTRY_FIELDS)})")
+    seq = obj["seq"]
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise InputError(f"field seq: expected a positive integer, found {seq!r}")
+    recorded = obj["recorded_at"]
+    try:
+        instant_key(recorded)
+    except TimeError as exc:
+        raise InputError(f"field recorded_at: {exc}") from None
+    event = make_event(obj["kind"], obj["payload"], obj["effective_at"])
+    entry = Entry(seq, event.kind, obj["effective_at"], recorded, event.payload,
+                  _hash_field(obj, "entry_hash"), _hash_field(obj, "chain_hash"))
+    return entry, event
+
+
+def _fresh(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[list[Event], int]:
+    """Drop facts already stored (identical kind, effective time and payload); refuse contradictions."""
+    stored = writer.existing(e for _, e in events)
+    fresh: dict[tuple[str, str, str], Event] = {}
+    present = 0
+    for line, event in events:
+        key = event.key
+        where = f"{name}: line {line}: " if line else f"{name}: "
+        if key in stored:
+            seq, payload = stored[key]
+            if payload != event.payload:
+                raise InputError(f"{where}{event.kind} of {event.subject} effective {event.effective_at} "
+                                 f"contradicts event seq {seq} (same subject, kind and effective time, other payload)")
+            present += 1
+        elif key in fresh:
+            if fresh[key].payload != event.payload:
+                raise InputError(f"{where}{event.kind} of {event.subject} effective {event.effective_at} "
+                                 "contradicts another fact in this import")
+            present += 1
+        else:
+            fresh[key] = event
+    return list(fresh.values()), present
+
+
+def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, Event]]) -> tuple[int, int]:
+    """Continue the chain with exported entries, re-computing each hash; entries already held are skipped."""
+    batch: list[tuple[Entry, Event]] = []
+    seq, chain = writer.seq, writer.chain
+    present = 0
+    for line, entry, event in entries:
+        where = f"{name}: line {line}"
+        if entry.seq <= seq:
+            held = batch[entry.seq - writer.seq - 1][0] if entry.seq > writer.seq else writer.entry(entry.seq)
+            if held.entry_hash != entry.entry_hash or held.chain_hash != entry.chain_hash:
+                raise InputError(f"{where}: seq {entry.seq} is already taken by another event in this ledger")
+            present += 1
+            continue
+        if entry.seq != seq + 1:
+            raise InputError(f"{where}: seq {entry.seq} does not continue the ledger (head is {seq})")
+        digest = entry_hash(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
+        if digest != entry.entry_hash:
+            raise IntegrityError(f"{where}: seq {entry.seq}: entry hash does not re-compute "
+                                 f"(line says {hex_hash(entry.entry_hash)}, re-computed {hex_hash(digest)})")
+        chain = link(chain, digest)
+        if chain != entry.chain_hash:
+            raise IntegrityError(f"{where}: seq {entry.seq}: chain hash does not re-compute "
+                                 f"(line says {hex_hash(entry.chain_hash)}, re-computed {hex_hash(chain)})")
+        batch.append((entry, event))
+        seq = entry.seq
+    writer.append_entries(batch)
+    return len(batch), present
+
+
+def import_inputs(store: Store, parsed: list[Parsed]) -> ImportResult:
+    """Append everything in `parsed` in one transaction, or nothing."""
+    appended = present = 0
+    with store.writing() as writer:
+        for item in parsed:
+            if item.entries:
+                added, held = _append_entries(writer, item.name, item.entries)
+                appended, present = appended + added, present + held
+            if item.events:
+                fresh, held = _fresh(writer, item.name, item.events)
+                writer.append(fresh)
+                appended, present = appended + len(fresh), present + held
+            if item.record is not None:
+                _check_rebuild(writer, item.name, item.record)
+        head = (writer.seq, writer.chain)
+    return ImportResult(appended, present, head)
+
+
+def _check_rebuild(writer: Writer, name: str, record: dict) -> None:
+    """The ledger must give back this record's exact bytes at its as_of, or the import is refused."""
+    paper = record["paper"]["arxiv_id"]
+    try:
+        rebuilt = build_record(paper, writer.paper_facts(paper), record["as_of"])
+    except NotFoundError as exc:
+        raise InputError(f"{name}: the ledger cannot rebuild this record: {exc}") from None
+    if canonical(rebuilt) != canonical(record):
+        difference = first_difference(rebuilt, record)
+        raise InputError(f"{name}: the ledger cannot reproduce this record at its as_of {record['as_of']}: "
+                         f"first difference at {difference}")
+
+
+def import_files(store: Store, names: list[str]) -> ImportResult:
+    """Read, validate and import files (or `-` for stdin) as one all-or-nothing invocation."""
+    parsed = [parse_input(name, read_input(name)) for name in names]
+    return import_inputs(store, parsed)
+
+
+__all__ = ["ImportResult", "LedgerError", "Parsed", "import_files", "import_inputs", "parse_input", "read_input"]

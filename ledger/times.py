@@ -1,0 +1,69 @@
+"""Instants as the sources wrote them, and the keys used to order them.
+
+A stored timestamp is kept as the exact string a source gave (re-formatting it would change a digest).
+To order instants we derive a key: the same instant in UTC as `YYYY-MM-DDTHH:MM:SS.ffffffZ`, which sorts
+as text. This module never changes a stored string.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, time, timezone
+
+from .errors import InputError
+
+# RFC 3339 with a mandatory offset; a naive time is ambiguous and refused.
+_INSTANT = re.compile(
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})", re.ASCII
+)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+
+MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)
+
+
+class TimeError(InputError):
+    """A string that is not an instant the ledger accepts."""
+
+
+def parse_instant(text: object) -> datetime:
+    """Parse an RFC 3339 timestamp with an offset into an aware UTC datetime, or raise TimeError."""
+    if not isinstance(text, str) or not _INSTANT.fullmatch(text):
+        raise TimeError(f"expected an RFC 3339 timestamp with offset, found {text!r}")
+    try:
+        return datetime.fromisoformat(text).astimezone(timezone.utc)
+    except ValueError:
+        raise TimeError(f"not a valid timestamp: {text!r}") from None
+
+
+def instant_key(text: object) -> str:
+    """The sortable UTC key of a timestamp string (microsecond precision)."""
+    return format_utc(parse_instant(text))
+
+
+def format_utc(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_when(text: str) -> tuple[str, str]:
+    """A command-line date: returns (as written in a record, ordering key).
+
+    A bare date means the end of that day in UTC, inclusive (SPEC 4); a full timestamp is used as given.
+    """
+    if _DATE.fullmatch(text):
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            raise TimeError(f"not a valid date: {text!r}") from None
+        end = datetime.combine(day, time(23, 59, 59, 999999), tzinfo=timezone.utc)
+        written = format_utc(end)
+        return written, written
+    return text, instant_key(text)
+
+
+def long_date(text: str) -> str:
+    """'2026-08-09T16:41:00Z' -> '9 August 2026' (the UTC day)."""
+    moment = parse_instant(text)
+    return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"

@@ -1,0 +1,203 @@
+"""The record as of a date: a pure function of one paper's events.
+
+`build_record` folds the events whose effective time is at or before `as_of` (ties: ledger order) into a
+Paper Citation Record, computing every derived field (thesis, coverage, state counts, links, digests).
+It never reads storage and never shows a fact observed after `as_of`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import orjson
+
+from ledger import SCHEMA
+from ledger.canonical import canonical
+from ledger.errors import NotFoundError
+from ledger.events import (
+    CITATION_OBSERVED,
+    Fact,
+    MEASUREMENTS_CHECKED,
+    NO_MEASUREMENT_SOURCE,
+    NOT_CHECKED,
+    NOTICE_CHECKED,
+    PAPER_SNAPSHOT,
+    RESOLUTION_RECORDED,
+    SOURCE_CHECKED,
+    UNRESOLVED,
+)
+from ledger.record import RESOLUTION_STATES, context_digest, observation_digest
+from ledger.times import instant_key, long_date
+
+CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
+REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."
+CITATION_SOURCE = "paper_references, paper_reference_links"
+NOTICE_SOURCE = "scholarly_work_events, retraction_status_cache"
+NOTES = {
+    "reference_resolution": "Typed states for the displayed outbound observations.",
+    "standing_notices": "One-hop event checks from named stored sources.",
+    "inbound_itemization": "Pith citing papers itemized under the disclosed page cap.",
+    "external_citation_measurements": "A source-named dated measurement, never combined with another source.",
+}
+
+
+def _latest_time(times: Iterable[str]) -> str | None:
+    times = list(times)
+    return max(times, key=instant_key) if times else None
+
+
+def _lane(lane: str, denominator: int, observed: int, source: str, when: str | None) -> dict:
+    return {"denominator": denominator, "lane": lane, "note": NOTES[lane], "records_observed": observed,
+            "source": source, "source_observed_at": when, "state": "measured"}
+
+
+def _observation(oid: str, citation: dict, resolution: dict | None, notice: dict | None) -> dict:
+    links = {"citing_paper": f"/paper/{citation['citing_paper']['arxiv_id']}"}
+    if citation.get("cited_paper") is not None:
+        links["cited_paper"] = f"/paper/{citation['cited_paper']['arxiv_id']}"
+    obs = {"citation": citation, "links": links, "observation_id": oid,
+           "resolution": resolution or UNRESOLVED, "standing_notice": notice or NOT_CHECKED}
+    obs["observation_digest"] = observation_digest(obs)
+    return obs
+
+
+def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: str | None = None) -> dict:
+    """The record of `paper_id` as of `as_of` (the string shown in the record).
+
+    Raises NotFoundError when the paper has no snapshot effective by then.
+    """
+    cutoff = as_of_key or instant_key(as_of)
+    # (kind, subject) -> (effective key, seq, payload): the latest fact wins, ties by ledger order.
+    latest: dict[tuple[str, str], tuple[str, int, dict]] = {}
+    for fact in facts:
+        if fact.effective_key > cutoff:
+            continue
+        payload = orjson.loads(fact.payload)
+        if fact.kind == PAPER_SNAPSHOT:
+            if payload["arxiv_id"] != paper_id:
+                continue
+            subject = paper_id
+        elif fact.kind in (SOURCE_CHECKED, MEASUREMENTS_CHECKED):
+            if payload["paper"] != paper_id:
+                continue
+            subject = payload["source"] if fact.kind == SOURCE_CHECKED else ""
+        else:
+            subject = payload["observation_id"]
+        key = (fact.kind, subject)
+        current = latest.get(key)
+        if current is None or (fact.effective_key, fact.seq) > current[:2]:
+            latest[key] = (fact.effective_key, fact.seq, payload)
+
+    snapshot = latest.get((PAPER_SNAPSHOT, paper_id))
+    if snapshot is None:
+        raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
+
+    inbound, outbound = [], []
+    sources, measurement = [], None
+    for (kind, subject), (_, _, payload) in latest.items():
+        if kind == SOURCE_CHECKED:
+            sources.append({"observed_at": payload["observed_at"], "source": payload["source"]})
+        elif kind == MEASUREMENTS_CHECKED:
+            measurement = payload
+        elif kind == CITATION_OBSERVED:
+            citation = payload["citation"]
+            resolution = latest.get((RESOLUTION_RECORDED, subject))
+            notice = latest.get((NOTICE_CHECKED, subject))
+            obs = _observation(subject, citation, resolution and resolution[2]["resolution"],
+                               notice and notice[2]["standing_notice"])
+            if citation["citing_paper"]["arxiv_id"] == paper_id:
+                outbound.append(obs)
+            cited = citation.get("cited_paper")
+            if cited is not None and cited["arxiv_id"] == paper_id:
+                inbound.append(obs)
+
+    inbound.sort(key=lambda o: (o["citation"]["citing_paper"]["arxiv_id"], o["citation"]["reference_index"],
+                                o["observation_id"]))
+    outbound.sort(key=lambda o: (o["citation"]["reference_index"], o["observation_id"]))
+    shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
+    sources.sort(key=lambda s: s["source"])
+
+    counts = dict.fromkeys(RESOLUTION_STATES, 0)
+    for obs in shown_out:
+        counts[obs["resolution"]["status"]] += 1
+    everything = inbound + outbound
+    checked = sum(1 for obs in everything if obs["standing_notice"] != NOT_CHECKED)
+    measurements = measurement["measurements"] if measurement else []
+    coverage = [
+        _lane("reference_resolution", len(outbound), len(shown_out), CITATION_SOURCE,
+              _latest_time(o["citation"]["source_observed_at"] for o in shown_out)),
+        _lane("standing_notices", len(everything), checked, NOTICE_SOURCE,
+              _latest_time(s["observed_at"] for s in sources)),
+        _lane("inbound_itemization", len(inbound), len(shown_in), CITATION_SOURCE,
+              _latest_time(o["citation"]["source_observed_at"] for o in shown_in)),
+        _lane("external_citation_measurements", 1, len(measurements),
+              measurement["source"] if measurement else NO_MEASUREMENT_SOURCE,
+              measurement["observed_at"] if measurement else None),
+    ]
+    record = {
+        "as_of": as_of,
+        "caps": dict(CAPS),
+        "coverage": coverage,
+        "external_citation_measurements": measurements,
+        "inbound": shown_in,
+        "links": {
+            "evidence": "/evidence",
+            "html": f"/paper/{paper_id}/citation-record",
+            "integrity": f"/paper/{paper_id}/integrity",
+            "json": f"/paper/{paper_id}/citation-record.json",
+            "paper": f"/paper/{paper_id}",
+        },
+        "outbound": shown_out,
+        "paper": snapshot[2],
+        "reference_resolution": {"displayed": len(shown_out), "state_counts": counts,
+                                 "total_outbound_references": len(outbound)},
+        "refusal": REFUSAL,
+        "schema": SCHEMA,
+        "standing_sources": sources,
+        "thesis": (f"As of {long_date(as_of)}, this Paper Citation Record lists {len(shown_out)} of "
+                   f"{len(outbound)} outbound references and {len(shown_in)} inbound Pith citation "
+                   f"observations for arXiv:{paper_id}."),
+    }
+    record["context_digest"] = context_digest(record)
+    return record
+
+
+def record_bytes(record: dict) -> bytes:
+    """The published JSON form: exactly the canonical encoding, no trailing newline."""
+    return canonical(record)
+
+
+def first_difference(expected: object, found: object, path: str = "") -> str | None:
+    """The first place two JSON values differ, in canonical key order; None when equal."""
+    if type(expected) is not type(found):
+        return f"{path or 'record'}: ledger has {_show(expected)}, record has {_show(found)}"
+    if isinstance(expected, dict):
+        for key in sorted(set(expected) | set(found)):
+            where = f"{path}.{key}" if path else key
+            if key not in found:
+                return f"{where}: ledger has {_show(expected[key])}, record has no such field"
+            if key not in expected:
+                return f"{where}: record has {_show(found[key])}, ledger has no such field"
+            difference = first_difference(expected[key], found[key], where)
+            if difference:
+                return difference
+        return None
+    if isinstance(expected, list):
+        for index, (a, b) in enumerate(zip(expected, found)):
+            label = f"{path}[{index}]"
+            if isinstance(a, dict) and "observation_id" in a:
+                label = f"{path}[{index}: {a['observation_id']}]"
+            difference = first_difference(a, b, label)
+            if difference:
+                return difference
+        if len(expected) != len(found):
+            return f"{path}: ledger has {len(expected)} items, record has {len(found)}"
+        return None
+    if expected != found:
+        return f"{path}: ledger has {_show(expected)}, record has {_show(found)}"
+    return None
+
+
+def _show(value: object) -> str:
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 80 else text[:77] + "..."
