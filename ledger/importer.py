@@ -110,6 +110,10 @@ def _parse_lines(name: str, lines: list[str], whole_error: InputError | None) ->
             continue
         try:
             obj = parse_json(line)
+        except InputError as exc:
+            # A pretty-printed record that does not parse fails on its first line: report the document.
+            raise InputError(f"{name}: {whole_error if number == 1 and whole_error else f'line {number}: {exc}'}") from None
+        try:
             if not isinstance(obj, dict):
                 raise InputError(f"expected an event object, found {type(obj).__name__}")
             if "seq" in obj:
@@ -120,8 +124,6 @@ def _parse_lines(name: str, lines: list[str], whole_error: InputError | None) ->
                     raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
                 parsed.events.append((number, make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))))
         except InputError as exc:
-            if number == 1 and whole_error is not None:
-                raise InputError(f"{name}: {whole_error}") from None
             raise InputError(f"{name}: line {number}: {exc}") from None
     return parsed
 

@@ -60,7 +60,7 @@ def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | N
         try:
             parse_instant(value)
         except InputError as exc:
-            raise InputError(f"field {path}.{key}: {exc}") from None
+            raise InputError(f"field {f'{path}.{key}' if path else key}: {exc}") from None
     return value
 
 

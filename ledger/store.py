@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 
 from sqlalchemy import Index, LargeBinary, UniqueConstraint, bindparam, create_engine, event, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, SQLModel
 
 from .chain import GENESIS, Entry, entry_hash, link
@@ -76,7 +76,7 @@ _SQLITE_GUARDS = (
 )
 _POSTGRES_GUARDS = (
     """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN RAISE EXCEPTION 'events are append-only: % refused', TG_OP; END $$""",
+       BEGIN RAISE EXCEPTION 'events are append-only: %% refused', TG_OP; END $$""",  # %% : DBAPI paramstyle
     """CREATE FUNCTION ledger_gap_free() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN
          IF NEW.seq IS DISTINCT FROM (SELECT COALESCE(MAX(seq), 0) + 1 FROM events) THEN
@@ -207,16 +207,13 @@ class Store:
             yield
         except (InputError, StoreError):
             raise
-        except OperationalError as exc:
+        except DBAPIError as exc:
+            message = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
             if _is_lock(exc):
                 raise StoreError(f"{self.url}: locked by another writer for more than "
                                  f"{LOCK_TIMEOUT_SECONDS:g}s ({doing})") from None
-            message = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
             if "not a database" in message:
                 raise InputError(f"{self.url}: not a ledger ({message})") from None
-            raise StoreError(f"{self.url}: cannot {doing}: {message}") from None
-        except DBAPIError as exc:
-            message = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
             raise StoreError(f"{self.url}: cannot {doing}: {message}") from None
 
     # -- reading -------------------------------------------------------------------------------------
@@ -233,7 +230,7 @@ class Store:
         row = conn.exec_driver_sql(
             "SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1"
         ).first()
-        return (0, GENESIS, None) if row is None else (row[0], bytes(row[1]), row[2])
+        return (0, GENESIS, None) if row is None else (row[0], _blob(row[1]), row[2])
 
     def paper_facts(self, paper: str, known_at: str | None = None, conn: Connection | None = None) -> list[Fact]:
         """Every event of one paper's record, in ledger order, in one indexed statement."""
@@ -247,13 +244,13 @@ class Store:
             query += " AND recorded_at <= :k"
             params["k"] = known_at
         rows = conn.execute(text(query + " ORDER BY seq"), params)
-        return [Fact(r[0], r[1], r[2], r[3], r[4], bytes(r[5])) for r in rows]
+        return [Fact(r[0], r[1], r[2], r[3], r[4], _blob(r[5])) for r in rows]
 
     def observation_facts(self, observation: str) -> list[Fact]:
         with self.reading() as conn:
             rows = conn.execute(text(f"SELECT {_COLUMNS} FROM events WHERE observation = :o ORDER BY seq"),
                                 {"o": observation})
-            return [Fact(r[0], r[1], r[2], r[3], r[4], bytes(r[5])) for r in rows]
+            return [Fact(r[0], r[1], r[2], r[3], r[4], _blob(r[5])) for r in rows]
 
     def papers(self, as_of_key: str, known_at: str | None = None) -> list[str]:
         """Papers with a snapshot effective by `as_of_key` (and recorded by `known_at`), sorted."""
@@ -275,7 +272,7 @@ class Store:
                     {"a": after, "n": batch},
                 ).all()
             for r in rows:
-                yield Entry(r[0], r[1], r[2], r[3], bytes(r[4]), bytes(r[5]), bytes(r[6]))
+                yield Entry(r[0], r[1], r[2], r[3], _blob(r[4]), _blob(r[5]), _blob(r[6]))
             if len(rows) < batch:
                 return
             after = rows[-1][0]
@@ -313,7 +310,7 @@ class Writer:
 
     def entry(self, seq: int) -> Entry:
         row = self.conn.execute(text(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq = :s"), {"s": seq}).one()
-        return Entry(row[0], row[1], row[2], row[3], bytes(row[4]), bytes(row[5]), bytes(row[6]))
+        return Entry(row[0], row[1], row[2], row[3], _blob(row[4]), _blob(row[5]), _blob(row[6]))
 
     def existing(self, events: Iterable[Event]) -> dict[tuple[str, str, str], tuple[int, bytes]]:
         """For each (kind, subject, effective key) already stored: (seq, payload)."""
@@ -323,7 +320,7 @@ class Writer:
                      ).bindparams(bindparam("s", expanding=True))
         for start in range(0, len(subjects), 500):
             for row in self.conn.execute(query, {"s": subjects[start:start + 500]}):
-                found[(row[1], row[2], row[3])] = (row[0], bytes(row[4]))
+                found[(row[1], row[2], row[3])] = (row[0], _blob(row[4]))
         return found
 
     def append(self, events: list[Event]) -> list[Entry]:
@@ -367,6 +364,11 @@ class Writer:
 
                 statement = pg_insert(table).on_conflict_do_nothing()
             self.conn.execute(statement, links)
+
+
+def _blob(value: bytes | memoryview | str) -> bytes:
+    # A row edited by hand in SQLite can come back as TEXT; verification must see it, not crash on it.
+    return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
 
 
 def _is_lock(exc: DBAPIError) -> bool:

@@ -168,11 +168,12 @@ def record_bytes(record: dict) -> bytes:
 
 
 def first_difference(expected: object, found: object, path: str = "") -> str | None:
-    """The first place two JSON values differ, in canonical key order; None when equal."""
+    """The first place two JSON values differ, in canonical key order (digests last); None when equal."""
     if type(expected) is not type(found):
         return f"{path or 'record'}: ledger has {_show(expected)}, record has {_show(found)}"
     if isinstance(expected, dict):
-        for key in sorted(set(expected) | set(found)):
+        # Digests differ whenever anything else does; name the cause, not its consequence.
+        for key in sorted(set(expected) | set(found), key=lambda k: (k.endswith("_digest"), k)):
             where = f"{path}.{key}" if path else key
             if key not in found:
                 return f"{where}: ledger has {_show(expected[key])}, record has no such field"

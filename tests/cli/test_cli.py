@@ -1,0 +1,233 @@
+"""The command line: exit codes, stdout and stderr checked separately, for every command and bad input."""
+
+import json
+import sqlite3
+
+import pytest
+
+from tests.conftest import AS_OF_004, PAPER_004, SEED_004, run_ledger
+from tests.helpers import redigest, seed_record, write_record
+
+DIGEST_0809 = "sha256:88bbcfe1847497cac1a7e1c3f5aa9530cb1662bfd44d13f772daaeb592ad2687"
+
+
+@pytest.fixture
+def ready(cli):
+    assert cli("init").exit_code == 0
+    return cli
+
+
+@pytest.fixture
+def imported(ready):
+    result = ready("import", str(SEED_004))
+    assert result.exit_code == 0, result.stderr
+    return ready
+
+
+def head(cli) -> str:
+    result = cli("head")
+    assert result.exit_code == 0
+    return result.stdout
+
+
+def test_init_creates_once(cli):
+    first = cli("init")
+    assert (first.exit_code, first.stderr) == (0, "")
+    assert "created an empty ledger" in first.stdout
+    second = cli("init")
+    assert second.exit_code == 2 and second.stdout == ""
+    assert "already" in second.stderr and second.stderr.count("\n") == 1
+
+
+def test_commands_never_create_a_ledger(tmp_path):
+    from tests.conftest import Cli
+
+    missing = tmp_path / "typo.db"
+    for args in (["head"], ["import", str(SEED_004)], ["replay", "--as-of", "2026-08-09"], ["export"]):
+        result = Cli(str(missing))(*args)
+        assert result.exit_code == 2, args
+        assert result.stderr == f"ledger: {missing}: no ledger here; create one with `ledger init`\n"
+    assert not missing.exists()
+
+
+def test_import_replay_round_trip_is_byte_identical(imported, seed_bytes, tmp_path):
+    out = tmp_path / "rebuilt.json"
+    result = imported("replay", "--as-of", AS_OF_004, "--paper", PAPER_004, "--out", str(out))
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    assert out.read_bytes() == seed_bytes
+    to_stdout = imported("replay", "--as-of", AS_OF_004, "--paper", PAPER_004)
+    assert to_stdout.stdout_bytes == seed_bytes
+
+
+def test_import_again_appends_nothing_and_the_head_stays(imported):
+    before = head(imported)
+    again = imported("import", str(SEED_004))
+    assert again.exit_code == 0
+    assert again.stdout.startswith("appended 0 events (40 already present)")
+    assert head(imported) == before
+
+
+def test_replay_bare_date_is_the_end_of_that_day(imported):
+    result = imported("replay", "--as-of", "2026-08-09", "--paper", PAPER_004)
+    record = json.loads(result.stdout)
+    assert record["as_of"] == "2026-08-09T23:59:59.999999Z"
+    assert record["context_digest"] == DIGEST_0809
+
+
+def test_replay_before_the_first_snapshot_exits_1(imported):
+    result = imported("replay", "--as-of", "2026-07-01", "--paper", PAPER_004)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "ledger: no record of arXiv:2407.20018 as of 2026-07-01T23:59:59.999999Z\n"
+
+
+def test_replay_stats_reports_the_statement_budget(imported):
+    result = imported("replay", "--as-of", AS_OF_004, "--paper", PAPER_004, "--stats")
+    assert result.exit_code == 0
+    statements = int(result.stderr.split("statements: ")[1].split(",")[0])
+    assert 1 <= statements <= 6
+    assert "events read: 40" in result.stderr
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["replay", "--as-of", "yesterday", "--paper", PAPER_004], "--as-of: expected an RFC 3339 timestamp"),
+    (["replay", "--as-of", "2026-02-30", "--paper", PAPER_004], "--as-of: not a valid date"),
+    (["replay", "--as-of", "2026-08-09T10:00:00", "--paper", PAPER_004], "--as-of: expected an RFC 3339"),
+    (["replay", "--as-of", "2026-08-09", "--format", "pdf"], "--format: expected json or text"),
+])
+def test_bad_arguments_exit_2(imported, args, problem):
+    result = imported(*args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert problem in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_verify_a_published_record(imported):
+    result = imported("verify", str(SEED_004))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert "12 observation digests and the context digest re-check; agrees with the ledger's history" in result.stdout
+
+
+def test_verify_without_a_ledger_checks_digests_only(tmp_path):
+    from tests.conftest import Cli
+
+    result = Cli(str(tmp_path / "none.db"))("verify", str(SEED_004))
+    assert result.exit_code == 0 and "history not compared" in result.stdout
+
+
+def test_verify_names_each_observation_whose_digest_fails(imported, tmp_path):
+    record = seed_record()
+    record["inbound"][0]["citation"]["source"] = "arxiv_source"
+    record["inbound"][5]["resolution"]["status"] = "verified_fuzzy"
+    path = write_record(tmp_path / "tampered.json", record)
+    result = imported("verify", path)
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert any(record["inbound"][0]["observation_id"] in line for line in lines)
+    assert any(record["inbound"][5]["observation_id"] in line for line in lines)
+    assert any("context_digest" in line for line in lines)
+
+
+def test_verify_catches_a_self_consistent_record_that_history_contradicts(imported, tmp_path):
+    record = seed_record()
+    target = record["inbound"][9]
+    target["resolution"]["status"] = "verified_fuzzy"
+    path = write_record(tmp_path / "rewritten.json", redigest(record))
+    assert run_digests_only(path)
+    result = imported("verify", path)
+    assert result.exit_code == 1
+    assert f"history: observation {target['observation_id']} (inbound): differs from the ledger's history at " \
+           "resolution.status" in result.stderr
+
+
+def run_digests_only(path: str) -> bool:
+    from ledger.record import digest_mismatches
+
+    return digest_mismatches(json.loads(open(path, "rb").read())) == []
+
+
+def test_verify_the_chain_and_catch_a_changed_row(imported, backend):
+    ok = imported("verify")
+    assert ok.exit_code == 0 and ok.stdout.startswith("ok: 40 events")
+    if backend != "sqlite":
+        pytest.skip("the tamper path for PostgreSQL is in the store contract suite")
+    conn = sqlite3.connect(imported.location)
+    conn.execute("DROP TRIGGER events_append_only_update")
+    conn.execute("UPDATE events SET payload = replace(payload, 'crossref', 'crossrex') WHERE seq = 2")
+    conn.commit()
+    conn.close()
+    bad = imported("verify")
+    assert bad.exit_code == 1 and bad.stdout == ""
+    assert "chain broken at seq 2: entry hash does not re-compute" in bad.stderr
+    assert "seq 2..40 (39 entries) depend on it" in bad.stderr
+
+
+def test_head_and_json_output(imported):
+    text = imported("head").stdout.split()
+    data = json.loads(imported("head", "--json").stdout)
+    assert text == [str(data["seq"]), data["chain_hash"]] and data["seq"] == 40
+
+
+def test_import_json_output(ready):
+    data = json.loads(ready("import", "--json", str(SEED_004)).stdout)
+    assert data["appended"] == 40 and data["head"]["seq"] == 40
+
+
+BAD_INPUTS = {
+    "empty": (b"", "empty file"),
+    "blank": (b"\n\n  \n", "empty file"),
+    "truncated": (SEED_004.read_bytes()[:5000], "invalid JSON"),
+    "binary": (bytes(range(256)) * 4, "not UTF-8 text"),
+    "nul": (b'{"schema":\x00}', "NUL"),
+    "array": (b"[" + SEED_004.read_bytes() + b"]", "found an array"),
+    "nan": (SEED_004.read_bytes().replace(b'"reference_index":21', b'"reference_index":NaN'), "NaN is not a JSON value"),
+    "huge_integer": (SEED_004.read_bytes().replace(b'"reference_index":21', b'"reference_index":123456789012345678901234567890'), "64-bit"),
+    "duplicate_keys": (b'{"schema":"pith.paper-citation-record.v1","schema":"x"}', "duplicate key 'schema'"),
+    "wrong_schema": (SEED_004.read_bytes().replace(b"citation-record.v1", b"citation-record.v9"), "field schema: expected"),
+    "missing_field": (SEED_004.read_bytes().replace(b'"refusal":', b'"refusals":'), "field refusal: missing"),
+    "bad_timestamp": (SEED_004.read_bytes().replace(b'"as_of":"2026-08-09T16:41:00Z"', b'"as_of":"2026-08-09 16:41"'), "field as_of: expected an RFC 3339"),
+    "bad_month": (SEED_004.read_bytes().replace(b"2026-08-08T10:10:22.827490Z", b"2026-18-08T10:10:22.827490Z", 1), "not a valid timestamp"),
+    "scalar": (b"42", "found a JSON int"),
+    "event_line_unknown_kind": (b'{"kind":"citation.deleted","payload":{}}\n{"kind":"x","payload":{}}', "line 1: field kind: expected one of"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_exits_2_with_one_line_naming_the_file_and_nothing_appended(ready, tmp_path, case):
+    data, problem = BAD_INPUTS[case]
+    path = tmp_path / f"{case}.json"
+    path.write_bytes(data)
+    result = ready("import", str(SEED_004), str(path))
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"ledger: {path}: ") and result.stderr.count("\n") == 1, result.stderr
+    assert problem in result.stderr
+    assert "Traceback" not in result.stderr
+    assert head(ready).startswith("0 ")
+
+
+def test_a_digest_mismatch_on_import_exits_1(ready, tmp_path):
+    path = tmp_path / "digest.json"
+    path.write_bytes(SEED_004.read_bytes().replace(b'"reference_index":21', b'"reference_index":22'))
+    result = ready("import", str(path))
+    assert result.exit_code == 1
+    assert "b7d1cb3d-82fc-453c-be89-0574bc0e903d" in result.stderr and head(ready).startswith("0 ")
+
+
+def test_import_from_stdin(ready, seed_bytes):
+    result = ready("import", "-", input=seed_bytes)
+    assert result.exit_code == 0 and "appended 40 events" in result.stdout
+
+
+def test_a_missing_file_is_bad_input(ready, tmp_path):
+    result = ready("import", str(tmp_path / "nope.json"))
+    assert result.exit_code == 2 and result.stderr == f"ledger: {tmp_path / 'nope.json'}: no such file\n"
+
+
+def test_the_console_script_in_a_real_process(tmp_path):
+    db = str(tmp_path / "real.db")
+    assert run_ledger("--db", db, "init").returncode == 0
+    imported = run_ledger("--db", db, "import", str(SEED_004))
+    assert imported.returncode == 0 and imported.stdout.startswith(b"appended 40 events")
+    replayed = run_ledger("--db", db, "replay", "--as-of", AS_OF_004, "--paper", PAPER_004)
+    assert replayed.stdout == SEED_004.read_bytes()
+    broken = run_ledger("--db", db, "import", str(tmp_path))
+    assert broken.returncode == 2 and b"Traceback" not in broken.stderr and broken.stderr.count(b"\n") == 1

@@ -1,0 +1,121 @@
+"""Import: all-or-nothing, idempotent, refusing contradictions and records it cannot reproduce."""
+
+import io
+import sys
+
+import pytest
+
+from ledger.errors import InputError, IntegrityError
+from ledger.importer import import_files
+from projections.record import build_record, record_bytes
+from tests.conftest import AS_OF_004, PAPER_004, SEED_004
+from tests.helpers import event_line, redigest, seed_record, write_record
+
+OBS = "b7d1cb3d-82fc-453c-be89-0574bc0e903d"
+
+
+def test_seed_round_trip_is_byte_identical(store, seed_bytes):
+    import_files(store, [str(SEED_004)])
+    rebuilt = build_record(PAPER_004, store.paper_facts(PAPER_004), AS_OF_004)
+    assert record_bytes(rebuilt) == seed_bytes
+
+
+def test_one_invocation_is_all_or_nothing(store, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "pith.paper-citation-record.v1"')
+    with pytest.raises(InputError, match="bad.json"):
+        import_files(store, [str(SEED_004), str(bad)])
+    assert store.head()[0] == 0
+
+
+def test_a_refusal_inside_the_transaction_rolls_back_earlier_files(store, tmp_path):
+    record = seed_record()
+    record["thesis"] = record["thesis"].replace("12 inbound", "13 inbound")
+    other = write_record(tmp_path / "other.json", redigest(record))
+    with pytest.raises(InputError, match="first difference at thesis"):
+        import_files(store, [str(SEED_004), other])
+    assert store.head()[0] == 0
+
+
+def test_a_record_with_a_wrong_digest_exits_1_naming_the_observation(store, tmp_path):
+    record = seed_record()
+    record["inbound"][0]["citation"]["reference_index"] = 22
+    path = write_record(tmp_path / "tampered.json", record)
+    with pytest.raises(IntegrityError) as caught:
+        import_files(store, [path])
+    assert OBS in str(caught.value) and "tampered.json" in str(caught.value)
+    assert store.head()[0] == 0
+
+
+def test_a_self_consistent_record_the_ledger_cannot_reproduce_is_refused(store, tmp_path):
+    record = seed_record()
+    record["reference_resolution"]["displayed"] = 1  # derived field that disagrees with the itemized lists
+    path = write_record(tmp_path / "inconsistent.json", redigest(record))
+    with pytest.raises(InputError, match=r"first difference at reference_resolution\.displayed"):
+        import_files(store, [path])
+    assert store.head()[0] == 0
+
+
+def test_a_fact_observed_after_as_of_cannot_be_published_in_that_record(store, tmp_path):
+    record = seed_record()
+    record["inbound"][0]["citation"]["citing_paper"]["snapshot_observed_at"] = "2026-08-10T00:00:00Z"
+    path = write_record(tmp_path / "future.json", redigest(record))
+    with pytest.raises(InputError, match="cannot reproduce"):
+        import_files(store, [path])
+
+
+def test_a_contradicting_fact_is_refused_naming_the_event(seeded, tmp_path):
+    record = seed_record()
+    target = next(o for o in record["inbound"] if o["observation_id"] == "35de0436-c3a4-484f-9168-1ffb5cd22212")
+    target["resolution"]["resolver_source"] = "local_arxiv"  # same observation, same time, other payload
+    path = write_record(tmp_path / "contradiction.json", redigest(record))
+    with pytest.raises(InputError, match=r"resolution\.recorded of 35de0436.*contradicts event seq \d+"):
+        import_files(seeded, [path])
+    assert seeded.head()[0] == 40
+
+
+def test_event_lines_append_facts_one_by_one(seeded, tmp_path):
+    lines = tmp_path / "events.jsonl"
+    resolution = {"observed_at": "2026-08-20T10:00:00Z", "resolver_source": "arxiv_id", "status": "verified_exact"}
+    lines.write_bytes(event_line("resolution.recorded", {"observation_id": OBS, "resolution": resolution}))
+    result = import_files(seeded, [str(lines)])
+    assert result.appended == 1 and result.head[0] == 41
+    later = build_record(PAPER_004, seeded.paper_facts(PAPER_004), "2026-08-21T00:00:00Z")
+    assert next(o for o in later["inbound"] if o["observation_id"] == OBS)["resolution"] == resolution
+    earlier = build_record(PAPER_004, seeded.paper_facts(PAPER_004), AS_OF_004)
+    assert next(o for o in earlier["inbound"] if o["observation_id"] == OBS)["resolution"]["status"] == "unresolved"
+    assert import_files(seeded, [str(lines)]).appended == 0
+
+
+def test_event_lines_with_a_contradiction_are_refused(seeded, tmp_path):
+    resolution = {"observed_at": "2026-08-08T10:10:22.827490Z", "resolver_source": "arxiv_id", "status": "verified_exact"}
+    lines = tmp_path / "events.jsonl"
+    lines.write_bytes(event_line("resolution.recorded", {"observation_id": OBS, "resolution": resolution}))
+    with pytest.raises(InputError, match=r"events.jsonl: line 1: .*contradicts event seq"):
+        import_files(seeded, [str(lines)])
+
+
+def test_an_event_line_cannot_claim_a_time_its_payload_contradicts(store, tmp_path):
+    lines = tmp_path / "events.jsonl"
+    lines.write_bytes(event_line("paper.snapshot", {"arxiv_id": "2401.00001", "snapshot_observed_at": "2026-01-01T00:00:00Z"},
+                                 "2026-02-01T00:00:00Z"))
+    with pytest.raises(InputError, match="line 1: field effective_at: the payload says"):
+        import_files(store, [str(lines)])
+
+
+def test_a_notice_without_receipts_needs_its_sweep_time(store, tmp_path):
+    notice = {"events": [], "reason": "canonical_work_link_unavailable", "source_receipts": [], "state": "unavailable"}
+    lines = tmp_path / "events.jsonl"
+    lines.write_bytes(event_line("notice.checked", {"observation_id": OBS, "standing_notice": notice}))
+    with pytest.raises(InputError, match="needs its sweep time"):
+        import_files(store, [str(lines)])
+
+
+def test_stdin_is_one_input(store, monkeypatch, seed_bytes):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(seed_bytes)))
+    assert import_files(store, ["-"]).appended == 40
+
+
+def test_the_same_file_twice_in_one_invocation_appends_once(store):
+    result = import_files(store, [str(SEED_004), str(SEED_004)])
+    assert (result.appended, result.present) == (40, 40)

@@ -1,0 +1,162 @@
+"""The storage contract: every backend passes every test here (SQLite always, PostgreSQL when configured)."""
+
+import pytest
+from sqlalchemy import text
+
+from ledger.chain import GENESIS, verify_entries
+from ledger.errors import InputError, IntegrityError, StoreError
+from ledger.events import make_event
+from ledger.importer import import_files
+from ledger.store import Store
+from tests.conftest import PAPER_004, SEED_004
+
+
+def snapshot(arxiv_id: str, when: str, title: str = "T") -> object:
+    return make_event("paper.snapshot", {"arxiv_id": arxiv_id, "snapshot_observed_at": when, "title": title})
+
+
+def test_an_empty_ledger_has_the_genesis_head(store):
+    assert store.head() == (0, GENESIS, None)
+    assert list(store.entries()) == []
+
+
+def test_appends_continue_one_chain(store):
+    with store.writing() as w:
+        first = w.append([snapshot("2401.00001", "2026-01-01T00:00:00Z")])
+    with store.writing() as w:
+        second = w.append([snapshot("2401.00002", "2026-01-02T00:00:00Z"), snapshot("2401.00003", "2026-01-03T00:00:00Z")])
+    assert [e.seq for e in first + second] == [1, 2, 3]
+    entries = list(store.entries(batch=2))
+    assert entries == first + second
+    assert verify_entries(entries) == (3, second[-1].chain_hash)
+    assert store.head()[:2] == (3, second[-1].chain_hash)
+
+
+def test_a_failed_transaction_appends_nothing(store):
+    with pytest.raises(RuntimeError):
+        with store.writing() as w:
+            w.append([snapshot("2401.00001", "2026-01-01T00:00:00Z")])
+            raise RuntimeError("refused half-way")
+    assert store.head()[0] == 0
+
+
+def test_recorded_time_never_goes_backwards(store):
+    with store.writing() as w:
+        w.recorded_at = "2099-01-01T00:00:00.000000Z"  # a writer whose clock ran ahead
+        w.append([snapshot("2401.00001", "2026-01-01T00:00:00Z")])
+    with store.writing() as w:
+        assert w.recorded_at == "2099-01-01T00:00:00.000000Z"
+
+
+def raw(store, sql: str, **params):
+    with store.engine.connect() as conn, conn.begin():
+        return conn.execute(text(sql), params)
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE events SET payload = :b WHERE seq = 1",
+    "DELETE FROM events WHERE seq = 1",
+    "DELETE FROM events",
+])
+def test_the_database_refuses_rewrites(seeded, sql):
+    with pytest.raises(Exception, match="append-only"):
+        raw(seeded, sql, b=b"{}")
+    assert seeded.head()[0] == 40
+
+
+def test_the_database_refuses_truncate_on_postgresql(seeded):
+    if seeded.dialect != "postgresql":
+        pytest.skip("TRUNCATE is PostgreSQL's; SQLite has none")
+    with pytest.raises(Exception, match="append-only"):
+        raw(seeded, "TRUNCATE events")
+
+
+def test_the_database_refuses_a_gap_in_the_sequence(seeded):
+    row = dict(seq=42, kind="paper.snapshot", subject="x", paper="x", observation=None, effective_at="e",
+               effective_key="e", recorded_at="r", payload=b"{}", entry_hash=b"h", chain_hash=b"c")
+    with pytest.raises(Exception, match="in sequence"):
+        raw(seeded, "INSERT INTO events VALUES (:seq, :kind, :subject, :paper, :observation, :effective_at, "
+                    ":effective_key, :recorded_at, :payload, :entry_hash, :chain_hash)", **row)
+
+
+def test_one_fact_per_kind_subject_and_effective_time(seeded):
+    with pytest.raises(Exception):
+        with seeded.writing() as w:
+            w.append([snapshot(PAPER_004, "2026-07-06T18:53:22.585501Z", title="another title")])
+    assert seeded.head()[0] == 40
+
+
+def test_a_row_changed_behind_the_guard_is_caught_by_verify(seeded):
+    # Someone with database access disables the guard and changes one byte of one payload.
+    if seeded.dialect == "sqlite":
+        raw(seeded, "DROP TRIGGER events_append_only_update")
+    else:
+        raw(seeded, "ALTER TABLE events DISABLE TRIGGER events_append_only")
+    payload = bytes(raw(seeded, "SELECT payload FROM events WHERE seq = 17").scalar_one())
+    changed = payload.replace(b"2026", b"2027", 1)
+    assert changed != payload
+    raw(seeded, "UPDATE events SET payload = :p WHERE seq = 17", p=changed)
+    with pytest.raises(IntegrityError, match=r"seq 17: entry hash does not re-compute.*seq 17\.\.40"):
+        verify_entries(seeded.entries())
+
+
+def test_paper_facts_reads_one_paper_in_one_statement(seeded):
+    with seeded.writing() as w:
+        w.append([snapshot("2501.99999", "2026-01-01T00:00:00Z")])
+    seeded.statements = 0
+    facts = seeded.paper_facts(PAPER_004)
+    assert seeded.statements <= 2  # the SELECT (+ BEGIN where the driver sends one)
+    assert len(facts) == 40
+    assert all(b"2501.99999" not in f.payload for f in facts)
+    assert [f.seq for f in facts] == sorted(f.seq for f in facts)
+
+
+def test_known_at_is_a_prefix_of_the_log(seeded):
+    recorded = seeded.head()[2]
+    with seeded.writing() as w:
+        w.recorded_at = "2099-01-01T00:00:00.000000Z"
+        w.append([snapshot(PAPER_004, "2026-08-01T00:00:00Z", title="later")])
+    assert len(seeded.paper_facts(PAPER_004)) == 41
+    assert len(seeded.paper_facts(PAPER_004, known_at=recorded)) == 40
+
+
+def test_papers_lists_those_with_a_snapshot_by_then(seeded):
+    assert seeded.papers("2026-07-06T18:53:22.585501Z") == [PAPER_004]
+    assert seeded.papers("2026-07-06T18:53:22.585500Z") == []
+
+
+def test_open_never_creates_a_ledger(tmp_path):
+    missing = tmp_path / "typo.db"
+    with pytest.raises(InputError, match="no ledger here"):
+        Store.open(str(missing))
+    assert not missing.exists()
+
+
+def test_create_refuses_an_existing_ledger(store):
+    with pytest.raises(InputError, match="already"):
+        Store.create(store.url.replace("sqlite:///", ""))
+
+
+def test_a_ledger_of_another_schema_version_is_refused(seeded):
+    raw(seeded, "UPDATE ledger_meta SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(InputError, match="schema version 999"):
+        Store.open(seeded.url)
+
+
+def test_a_file_that_is_not_a_ledger_is_refused(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database" * 100)
+    with pytest.raises(InputError, match="not a ledger"):
+        Store.open(str(path))
+
+
+def test_an_unreachable_store_is_a_store_error():
+    with pytest.raises(StoreError):
+        Store.open("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")
+
+
+def test_import_twice_appends_nothing(store):
+    first = import_files(store, [str(SEED_004)])
+    second = import_files(store, [str(SEED_004)])
+    assert (first.appended, second.appended, second.present) == (40, 0, 40)
+    assert second.head == first.head
