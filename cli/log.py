@@ -1,4 +1,4 @@
-"""Commands about the log itself: init, head, export."""
+"""Commands about the log itself: init, head, export, history."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import typer
 
 from cli.main import db_location, open_store, write_stdout
 from ledger.chain import hex_hash
+from ledger.errors import NotFoundError
 from ledger.export import export_line
 from ledger.store import Store
+from projections import audit
 
 app = typer.Typer()
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -39,3 +41,22 @@ def export(ctx: typer.Context) -> None:
     """The whole log as JSON lines, every hash included, oldest first."""
     for entry in open_store(ctx).entries():
         write_stdout(export_line(entry))
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(metavar="ID", help="An observation id or an arXiv id.")],
+    json: Json = False,
+) -> None:
+    """Every event of an observation or a paper, oldest first, with what each changed."""
+    store = open_store(ctx)
+    facts = store.observation_facts(subject) or store.paper_facts(subject)
+    if not facts:
+        raise NotFoundError(f"no events of {subject} in this ledger")
+    rows = audit.history(facts)
+    if json:
+        write_stdout(orjson.dumps(rows) + b"\n")
+        return
+    for row in rows:
+        typer.echo(f"{row['seq']}\t{row['effective_at']}\trecorded {row['recorded_at']}\t{row['kind']}\t{row['account']}")

@@ -1,4 +1,4 @@
-"""Commands about records: import, replay, verify."""
+"""Commands about records: import, replay, verify, diff."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from cli.main import db_location, open_store, progress, write_stdout
 from ledger.chain import hex_hash
 from ledger.errors import InputError, IntegrityError, NotFoundError
 from ledger.importer import import_files, read_input
+from ledger.replay import records_as_of
 from ledger.store import Store
 from ledger.times import parse_when
 from ledger.verify import verify_chain, verify_record
+from projections import audit
 from projections.record import build_record, record_bytes
 from projections.text import render_text
 
@@ -87,23 +89,22 @@ def replay(
             elapsed = (time.perf_counter() - started) * 1000
             typer.echo(f"statements: {store.statements}, events read: {len(facts)}, time: {elapsed:.1f} ms", err=True)
         return
-    papers = store.papers(as_of_key, known_key)
-    if not papers:
-        raise NotFoundError(f"no record of any paper as of {as_of_text}")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     suffix = ".json" if fmt == "json" else ".txt"
-    for index, arxiv_id in enumerate(papers, start=1):
-        record = build_record(arxiv_id, store.paper_facts(arxiv_id, known_key), as_of_text, as_of_key)
+    count = 0
+    for count, (arxiv_id, record) in enumerate(records_as_of(store, as_of_text, as_of_key, known_key), start=1):
         data = _render(record, fmt)
         if out is not None:
             _write(out / f"{arxiv_id}{suffix}", data)
         else:
             write_stdout(data + b"\n")
-        progress(f"{index}/{len(papers)} {arxiv_id}")
+        progress(f"{count} {arxiv_id}")
+    if count == 0:
+        raise NotFoundError(f"no record of any paper as of {as_of_text}")
     if stats:
         elapsed = (time.perf_counter() - started) * 1000
-        typer.echo(f"statements: {store.statements}, papers: {len(papers)}, time: {elapsed:.1f} ms", err=True)
+        typer.echo(f"statements: {store.statements}, papers: {count}, time: {elapsed:.1f} ms", err=True)
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -164,3 +165,46 @@ def _say(json: bool, results: list[dict], text: str) -> None:
         write_stdout(orjson.dumps(results) + b"\n")
     else:
         typer.echo(text)
+
+
+@app.command()
+def diff(
+    ctx: typer.Context,
+    paper: Annotated[str, typer.Argument(metavar="ID", help="arXiv id of the paper.")],
+    start: Annotated[str, typer.Option("--from", help="Earlier date or timestamp.")],
+    end: Annotated[str, typer.Option("--to", help="Later date or timestamp.")],
+    known_at: KnownAt = None,
+    json: Json = False,
+) -> None:
+    """What changed in a paper's record between two dates."""
+    start_text, start_key = _when("--from", start)
+    end_text, end_key = _when("--to", end)
+    known = _when("--known-at", known_at)
+    facts = open_store(ctx).paper_facts(paper, known[1] if known else None)
+    after = build_record(paper, facts, end_text, end_key)
+    try:
+        before = build_record(paper, facts, start_text, start_key)
+    except NotFoundError:
+        before = None
+    result = audit.diff(before, after)
+    if json:
+        write_stdout(orjson.dumps(result) + b"\n")
+        return
+    lines = [f"arXiv:{paper} from {start_text} to {end_text}",
+             f"context_digest {result['from']['context_digest']} → {result['to']['context_digest']}"]
+    lines += [f"added {o['observation_id']} ({o['direction']}) {o['digest']}" for o in result["added"]]
+    lines += [f"removed {o['observation_id']} ({o['direction']}) {o['digest']}" for o in result["removed"]]
+    lines += [f"changed {o['observation_id']} ({o['direction']}) {'; '.join(o['details'])}; "
+              f"{o['from_digest']} → {o['to_digest']}" for o in result["changed"]]
+    lines += [f"coverage {c['lane']}: {_lane(c['from'])} → {_lane(c['to'])}" for c in result["coverage"]]
+    lines += [f"{name} changed" for name in result["fields"]]
+    if len(lines) == 2 and result["from"]["context_digest"] == result["to"]["context_digest"]:
+        lines.append("no change")
+    typer.echo("\n".join(lines))
+
+
+def _lane(lane: dict | None) -> str:
+    if lane is None:
+        return "none"
+    observed = f", observed {lane['source_observed_at']}" if lane["source_observed_at"] else ""
+    return f"{lane['records_observed']} of {lane['denominator']} ({lane['source']}{observed})"

@@ -14,6 +14,7 @@ from typing import Any
 from . import SCHEMA
 from .canonical import sha256_digest
 from .errors import InputError, IntegrityError
+from .notices import NOTICE_STATES
 from .times import parse_instant
 
 RESOLUTION_STATES = (
@@ -111,9 +112,16 @@ def check_receipts(receipts: list, path: str) -> None:
 def check_notice(notice: Any, path: str) -> dict:
     if not isinstance(notice, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(notice)}")
-    field(notice, "state", str, path)
+    state = field(notice, "state", str, path)
+    if state not in NOTICE_STATES:
+        raise InputError(f"field {path}.state: expected one of {', '.join(NOTICE_STATES)}, found {state!r}")
     field(notice, "reason", str, path, nullable=True)
-    field(notice, "events", list, path)
+    for index, event in enumerate(field(notice, "events", list, path)):
+        where = f"{path}.events[{index}]"
+        if not isinstance(event, dict):
+            raise InputError(f"field {where}: expected an object, found {_type_name(event)}")
+        field(event, "type", str, where)  # any type is kept as given; unknown ones are never dropped
+        field(event, "source", str, where)
     check_receipts(field(notice, "source_receipts", list, path), f"{path}.source_receipts")
     if "observation" in notice:
         field(notice, "observation", str, path)

@@ -14,6 +14,7 @@ import orjson
 from ledger import SCHEMA
 from ledger.canonical import canonical
 from ledger.errors import NotFoundError
+from ledger.notices import CHECK_FAILED
 from ledger.events import (
     CITATION_OBSERVED,
     Fact,
@@ -121,7 +122,9 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: st
     for obs in shown_out:
         counts[obs["resolution"]["status"]] += 1
     everything = inbound + outbound
-    checked = sum(1 for obs in everything if obs["standing_notice"] != NOT_CHECKED)
+    # A check that failed at its source did not observe the work's standing: it is not counted as observed.
+    checked = sum(1 for obs in everything
+                  if obs["standing_notice"] != NOT_CHECKED and obs["standing_notice"]["state"] != CHECK_FAILED)
     measurements = measurement["measurements"] if measurement else []
     coverage = [
         _lane("reference_resolution", len(outbound), len(shown_out), CITATION_SOURCE,

@@ -4,6 +4,7 @@ line, no trailing newline. A pure function of the record; it adds no fact the re
 
 from __future__ import annotations
 
+from ledger.notices import CHECK_FAILED, describe_event
 from ledger.record import RESOLUTION_STATES
 
 
@@ -11,48 +12,39 @@ def _words(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _cited_label(citation: dict) -> str:
-    """The cited work as a reader knows it: the Pith paper's title, else the reference as parsed."""
+UNTITLED = "unresolved cited work"  # seed 003: a cited work with no title
+
+
+def cited_label(citation: dict) -> str | None:
+    """The cited work as a reader knows it: the Pith paper's title, else the reference's title, else None."""
     for block in (citation.get("cited_paper"), citation.get("cited_work")):
         if block and block.get("title"):
             return block["title"]
-    work = citation.get("cited_work") or {}
-    if work.get("doi"):
-        return f"DOI {work['doi']}"
-    if work.get("arxiv_id"):
-        return f"arXiv:{work['arxiv_id']}"
-    return "an untitled work"
+    return None
 
 
 def _notice_lines(notice: dict) -> list[str]:
     blocks = []
-    events = notice.get("events") or []
-    if events:
-        blocks.append("\n".join(_notice_event(e) for e in events))
+    if notice.get("events"):
+        blocks.append("\n".join(describe_event(e) for e in notice["events"]))
     if notice.get("observation"):
         blocks.append(notice["observation"])
+    elif notice.get("state") == CHECK_FAILED:
+        blocks.append(f"Check failed: {_words(notice.get('reason') or 'unknown')}.")
     elif notice.get("state") != "measured":
         blocks.append(f"Unavailable: {_words(notice.get('reason') or 'unknown')}.")
     return blocks
 
 
-def _notice_event(event: object) -> str:
-    if not isinstance(event, dict):
-        return str(event)
-    kind = _words(str(event.get("type") or "notice"))
-    parts = [kind[:1].upper() + kind[1:]]
-    if event.get("source"):
-        parts.append(f"reported by {event['source']}")
-    if event.get("date"):
-        parts.append(f"dated {event['date']}")
-    return ", ".join(parts) + "."
-
-
 def _observation(obs: dict, direction: str) -> list[str]:
     citation, resolution = obs["citation"], obs["resolution"]
     citing = citation["citing_paper"].get("title") or f"arXiv:{citation['citing_paper']['arxiv_id']}"
-    cited = _cited_label(citation)
-    sentence = f"This paper cites {cited}." if direction == "outbound" else f"{citing} cites this paper."
+    cited = cited_label(citation)
+    if direction == "outbound":
+        sentence = f"This paper cites {cited or 'an ' + UNTITLED}."
+    else:
+        sentence = f"{citing} cites this paper."
+    cited = cited or UNTITLED[:1].upper() + UNTITLED[1:]
     resolver = resolution["resolver_source"] or "no resolver link"
     line = f"Resolution: {_words(resolution['status'])}; {resolver}"
     if resolution["observed_at"]:
