@@ -164,7 +164,8 @@ class Store:
         with store._failures("create"):
             with store.engine.connect() as conn, conn.begin():
                 exists = conn.exec_driver_sql(
-                    "SELECT 1 FROM information_schema.tables WHERE table_name = 'ledger_meta'"
+                    "SELECT 1 FROM information_schema.tables WHERE table_name = 'ledger_meta' "
+                    "AND table_schema = current_schema()"
                 ).first() if store.dialect == "postgresql" else None
                 if exists:
                     raise InputError(f"{url}: already holds a ledger")
@@ -252,15 +253,22 @@ class Store:
                                 {"o": observation})
             return [Fact(r[0], r[1], r[2], r[3], r[4], _blob(r[5])) for r in rows]
 
-    def papers(self, as_of_key: str, known_at: str | None = None) -> list[str]:
-        """Papers with a snapshot effective by `as_of_key` (and recorded by `known_at`), sorted."""
-        query = "SELECT DISTINCT paper FROM events WHERE kind = 'paper.snapshot' AND effective_key <= :t"
-        params = {"t": as_of_key}
+    def papers(self, as_of_key: str, known_at: str | None = None, batch: int = 500) -> Iterator[str]:
+        """Papers with a snapshot effective by `as_of_key` (and recorded by `known_at`), sorted, read in
+        keyset pages so that replaying every paper never holds the whole list."""
+        query = ("SELECT DISTINCT paper FROM events WHERE kind = 'paper.snapshot' AND effective_key <= :t "
+                 "AND paper > :after")
+        params = {"t": as_of_key, "after": "", "n": batch}
         if known_at is not None:
             query += " AND recorded_at <= :k"
             params["k"] = known_at
-        with self.reading() as conn:
-            return [row[0] for row in conn.execute(text(query + " ORDER BY paper"), params)]
+        while True:
+            with self.reading() as conn:
+                page = [row[0] for row in conn.execute(text(query + " ORDER BY paper LIMIT :n"), params)]
+            yield from page
+            if len(page) < batch:
+                return
+            params["after"] = page[-1]
 
     def entries(self, batch: int = 2000) -> Iterator[Entry]:
         """Every entry in ledger order, read in batches by seq so memory stays flat."""

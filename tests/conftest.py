@@ -48,17 +48,26 @@ def backend(request) -> str:
 
 
 @pytest.fixture
-def ledger_location(backend, tmp_path):
-    """Where a fresh, not yet created ledger lives: a SQLite path or a PostgreSQL URL with its own schema."""
-    if backend == "sqlite":
-        yield str(tmp_path / "ledger.db")
-        return
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    _admin(f"CREATE SCHEMA {schema}")
-    try:
-        yield postgres_schema_url(schema)
-    finally:
+def new_location(backend, tmp_path):
+    """A factory of fresh, not yet created ledger locations: SQLite paths or PostgreSQL schemas."""
+    schemas = []
+
+    def make() -> str:
+        if backend == "sqlite":
+            return str(tmp_path / f"ledger-{uuid.uuid4().hex[:8]}.db")
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        _admin(f"CREATE SCHEMA {schema}")
+        schemas.append(schema)
+        return postgres_schema_url(schema)
+
+    yield make
+    for schema in schemas:
         _admin(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def ledger_location(new_location) -> str:
+    return new_location()
 
 
 @pytest.fixture
@@ -89,6 +98,10 @@ class Cli:
     def __init__(self, location: str):
         self.location = location
         self.runner = CliRunner()
+
+    @classmethod
+    def of(cls, store) -> "Cli":
+        return cls(store.url[len("sqlite:///"):] if store.dialect == "sqlite" else store.url)
 
     def __call__(self, *args: str, input: bytes | str | None = None):
         return self.runner.invoke(__import__("cli.main").main.app, ["--db", self.location, *args], input=input,

@@ -121,8 +121,15 @@ def test_known_at_is_a_prefix_of_the_log(seeded):
 
 
 def test_papers_lists_those_with_a_snapshot_by_then(seeded):
-    assert seeded.papers("2026-07-06T18:53:22.585501Z") == [PAPER_004]
-    assert seeded.papers("2026-07-06T18:53:22.585500Z") == []
+    assert list(seeded.papers("2026-07-06T18:53:22.585501Z")) == [PAPER_004]
+    assert list(seeded.papers("2026-07-06T18:53:22.585500Z")) == []
+
+
+def test_papers_pages_through_many_ids_in_order(store):
+    ids = [f"2601.{n:05d}" for n in range(7)]
+    with store.writing() as w:
+        w.append([snapshot(i, "2026-01-01T00:00:00Z") for i in reversed(ids)])
+    assert list(store.papers("2026-02-01T00:00:00.000000Z", batch=3)) == ids
 
 
 def test_open_never_creates_a_ledger(tmp_path):
