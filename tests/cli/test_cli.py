@@ -231,3 +231,25 @@ def test_the_console_script_in_a_real_process(tmp_path):
     assert replayed.stdout == SEED_004.read_bytes()
     broken = run_ledger("--db", db, "import", str(tmp_path))
     assert broken.returncode == 2 and b"Traceback" not in broken.stderr and broken.stderr.count(b"\n") == 1
+
+
+def test_a_ledger_of_another_schema_version_exits_2(imported, backend):
+    from sqlalchemy import create_engine, text
+
+    from ledger.store import database_url
+
+    engine = create_engine(database_url(imported.location))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE ledger_meta SET value = '0' WHERE key = 'schema_version'"))
+    engine.dispose()
+    result = imported("replay", "--as-of", "2026-08-09", "--paper", PAPER_004)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "ledger schema version 0, this ledger reads version 1" in result.stderr
+
+
+def test_an_unreachable_store_exits_3():
+    from tests.conftest import Cli
+
+    result = Cli("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")("head")
+    assert result.exit_code == 3 and result.stdout == ""
+    assert result.stderr.startswith("ledger: postgresql+psycopg://nobody@127.0.0.1:1/none") and result.stderr.count("\n") == 1
