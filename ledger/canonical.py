@@ -24,17 +24,33 @@ class CanonicalError(InputError):
     """A value that has no exact canonical JSON form."""
 
 
-def _refuse_non_finite(value: Any, path: str) -> None:
-    # orjson encodes NaN and +-Infinity as null; walk only when a float can hide somewhere.
+def _has_non_finite(value: Any) -> bool:
+    # A flat loop, not recursion: this runs on every entry of the chain, so it must stay cheap.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return True
+        elif kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+    return False
+
+
+def _non_finite_path(value: Any, path: str) -> str | None:
+    """Where the first NaN/Infinity is (slow path, only once one is known to exist)."""
     if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CanonicalError(f"{path or 'value'}: {value!r} has no JSON form")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _refuse_non_finite(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _refuse_non_finite(item, f"{path}[{index}]")
+        return None if math.isfinite(value) else (path or "value")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        where = _non_finite_path(item, f"{path}.{key}" if isinstance(value, dict) and path else
+                                 str(key) if isinstance(value, dict) else f"{path}[{key}]")
+        if where:
+            return where
+    return None
 
 
 def canonical(value: Any) -> bytes:
@@ -43,9 +59,9 @@ def canonical(value: Any) -> bytes:
         encoded = orjson.dumps(value, option=_OPTIONS)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         raise CanonicalError(f"cannot encode canonically: {exc}") from None
-    if b"null" in encoded:
-        # Only then can a NaN or Infinity have been coerced; a cheap test keeps the hot path short.
-        _refuse_non_finite(value, "")
+    # orjson writes NaN and Infinity as null: only where a null appears can one have been coerced.
+    if b"null" in encoded and _has_non_finite(value):
+        raise CanonicalError(f"{_non_finite_path(value, '')}: NaN and Infinity have no JSON form")
     return encoded
 
 

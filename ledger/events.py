@@ -46,6 +46,7 @@ class Event:
 
     kind: str
     effective_at: str
+    effective_key: str  # the effective time in UTC, for ordering (derived once)
     payload: bytes
     subject: str
     paper: str | None  # set for paper-level kinds
@@ -54,7 +55,8 @@ class Event:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        return (self.kind, self.subject, instant_key(self.effective_at))
+        """What names a fact: the same key with another payload is a contradiction."""
+        return (self.kind, self.subject, self.effective_key)
 
 
 class Fact(NamedTuple):
@@ -95,7 +97,7 @@ def citation_papers(citation: dict) -> tuple[str, ...]:
 
 
 def _event(kind: str, effective_at: str, payload: dict, subject: str, paper=None, observation=None, papers=()) -> Event:
-    return Event(kind, effective_at, canonical(payload), subject, paper, observation, papers)
+    return Event(kind, effective_at, instant_key(effective_at), canonical(payload), subject, paper, observation, papers)
 
 
 def make_event(kind: Any, payload: Any, effective_at: Any = None) -> Event:
@@ -110,7 +112,7 @@ def make_event(kind: Any, payload: Any, effective_at: Any = None) -> Event:
         instant_key(effective_at)
     derived = _derive(kind, payload)
     event = derived(effective_at)
-    if effective_at is not None and instant_key(effective_at) != instant_key(event.effective_at):
+    if effective_at is not None and instant_key(effective_at) != event.effective_key:
         raise InputError(
             f"field effective_at: the payload says {event.effective_at}, the line says {effective_at}"
         )

@@ -4,7 +4,9 @@ One interface for every backend, proven by one contract test suite. The database
 the log: a trigger refuses any insert that is not seq = max + 1, and UPDATE, DELETE (and TRUNCATE on
 PostgreSQL) of an event are refused. Appends are serialized by a write lock taken before the head is read
 (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), so concurrent writers wait and never fork the chain.
-This module never decides what a fact means; it stores and returns rows.
+SQLAlchemy owns URLs, pooling and the schema (SQLModel tables); statements run on the pooled DBAPI
+connection, written once with `?` placeholders, because the append path is measured against raw
+`executemany` (benchmarks/). This module never decides what a fact means; it stores and returns rows.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Iterable, Iterator
 
-from sqlalchemy import Index, LargeBinary, UniqueConstraint, bindparam, create_engine, event, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy import Index, LargeBinary, UniqueConstraint, create_engine, event, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, SQLModel
 
@@ -31,16 +33,17 @@ _PG_LOCK_ID = 0x1ED6E2  # the advisory lock every PostgreSQL writer takes
 
 class EventRow(SQLModel, table=True):
     __tablename__ = "events"
+    # Two indexes besides the sequence, a measured choice (benchmarks/): the unique fact key leads with the
+    # subject, so it also finds an observation's events; the paper index holds paper-level rows only.
     __table_args__ = (
-        UniqueConstraint("kind", "subject", "effective_key", name="events_one_fact"),
-        Index("events_paper", "paper", "seq"),
-        Index("events_observation", "observation", "seq"),
+        UniqueConstraint("subject", "kind", "effective_key", name="events_one_fact"),
+        Index("events_paper", "paper", "seq", sqlite_where=text("paper IS NOT NULL"),
+              postgresql_where=text("paper IS NOT NULL")),
     )
     seq: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     kind: str
-    subject: str
-    paper: str | None = None
-    observation: str | None = None
+    subject: str  # the observation id for observation kinds; the paper (and source) otherwise
+    paper: str | None = None  # set for paper-level kinds only
     effective_at: str
     effective_key: str  # UTC, microseconds: sorts as text
     recorded_at: str  # UTC, microseconds, written by the ledger: sorts as text
@@ -94,9 +97,12 @@ _POSTGRES_GUARDS = (
        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
 )
 
-_EVENTS = EventRow.__table__
 _COLUMNS = "seq, kind, effective_at, effective_key, recorded_at, payload"
 _ENTRY_COLUMNS = "seq, kind, effective_at, recorded_at, payload, entry_hash, chain_hash"
+_INSERT_EVENT = ("INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, payload, "
+                 "entry_hash, chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.checked')"
+_KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
 
 
 def now_utc() -> str:
@@ -115,6 +121,49 @@ def _sqlite_path(url: str) -> str | None:
     return None if path in ("", ":memory:") else path
 
 
+def _fact(r) -> Fact:
+    return Fact(r[0], r[1], r[2], r[3], r[4], _blob(r[5]))
+
+
+def _entry(r) -> Entry:
+    return Entry(r[0], r[1], r[2], r[3], _blob(r[4]), _blob(r[5]), _blob(r[6]))
+
+
+class Session:
+    """One DBAPI connection's cursor, counting statements; `?` placeholders on every backend."""
+
+    def __init__(self, store: "Store", connection):
+        self.store = store
+        self.cursor = connection.cursor()
+        self.postgres = store.dialect == "postgresql"
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    def execute(self, sql: str, params: tuple | list = ()):
+        self.store.statements += 1
+        self.cursor.execute(self._sql(sql), params)
+        return self.cursor
+
+    def executemany(self, sql: str, rows: list) -> None:
+        self.store.statements += 1
+        self.cursor.executemany(self._sql(sql), rows)
+
+    def head(self) -> tuple[int, bytes, str | None]:
+        row = self.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        return (0, GENESIS, None) if row is None else (row[0], _blob(row[1]), row[2])
+
+    def paper_facts(self, paper: str, known_at: str | None = None) -> list[Fact]:
+        """Every event of one paper's record, in ledger order, in one indexed statement."""
+        sql = (f"SELECT {_COLUMNS} FROM events WHERE (paper = ? OR subject IN "
+               "(SELECT observation FROM observation_papers WHERE paper = ?))")
+        params: list = [paper, paper]
+        if known_at is not None:
+            sql += " AND recorded_at <= ?"
+            params.append(known_at)
+        return [_fact(r) for r in self.execute(sql + " ORDER BY seq", params).fetchall()]
+
+
 class Store:
     """A ledger database. Open an existing one with `Store.open`, create one with `Store.create`."""
 
@@ -125,10 +174,6 @@ class Store:
         self.read_only: str | None = None  # set for an exported log standing in for the database
         self.statements = 0  # SQL statements sent, for `replay --stats` and the statement budget test
 
-        @event.listens_for(engine, "before_cursor_execute")
-        def _count(*_args):
-            self.statements += 1
-
     # -- opening -------------------------------------------------------------------------------------
     @classmethod
     def _engine(cls, url: str) -> Engine:
@@ -138,18 +183,14 @@ class Store:
 
                 @event.listens_for(engine, "connect")
                 def _sqlite_connect(dbapi_connection, _record):
-                    dbapi_connection.isolation_level = None  # transactions are begun explicitly below
+                    dbapi_connection.isolation_level = None  # transactions are begun explicitly
                     cursor = dbapi_connection.cursor()
                     cursor.execute("PRAGMA journal_mode=WAL")
                     # FULL: a committed import survives power loss, not only a process crash.
                     cursor.execute(f"PRAGMA synchronous={os.environ.get('LEDGER_SQLITE_SYNCHRONOUS', 'FULL')}")
                     cursor.close()
-
-                @event.listens_for(engine, "begin")
-                def _sqlite_begin(conn):
-                    conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
             else:
-                engine = create_engine(url, pool_pre_ping=False)
+                engine = create_engine(url)
         except Exception as exc:  # bad URL, missing driver
             raise InputError(f"--db {url}: cannot open: {exc}") from None
         return engine
@@ -169,7 +210,8 @@ class Store:
                 ).first() if store.dialect == "postgresql" else None
                 if exists:
                     raise InputError(f"{url}: already holds a ledger")
-                SQLModel.metadata.create_all(conn, tables=[_EVENTS, ObservationPaper.__table__, LedgerMeta.__table__])
+                SQLModel.metadata.create_all(conn, tables=[EventRow.__table__, ObservationPaper.__table__,
+                                                           LedgerMeta.__table__])
                 for ddl in _SQLITE_GUARDS if store.dialect == "sqlite" else _POSTGRES_GUARDS:
                     conn.exec_driver_sql(ddl)
                 conn.execute(LedgerMeta.__table__.insert(), [{"key": "schema_version", "value": SCHEMA_VERSION}])
@@ -187,11 +229,12 @@ class Store:
         return store
 
     def check_version(self) -> None:
-        with self._failures("open"), self.engine.connect() as conn:
+        dbapi_error = self.engine.dialect.dbapi.Error
+        with self.reading() as session:
             try:
-                row = conn.exec_driver_sql("SELECT value FROM ledger_meta WHERE key = 'schema_version'").first()
-            except DBAPIError as exc:
-                if _is_lock(exc):
+                row = session.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
+            except dbapi_error as exc:
+                if _is_lock(exc) or "not a database" in str(exc):
                     raise
                 raise InputError(f"{self.url}: not a ledger (no ledger_meta table)") from None
         if row is None or row[0] != SCHEMA_VERSION:
@@ -208,79 +251,89 @@ class Store:
             yield
         except (InputError, StoreError):
             raise
-        except DBAPIError as exc:
-            message = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-            if _is_lock(exc):
+        except (DBAPIError, self.engine.dialect.dbapi.Error) as exc:
+            original = getattr(exc, "orig", None) or exc
+            message = (str(original).strip().splitlines() or [type(original).__name__])[0]
+            if _is_lock(original):
                 raise StoreError(f"{self.url}: locked by another writer for more than "
                                  f"{LOCK_TIMEOUT_SECONDS:g}s ({doing})") from None
             if "not a database" in message:
                 raise InputError(f"{self.url}: not a ledger ({message})") from None
             raise StoreError(f"{self.url}: cannot {doing}: {message}") from None
 
+    @contextmanager
+    def _connection(self, doing: str, write: bool) -> Iterator[Session]:
+        """A pooled DBAPI connection. Reads run in autocommit (each is one statement, atomic by itself);
+        a write is one transaction holding the write lock, committed at the end or rolled back."""
+        with self._failures(doing):
+            connection = self.engine.raw_connection()
+            postgres = self.dialect == "postgresql"
+            try:
+                session = Session(self, connection)
+                if postgres:
+                    connection.driver_connection.autocommit = not write
+                elif write:
+                    session.execute("BEGIN IMMEDIATE")
+                yield session
+                if write:
+                    connection.commit() if postgres else session.execute("COMMIT")
+            except BaseException:
+                connection.rollback()
+                raise
+            finally:
+                if postgres:
+                    connection.driver_connection.autocommit = False
+                connection.close()  # back to the pool
+
     # -- reading -------------------------------------------------------------------------------------
     @contextmanager
-    def reading(self) -> Iterator[Connection]:
-        with self._failures("read"), self.engine.connect() as conn, conn.begin():
-            yield conn
+    def reading(self) -> Iterator[Session]:
+        """Reads never take the write lock; each read method is one statement."""
+        with self._connection("read", write=False) as session:
+            yield session
 
-    def head(self, conn: Connection | None = None) -> tuple[int, bytes, str | None]:
+    def head(self) -> tuple[int, bytes, str | None]:
         """(seq, chain hash, recorded time) of the last event; (0, 32 zero bytes, None) when empty."""
-        if conn is None:
-            with self.reading() as conn:
-                return self.head(conn)
-        row = conn.exec_driver_sql(
-            "SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1"
-        ).first()
-        return (0, GENESIS, None) if row is None else (row[0], _blob(row[1]), row[2])
+        with self.reading() as session:
+            return session.head()
 
-    def paper_facts(self, paper: str, known_at: str | None = None, conn: Connection | None = None) -> list[Fact]:
-        """Every event of one paper's record, in ledger order, in one indexed statement."""
-        if conn is None:
-            with self.reading() as conn:
-                return self.paper_facts(paper, known_at, conn)
-        query = (f"SELECT {_COLUMNS} FROM events WHERE (paper = :p OR observation IN "
-                 "(SELECT observation FROM observation_papers WHERE paper = :p))")
-        params = {"p": paper}
-        if known_at is not None:
-            query += " AND recorded_at <= :k"
-            params["k"] = known_at
-        rows = conn.execute(text(query + " ORDER BY seq"), params)
-        return [Fact(r[0], r[1], r[2], r[3], r[4], _blob(r[5])) for r in rows]
+    def paper_facts(self, paper: str, known_at: str | None = None) -> list[Fact]:
+        with self.reading() as session:
+            return session.paper_facts(paper, known_at)
 
     def observation_facts(self, observation: str) -> list[Fact]:
-        with self.reading() as conn:
-            rows = conn.execute(text(f"SELECT {_COLUMNS} FROM events WHERE observation = :o ORDER BY seq"),
-                                {"o": observation})
-            return [Fact(r[0], r[1], r[2], r[3], r[4], _blob(r[5])) for r in rows]
+        with self.reading() as session:
+            rows = session.execute(f"SELECT {_COLUMNS} FROM events WHERE subject = ? AND kind IN "
+                                   f"{_OBSERVATION_KINDS} ORDER BY seq", (observation,)).fetchall()
+        return [_fact(r) for r in rows]
 
     def papers(self, as_of_key: str, known_at: str | None = None, batch: int = 500) -> Iterator[str]:
         """Papers with a snapshot effective by `as_of_key` (and recorded by `known_at`), sorted, read in
         keyset pages so that replaying every paper never holds the whole list."""
-        query = ("SELECT DISTINCT paper FROM events WHERE kind = 'paper.snapshot' AND effective_key <= :t "
-                 "AND paper > :after")
-        params = {"t": as_of_key, "after": "", "n": batch}
+        sql = ("SELECT DISTINCT paper FROM events WHERE kind = 'paper.snapshot' AND effective_key <= ? "
+               "AND paper > ?")
         if known_at is not None:
-            query += " AND recorded_at <= :k"
-            params["k"] = known_at
+            sql += " AND recorded_at <= ?"
+        sql += " ORDER BY paper LIMIT ?"
+        after = ""
         while True:
-            with self.reading() as conn:
-                page = [row[0] for row in conn.execute(text(query + " ORDER BY paper LIMIT :n"), params)]
+            params = [as_of_key, after] + ([known_at] if known_at is not None else []) + [batch]
+            with self.reading() as session:
+                page = [row[0] for row in session.execute(sql, params).fetchall()]
             yield from page
             if len(page) < batch:
                 return
-            params["after"] = page[-1]
+            after = page[-1]
 
     def entries(self, batch: int = 2000) -> Iterator[Entry]:
-        """Every entry in ledger order, read in batches by seq so memory stays flat."""
+        """Every entry in ledger order, read in pages by seq so memory stays flat."""
         after = 0
         while True:
-            with self.reading() as conn:
-                rows = conn.execute(
-                    text(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq > :a ORDER BY seq LIMIT :n"),
-                    {"a": after, "n": batch},
-                ).all()
+            with self.reading() as session:
+                rows = session.execute(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                       (after, batch)).fetchall()
             for r in rows:
-                yield Entry(r[0], r[1], r[2], r[3], _blob(r[4]), _blob(r[5]), _blob(r[6]))
+                yield _entry(r)
             if len(rows) < batch:
                 return
             after = rows[-1][0]
@@ -291,87 +344,78 @@ class Store:
         """One all-or-nothing append transaction holding the write lock."""
         if self.read_only:
             raise InputError(f"{self.read_only}: an exported log is read-only; import it into a ledger instead")
-        with self._failures("append"), self.engine.connect() as conn:
-            if self.dialect == "sqlite":
-                conn = conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
-            with conn.begin():
-                if self.dialect == "postgresql":
-                    conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{int(LOCK_TIMEOUT_SECONDS * 1000)}ms'")
-                    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_ID})")
-                yield Writer(self, conn)
+        with self._connection("append", write=True) as session:
+            if self.dialect == "postgresql":
+                session.execute(f"SET LOCAL lock_timeout = '{int(LOCK_TIMEOUT_SECONDS * 1000)}ms'")
+                session.execute(f"SELECT pg_advisory_xact_lock({_PG_LOCK_ID})")
+            yield Writer(session)
 
 
 class Writer:
     """Appends inside one transaction. The chain continues from the head read under the lock."""
 
-    def __init__(self, store: Store, conn: Connection):
-        self.store = store
-        self.conn = conn
-        self.seq, self.chain, last_recorded = store.head(conn)
+    def __init__(self, session: Session):
+        self.session = session
+        self.seq, self.chain, last_recorded = session.head()
         # One recorded time per import, never earlier than the head's: recorded time follows ledger order,
         # so "known at K" is always a prefix of the log.
         now = now_utc()
         self.recorded_at = now if last_recorded is None or now > last_recorded else last_recorded
 
     def paper_facts(self, paper: str) -> list[Fact]:
-        return self.store.paper_facts(paper, conn=self.conn)
+        return self.session.paper_facts(paper)
 
     def entry(self, seq: int) -> Entry:
-        row = self.conn.execute(text(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq = :s"), {"s": seq}).one()
-        return Entry(row[0], row[1], row[2], row[3], _blob(row[4]), _blob(row[5]), _blob(row[6]))
+        row = self.session.execute(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()
+        return _entry(row)
 
     def existing(self, events: Iterable[Event]) -> dict[tuple[str, str, str], tuple[int, bytes]]:
-        """For each (kind, subject, effective key) already stored: (seq, payload)."""
-        subjects = sorted({e.subject for e in events})
+        """For each (kind, subject, effective key) already stored: (seq, payload). Looked up by exact key
+        through the unique index, so a batch of new facts costs one indexed probe each."""
+        keys = sorted({(e.subject, e.kind, e.effective_key) for e in events})
         found: dict[tuple[str, str, str], tuple[int, bytes]] = {}
-        query = text("SELECT seq, kind, subject, effective_key, payload FROM events WHERE subject IN :s"
-                     ).bindparams(bindparam("s", expanding=True))
-        for start in range(0, len(subjects), 500):
-            for row in self.conn.execute(query, {"s": subjects[start:start + 500]}):
-                found[(row[1], row[2], row[3])] = (row[0], _blob(row[4]))
+        for start in range(0, len(keys), _KEYS_PER_QUERY):
+            chunk = keys[start:start + _KEYS_PER_QUERY]
+            values = ", ".join(["(?, ?, ?)"] * len(chunk))
+            # A join probes the unique index once per key; `(a, b, c) IN (VALUES ...)` scans it in SQLite.
+            sql = (f"WITH k(subject, kind, effective_key) AS (VALUES {values}) "
+                   "SELECT e.kind, e.subject, e.effective_key, e.seq, e.payload FROM k JOIN events e "
+                   "ON e.subject = k.subject AND e.kind = k.kind AND e.effective_key = k.effective_key")
+            for row in self.session.execute(sql, [v for key in chunk for v in key]).fetchall():
+                found[(row[0], row[1], row[2])] = (row[3], _blob(row[4]))
         return found
 
     def append(self, events: list[Event]) -> list[Entry]:
         """Append new events (already de-duplicated) with the chain continued; returns their entries."""
-        rows, links, entries = [], [], []
+        rows, entries = [], []
+        seq, chain, recorded_at = self.seq, self.chain, self.recorded_at
         for ev in events:
-            self.seq += 1
-            digest = entry_hash(self.seq, ev.kind, ev.effective_at, self.recorded_at, ev.payload)
-            self.chain = link(self.chain, digest)
-            key = ev.key[2]
-            rows.append({"seq": self.seq, "kind": ev.kind, "subject": ev.subject, "paper": ev.paper,
-                         "observation": ev.observation, "effective_at": ev.effective_at, "effective_key": key,
-                         "recorded_at": self.recorded_at, "payload": ev.payload, "entry_hash": digest,
-                         "chain_hash": self.chain})
-            links.extend({"paper": p, "observation": ev.observation} for p in ev.papers)
-            entries.append(Entry(self.seq, ev.kind, ev.effective_at, self.recorded_at, ev.payload, digest, self.chain))
-        self._insert(rows, links)
+            seq += 1
+            digest = entry_hash(seq, ev.kind, ev.effective_at, recorded_at, ev.payload)
+            chain = link(chain, digest)
+            rows.append((seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key, recorded_at,
+                         ev.payload, digest, chain))
+            entries.append(Entry(seq, ev.kind, ev.effective_at, recorded_at, ev.payload, digest, chain))
+        self._insert(rows, events)
+        self.seq, self.chain = seq, chain
         return entries
 
     def append_entries(self, entries: list[tuple[Entry, Event]]) -> None:
         """Append entries copied from an exported log: their recorded time and hashes are kept."""
-        rows, links = [], []
-        for entry, ev in entries:
-            rows.append({"seq": entry.seq, "kind": ev.kind, "subject": ev.subject, "paper": ev.paper,
-                         "observation": ev.observation, "effective_at": ev.effective_at,
-                         "effective_key": ev.key[2], "recorded_at": entry.recorded_at, "payload": ev.payload,
-                         "entry_hash": entry.entry_hash, "chain_hash": entry.chain_hash})
-            links.extend({"paper": p, "observation": ev.observation} for p in ev.papers)
-            self.seq, self.chain = entry.seq, entry.chain_hash
-        self._insert(rows, links)
+        rows = [(entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key, entry.recorded_at,
+                 ev.payload, entry.entry_hash, entry.chain_hash) for entry, ev in entries]
+        self._insert(rows, [ev for _, ev in entries])
+        if entries:
+            self.seq, self.chain = entries[-1][0].seq, entries[-1][0].chain_hash
 
-    def _insert(self, rows: list[dict], links: list[dict]) -> None:
+    def _insert(self, rows: list[tuple], events: list[Event]) -> None:
         if rows:
-            self.conn.execute(_EVENTS.insert(), rows)
+            self.session.executemany(_INSERT_EVENT, rows)
+        links = [(p, ev.observation) for ev in events for p in ev.papers]
         if links:
-            table = ObservationPaper.__table__
-            if self.store.dialect == "sqlite":
-                statement = table.insert().prefix_with("OR IGNORE")
-            else:
-                from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-                statement = pg_insert(table).on_conflict_do_nothing()
-            self.conn.execute(statement, links)
+            conflict = "INSERT OR IGNORE INTO" if self.session.store.dialect == "sqlite" else "INSERT INTO"
+            suffix = "" if self.session.store.dialect == "sqlite" else " ON CONFLICT DO NOTHING"
+            self.session.executemany(f"{conflict} observation_papers (paper, observation) VALUES (?, ?){suffix}", links)
 
 
 def _blob(value: bytes | memoryview | str) -> bytes:
@@ -379,8 +423,6 @@ def _blob(value: bytes | memoryview | str) -> bytes:
     return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
 
 
-def _is_lock(exc: DBAPIError) -> bool:
-    message = str(getattr(exc, "orig", exc)).lower()
+def _is_lock(exc: BaseException) -> bool:
+    message = str(exc).lower()
     return "database is locked" in message or "lock timeout" in message or "could not obtain lock" in message
-
-

@@ -72,10 +72,11 @@ def test_the_database_refuses_truncate_on_postgresql(seeded):
 
 
 def test_the_database_refuses_a_gap_in_the_sequence(seeded):
-    row = dict(seq=42, kind="paper.snapshot", subject="x", paper="x", observation=None, effective_at="e",
+    row = dict(seq=42, kind="paper.snapshot", subject="x", paper="x", effective_at="e",
                effective_key="e", recorded_at="r", payload=b"{}", entry_hash=b"h", chain_hash=b"c")
     with pytest.raises(Exception, match="in sequence"):
-        raw(seeded, "INSERT INTO events VALUES (:seq, :kind, :subject, :paper, :observation, :effective_at, "
+        raw(seeded, "INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, "
+                    "payload, entry_hash, chain_hash) VALUES (:seq, :kind, :subject, :paper, :effective_at, "
                     ":effective_key, :recorded_at, :payload, :entry_hash, :chain_hash)", **row)
 
 
