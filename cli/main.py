@@ -93,10 +93,11 @@ def write_stdout(data: bytes) -> None:
 
 
 def register() -> None:
-    from cli import log, records
+    from cli import log, proofs, records
 
     app.add_typer(records.app)
     app.add_typer(log.app)
+    app.add_typer(proofs.app)
 
 
 register()

@@ -11,9 +11,11 @@ import orjson
 import typer
 
 from cli.main import db_location, open_store, progress, write_stdout
+from cli.proofs import load_signer, load_verifier
 from ledger.chain import hex_hash
 from ledger.errors import InputError, IntegrityError, NotFoundError
 from ledger.importer import import_files, read_input
+from ledger.proofs import evidence_bundle, load_json, verify_bundle
 from ledger.replay import records_as_of
 from ledger.store import Store
 from ledger.times import parse_when
@@ -68,6 +70,8 @@ def replay(
     fmt: Annotated[str, typer.Option("--format", help="json or text.")] = "json",
     out: Annotated[Optional[Path], typer.Option("--out", help="File (one paper) or folder (every paper).")] = None,
     stats: Annotated[bool, typer.Option("--stats", help="SQL statements, events read and time on stderr.")] = False,
+    evidence: Annotated[Optional[Path], typer.Option("--evidence", help="Write an evidence bundle (needs --paper, --key).")] = None,
+    key: Annotated[Optional[str], typer.Option("--key", help="Signing key for the bundle's checkpoint.")] = None,
 ) -> None:
     """Rebuild records as of a date, byte for byte as published."""
     if fmt not in ("json", "text"):
@@ -76,6 +80,13 @@ def replay(
     known = _when("--known-at", known_at)
     known_key = known[1] if known else None
     store = open_store(ctx)
+    if evidence is not None:
+        if paper is None or key is None:
+            raise InputError("--evidence: needs --paper and --key")
+        bundle = evidence_bundle(store, paper, as_of_text, as_of_key, load_signer(key), known_key)
+        _write(evidence, orjson.dumps(bundle, option=orjson.OPT_SORT_KEYS))
+        typer.echo(f"wrote {evidence}: {len(bundle['events'])} events with inclusion proofs and a signed checkpoint")
+        return
     started, store.statements = time.perf_counter(), 0
     if paper is not None:
         facts = store.paper_facts(paper, known_key)
@@ -118,9 +129,17 @@ def _write(path: Path, data: bytes) -> None:
 def verify(
     ctx: typer.Context,
     records: Annotated[Optional[list[str]], typer.Argument(help="Published records; none: the whole chain.")] = None,
+    evidence: Annotated[Optional[str], typer.Option("--evidence", help="An evidence bundle: checked offline.")] = None,
+    verifier_key: Annotated[Optional[str], typer.Option("--verifier-key", help="The log's verifier key.")] = None,
     json: Json = False,
 ) -> None:
     """Re-check published records (digests and history), or with no file the whole chain."""
+    if evidence is not None:
+        if verifier_key is None:
+            raise InputError("--evidence: needs --verifier-key")
+        account = verify_bundle(load_json(evidence, read_input(evidence)), load_verifier(verifier_key))
+        _say(json, [{"file": evidence, "ok": True, "account": account}], f"{evidence}: {account}")
+        return
     location = db_location(ctx)
     if not records:
         if location.endswith(".jsonl"):

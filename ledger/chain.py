@@ -11,8 +11,7 @@ raises IntegrityError naming the first sequence number that does not re-compute.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import orjson
 from blake3 import blake3
@@ -23,9 +22,8 @@ from .errors import IntegrityError
 GENESIS = bytes(32)
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One row of the log, as stored and as exported."""
+class Entry(NamedTuple):
+    """One row of the log, as stored and as exported (a tuple: built for every appended row)."""
 
     seq: int
     kind: str

@@ -21,8 +21,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, SQLModel
 
-from .chain import GENESIS, Entry, entry_hash, link
-from .errors import InputError, StoreError
+from blake3 import blake3
+
+from .chain import GENESIS, Entry, entry_bytes, link
+from .merkle import frontier_nodes, grow, leaf_hash
+from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
 from .times import format_utc
 
@@ -60,6 +63,15 @@ class ObservationPaper(SQLModel, table=True):
     observation: str = Field(primary_key=True)
 
 
+class MerkleNode(SQLModel, table=True):
+    """Every perfect subtree of the RFC 9162 tree over the log: (level, index) covers 2**level leaves."""
+
+    __tablename__ = "merkle_nodes"
+    level: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    idx: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    hash: bytes = Field(sa_type=LargeBinary)
+
+
 class LedgerMeta(SQLModel, table=True):
     __tablename__ = "ledger_meta"
     key: str = Field(primary_key=True)
@@ -76,6 +88,10 @@ _SQLITE_GUARDS = (
        BEGIN SELECT RAISE(ABORT, 'events must be appended in sequence'); END""",
     """CREATE TRIGGER observation_papers_append_only BEFORE DELETE ON observation_papers
        BEGIN SELECT RAISE(ABORT, 'observation_papers is append-only'); END""",
+    """CREATE TRIGGER merkle_nodes_no_update BEFORE UPDATE ON merkle_nodes
+       BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
+    """CREATE TRIGGER merkle_nodes_no_delete BEFORE DELETE ON merkle_nodes
+       BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
 )
 _POSTGRES_GUARDS = (
     """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -94,6 +110,8 @@ _POSTGRES_GUARDS = (
     """CREATE TRIGGER events_gap_free BEFORE INSERT ON events
        FOR EACH ROW EXECUTE FUNCTION ledger_gap_free()""",
     """CREATE TRIGGER observation_papers_append_only BEFORE UPDATE OR DELETE ON observation_papers
+       FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
+    """CREATE TRIGGER merkle_nodes_append_only BEFORE UPDATE OR DELETE ON merkle_nodes
        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
 )
 
@@ -153,6 +171,29 @@ class Session:
         row = self.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (0, GENESIS, None) if row is None else (row[0], _blob(row[1]), row[2])
 
+    def nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        """Stored Merkle nodes by (level, index), in one statement."""
+        if not wanted:
+            return {}
+        where = " OR ".join(["(level = ? AND idx = ?)"] * len(wanted))
+        rows = self.execute(f"SELECT level, idx, hash FROM merkle_nodes WHERE {where}",
+                            [v for pair in wanted for v in pair]).fetchall()
+        return {(r[0], r[1]): _blob(r[2]) for r in rows}
+
+    def node_source(self):
+        """A Merkle node source for proofs: each node read once, then remembered."""
+        cache: dict[tuple[int, int], bytes] = {}
+
+        def node(level: int, index: int) -> bytes:
+            if (level, index) not in cache:
+                found = self.nodes([(level, index)])
+                if not found:
+                    raise IntegrityError(f"the ledger has no Merkle node ({level}, {index})")
+                cache.update(found)
+            return cache[(level, index)]
+
+        return node
+
     def paper_facts(self, paper: str, known_at: str | None = None) -> list[Fact]:
         """Every event of one paper's record, in ledger order, in one indexed statement."""
         sql = (f"SELECT {_COLUMNS} FROM events WHERE (paper = ? OR subject IN "
@@ -211,7 +252,7 @@ class Store:
                 if exists:
                     raise InputError(f"{url}: already holds a ledger")
                 SQLModel.metadata.create_all(conn, tables=[EventRow.__table__, ObservationPaper.__table__,
-                                                           LedgerMeta.__table__])
+                                                           MerkleNode.__table__, LedgerMeta.__table__])
                 for ddl in _SQLITE_GUARDS if store.dialect == "sqlite" else _POSTGRES_GUARDS:
                     conn.exec_driver_sql(ddl)
                 conn.execute(LedgerMeta.__table__.insert(), [{"key": "schema_version", "value": SCHEMA_VERSION}])
@@ -361,6 +402,10 @@ class Writer:
         # so "known at K" is always a prefix of the log.
         now = now_utc()
         self.recorded_at = now if last_recorded is None or now > last_recorded else last_recorded
+        # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with.
+        edge = frontier_nodes(self.seq)
+        stored = session.nodes(edge)
+        self.frontier = {level: stored[(level, index)] for level, index in edge}
 
     def paper_facts(self, paper: str) -> list[Fact]:
         return self.session.paper_facts(paper)
@@ -387,30 +432,37 @@ class Writer:
 
     def append(self, events: list[Event]) -> list[Entry]:
         """Append new events (already de-duplicated) with the chain continued; returns their entries."""
-        rows, entries = [], []
+        rows, entries, nodes = [], [], []
         seq, chain, recorded_at = self.seq, self.chain, self.recorded_at
         for ev in events:
             seq += 1
-            digest = entry_hash(seq, ev.kind, ev.effective_at, recorded_at, ev.payload)
+            data = entry_bytes(seq, ev.kind, ev.effective_at, recorded_at, ev.payload)
+            digest = blake3(data).digest()
             chain = link(chain, digest)
+            nodes.extend(grow(self.frontier, seq - 1, leaf_hash(data)))
             rows.append((seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key, recorded_at,
                          ev.payload, digest, chain))
             entries.append(Entry(seq, ev.kind, ev.effective_at, recorded_at, ev.payload, digest, chain))
-        self._insert(rows, events)
+        self._insert(rows, events, nodes)
         self.seq, self.chain = seq, chain
         return entries
 
     def append_entries(self, entries: list[tuple[Entry, Event]]) -> None:
         """Append entries copied from an exported log: their recorded time and hashes are kept."""
-        rows = [(entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key, entry.recorded_at,
-                 ev.payload, entry.entry_hash, entry.chain_hash) for entry, ev in entries]
-        self._insert(rows, [ev for _, ev in entries])
+        rows, nodes = [], []
+        for entry, ev in entries:
+            rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
+                         entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
+            data = entry_bytes(entry.seq, ev.kind, ev.effective_at, entry.recorded_at, ev.payload)
+            nodes.extend(grow(self.frontier, entry.seq - 1, leaf_hash(data)))
+        self._insert(rows, [ev for _, ev in entries], nodes)
         if entries:
             self.seq, self.chain = entries[-1][0].seq, entries[-1][0].chain_hash
 
-    def _insert(self, rows: list[tuple], events: list[Event]) -> None:
+    def _insert(self, rows: list[tuple], events: list[Event], nodes: list[tuple[int, int, bytes]]) -> None:
         if rows:
             self.session.executemany(_INSERT_EVENT, rows)
+            self.session.executemany("INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes)
         links = [(p, ev.observation) for ev in events for p in ev.papers]
         if links:
             conflict = "INSERT OR IGNORE INTO" if self.session.store.dialect == "sqlite" else "INSERT INTO"

@@ -1,7 +1,5 @@
 """The hash chain: its exact layout, and mutation vectors that every verification must refuse."""
 
-import dataclasses
-
 import pytest
 from blake3 import blake3
 
@@ -48,14 +46,14 @@ def flip(data: bytes, index: int) -> bytes:
 
 
 VECTORS = {
-    "flipped_payload_byte": lambda es: es[:6] + [dataclasses.replace(es[6], payload=flip(es[6].payload, 3))] + es[7:],
-    "flipped_entry_hash_bit": lambda es: es[:6] + [dataclasses.replace(es[6], entry_hash=flip(es[6].entry_hash, 0))] + es[7:],
-    "flipped_chain_hash_bit": lambda es: es[:6] + [dataclasses.replace(es[6], chain_hash=flip(es[6].chain_hash, 31))] + es[7:],
-    "changed_kind": lambda es: es[:6] + [dataclasses.replace(es[6], kind="resolution.recorded")] + es[7:],
-    "changed_recorded_time": lambda es: es[:6] + [dataclasses.replace(es[6], recorded_at="2026-11-29T00:00:00.000001Z")] + es[7:],
-    "changed_effective_time": lambda es: es[:6] + [dataclasses.replace(es[6], effective_at="2026-08-01T00:00:00Z")] + es[7:],
+    "flipped_payload_byte": lambda es: es[:6] + [es[6]._replace(payload=flip(es[6].payload, 3))] + es[7:],
+    "flipped_entry_hash_bit": lambda es: es[:6] + [es[6]._replace(entry_hash=flip(es[6].entry_hash, 0))] + es[7:],
+    "flipped_chain_hash_bit": lambda es: es[:6] + [es[6]._replace(chain_hash=flip(es[6].chain_hash, 31))] + es[7:],
+    "changed_kind": lambda es: es[:6] + [es[6]._replace(kind="resolution.recorded")] + es[7:],
+    "changed_recorded_time": lambda es: es[:6] + [es[6]._replace(recorded_at="2026-11-29T00:00:00.000001Z")] + es[7:],
+    "changed_effective_time": lambda es: es[:6] + [es[6]._replace(effective_at="2026-08-01T00:00:00Z")] + es[7:],
     "dropped_event": lambda es: es[:6] + es[7:],
-    "swapped_seq": lambda es: es[:6] + [dataclasses.replace(es[7], seq=7), dataclasses.replace(es[6], seq=8)] + es[8:],
+    "swapped_seq": lambda es: es[:6] + [es[7]._replace(seq=7), es[6]._replace(seq=8)] + es[8:],
     "duplicated_event": lambda es: es[:7] + [es[6]] + es[7:],
 }
 

@@ -1,0 +1,362 @@
+"""The ledger against what a Python user would pick instead, measured as ratios in one run.
+
+    .venv/bin/python -m benchmarks.run                 # 10k and 100k events (a few minutes on 2 cores)
+    .venv/bin/python -m benchmarks.run --million       # adds the 1M-event ledger
+    .venv/bin/python -m benchmarks.run --postgres URL  # adds 4 concurrent PostgreSQL writers
+
+Every figure is the median of --reps repetitions (at least 5), and every comparison is a ratio of two
+figures measured in this run, interleaved, on the same file system with the same `synchronous` setting:
+these machines are noisy, absolute numbers from another run mean little. Correctness gates (the chain
+verifies, sequence numbers are contiguous, every row is there, no lock error) fail the run; performance
+targets are reported as met or missed. The latest output is kept in benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from benchmarks.generate import PROBE, generate
+from ledger.chain import GENESIS, entry_hash, link, verify_entries
+from ledger.importer import _fresh
+from ledger.store import Store
+from projections.record import build_record
+
+HERE = Path(__file__).parent
+SYNCHRONOUS = "FULL"
+AS_OF = "2027-06-01T00:00:00Z"
+
+
+class GateError(RuntimeError):
+    """A correctness gate failed: the run's figures cannot be trusted."""
+
+
+def gate(condition: bool, message: str) -> None:
+    if not condition:
+        raise GateError(message)
+
+
+def median_of(reps: int, run) -> float:
+    return statistics.median(run() for _ in range(reps))
+
+
+# -- appends -------------------------------------------------------------------------------------------
+def ours_append(events, batch: int, folder: Path) -> float:
+    store = Store.create(str(folder / f"ours-{uuid.uuid4().hex}.db"))
+    started = time.perf_counter()
+    for i in range(0, len(events), batch):
+        with store.writing() as writer:
+            fresh, _ = _fresh(writer, "bench", [(0, e) for e in events[i:i + batch]])
+            writer.append(fresh)
+    elapsed = time.perf_counter() - started
+    entries = list(store.entries())
+    gate([e.seq for e in entries] == list(range(1, len(events) + 1)), "ours: sequence numbers not contiguous")
+    gate(verify_entries(entries)[0] == len(events), "ours: chain does not verify")
+    store.close()
+    return len(events) / elapsed
+
+
+class without_tree:
+    """The same append path with the Merkle tree switched off, to price keeping the tree (benchmark only)."""
+
+    def __enter__(self):
+        import ledger.store as store_module
+
+        self.saved = (store_module.grow, store_module.leaf_hash, store_module.frontier_nodes)
+        store_module.grow = lambda frontier, size, digest: []
+        store_module.leaf_hash = lambda data: b""
+        store_module.frontier_nodes = lambda size: []
+
+    def __exit__(self, *exc):
+        import ledger.store as store_module
+
+        store_module.grow, store_module.leaf_hash, store_module.frontier_nodes = self.saved
+
+
+def peer_append(events, batch: int, folder: Path) -> float:
+    from eventsourcing.persistence import StoredEvent
+    from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+
+    path = folder / f"peer-{uuid.uuid4().hex}.db"
+    datastore = SQLiteDatastore(str(path))
+    recorder = SQLiteApplicationRecorder(datastore)
+    recorder.create_table()
+    with datastore.transaction(commit=False) as cursor:
+        cursor.execute("PRAGMA synchronous")
+        gate(cursor.fetchone()[0] == 2, "peer: synchronous is not FULL")  # the same setting as ours
+    versions: dict[str, int] = {}
+    stored = []
+    for e in events:  # the same pre-encoded payloads; one aggregate per subject
+        versions[e.subject] = versions.get(e.subject, 0) + 1
+        stored.append(StoredEvent(originator_id=uuid.uuid5(uuid.NAMESPACE_URL, e.subject),
+                                  originator_version=versions[e.subject], topic=e.kind, state=e.payload))
+    started = time.perf_counter()
+    for i in range(0, len(stored), batch):
+        recorder.insert_events(stored[i:i + batch])
+    elapsed = time.perf_counter() - started
+    count = len(recorder.select_notifications(start=1, limit=len(events) + 1))
+    gate(count == len(events), f"peer: {count} rows, expected {len(events)}")
+    datastore.close()
+    return len(events) / elapsed
+
+
+def floor_append(events, batch: int, folder: Path) -> float:
+    """The same rows into the same table with plain sqlite3.executemany: no hashing, no dedupe, no guards."""
+    path = folder / f"floor-{uuid.uuid4().hex}.db"
+    Store.create(str(path)).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
+    conn.execute("DROP TRIGGER events_gap_free")
+    rows = [(n, e.kind, e.subject, e.paper, e.effective_at, e.effective_key, "2026-11-29T00:00:00.000000Z",
+             e.payload, b"\0" * 32, b"\0" * 32) for n, e in enumerate(events, start=1)]
+    started = time.perf_counter()
+    for i in range(0, len(rows), batch):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, "
+                         "payload, entry_hash, chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[i:i + batch])
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    gate(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == len(events), "floor: rows missing")
+    conn.close()
+    return len(events) / elapsed
+
+
+# -- ledgers of several sizes ----------------------------------------------------------------------------
+def build_ledger(events, path: Path) -> Store:
+    store = Store.create(str(path))
+    for i in range(0, len(events), 5000):
+        with store.writing() as writer:
+            fresh, _ = _fresh(writer, "bench", [(0, e) for e in events[i:i + 5000]])
+            writer.append(fresh)
+    return store
+
+
+def rebuild_latency(store: Store, reps: int) -> tuple[float, int, int]:
+    """Median seconds to read and fold the probe record; statements and events read per rebuild."""
+    times = []
+    for _ in range(max(reps, 30)):
+        store.statements = 0
+        started = time.perf_counter()
+        facts = store.paper_facts(PROBE)
+        record = build_record(PROBE, facts, AS_OF)
+        times.append(time.perf_counter() - started)
+        statements = store.statements
+    gate(len(record["inbound"]) == 60 and len(record["outbound"]) == 40, "probe record has the wrong shape")
+    return statistics.median(times), statements, len(facts)
+
+
+def verify_speed(store: Store, n: int) -> tuple[float, float]:
+    """(events/s of `verify` from the store, events/s of the tight recompute loop over rows in memory)."""
+    started = time.perf_counter()
+    head = verify_entries(store.entries())
+    from_store = n / (time.perf_counter() - started)
+    gate(head[0] == n, "verify: wrong head")
+    rows = [(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in store.entries()]
+    started = time.perf_counter()
+    chain = GENESIS
+    for row in rows:
+        chain = link(chain, entry_hash(*row))
+    tight = n / (time.perf_counter() - started)
+    gate(chain == head[1], "tight loop disagrees with verify")
+    return from_store, tight
+
+
+PEAK_SCRIPT = """
+import sys, tracemalloc
+from ledger.chain import verify_entries
+from ledger.replay import records_as_of
+from ledger.store import Store
+store = Store.open(sys.argv[1])
+tracemalloc.start()
+papers = sum(1 for _ in records_as_of(store, sys.argv[2], sys.argv[3]))
+n = verify_entries(store.entries())[0]
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec from the (large) parent process.
+hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(papers, n, tracemalloc.get_traced_memory()[1], hwm)
+"""
+
+
+def peak_memory(path: Path) -> tuple[int, int, int, int]:
+    """Replay every paper and verify the chain in a fresh process: (papers, events, traced peak, max RSS)."""
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(path), AS_OF, "2027-06-01T00:00:00.000000Z"],
+                         capture_output=True, text=True, check=True, cwd=HERE.parent)
+    papers, n, traced, rss = map(int, out.stdout.split())
+    return papers, n, traced, rss
+
+
+# -- PostgreSQL ------------------------------------------------------------------------------------------
+PG_WRITER = """
+import sys, pickle
+from ledger.importer import _fresh
+from ledger.store import Store
+store = Store.open(sys.argv[1])
+events = pickle.load(open(sys.argv[2], "rb"))
+for i in range(0, len(events), 100):
+    with store.writing() as w:
+        fresh, _ = _fresh(w, "bench", [(0, e) for e in events[i:i + 100]])
+        w.append(fresh)
+"""
+
+
+def postgres_writers(url: str, events, writers: int, folder: Path) -> float:
+    import pickle
+
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    plain = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    location = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+    try:
+        Store.create(location).close()
+        share = len(events) // writers
+        files = []
+        for w in range(writers):
+            path = folder / f"pg-{w}.pickle"
+            path.write_bytes(pickle.dumps(events[w * share:(w + 1) * share]))
+            files.append(path)
+        started = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", PG_WRITER, location, str(f)], cwd=HERE.parent,
+                                  stderr=subprocess.PIPE) for f in files]
+        errors = [p.communicate()[1] for p in procs]
+        elapsed = time.perf_counter() - started
+        gate(all(p.returncode == 0 for p in procs), f"PostgreSQL writer failed: {errors}")
+        store = Store.open(location)
+        entries = list(store.entries())
+        gate([e.seq for e in entries] == list(range(1, share * writers + 1)), "PostgreSQL: sequence not contiguous")
+        gate(verify_entries(entries)[0] == share * writers, "PostgreSQL: chain does not verify")
+        store.close()
+        return share * writers / elapsed
+    finally:
+        with psycopg.connect(plain, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+# -- the report ------------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--million", action="store_true", help="also build and measure a 1M-event ledger")
+    parser.add_argument("--postgres", default=os.environ.get("LEDGER_TEST_POSTGRES"))
+    parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args = parser.parse_args(argv)
+    gate(args.reps >= 5, "--reps must be at least 5")
+    os.environ["LEDGER_SQLITE_SYNCHRONOUS"] = SYNCHRONOUS
+    folder = Path(tempfile.mkdtemp(prefix="ledger-bench-", dir=HERE.parent))
+    lines, verdicts = [], []
+
+    def say(line: str = "") -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    def target(name: str, ok: bool, detail: str) -> None:
+        verdicts.append((name, ok, detail))
+
+    try:
+        say(f"# Benchmark results\n\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
+            f"cores, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, synchronous={SYNCHRONOUS}, "
+            f"medians of {args.reps} repetitions. Command: `python -m benchmarks.run{' --million' if args.million else ''}"
+            f"{' --postgres URL' if args.postgres else ''}`.\n")
+        workload = generate(10_000, seed=11)
+        single = workload[:1_000]
+        say("## Appends (SQLite file, same file system, same synchronous setting)\n")
+        say("| path | events/s (median) |\n|---|---|")
+        figures: dict[str, list[float]] = {k: [] for k in ("ours100", "notree100", "peer100", "floor100", "ours1", "peer1")}
+        for _ in range(args.reps):  # interleaved, so a slow moment hurts every contender alike
+            figures["ours100"].append(ours_append(workload, 100, folder))
+            with without_tree():
+                figures["notree100"].append(ours_append(workload, 100, folder))
+            figures["peer100"].append(peer_append(workload, 100, folder))
+            figures["floor100"].append(floor_append(workload, 100, folder))
+            figures["ours1"].append(ours_append(single, 1, folder))
+            figures["peer1"].append(peer_append(single, 1, folder))
+        med = {k: statistics.median(v) for k, v in figures.items()}
+        names = {"ours100": "ledger import path, 100 events/transaction (dedupe + chain + Merkle tree + guards)",
+                 "notree100": "the same without keeping the Merkle tree",
+                 "peer100": "eventsourcing SQLiteApplicationRecorder, 100 events/transaction",
+                 "floor100": "plain sqlite3.executemany, same rows and table, no hashing, 100/transaction",
+                 "ours1": "ledger, 1 event/transaction (durable commit each)",
+                 "peer1": "eventsourcing, 1 event/transaction"}
+        for key, name in names.items():
+            say(f"| {name} | {med[key]:,.0f} |")
+        say()
+        target("batched import vs peer (>= 1.0)", med["ours100"] / med["peer100"] >= 1.0,
+               f"{med['ours100'] / med['peer100']:.2f}")
+        target("single-event appends vs peer (>= 0.9)", med["ours1"] / med["peer1"] >= 0.9,
+               f"{med['ours1'] / med['peer1']:.2f}")
+        target("import vs executemany floor (>= 0.5)", med["ours100"] / med["floor100"] >= 0.5,
+               f"{med['ours100'] / med['floor100']:.2f}")
+        target("appends keeping the Merkle tree vs without it (reported; >= 0.8)",
+               med["ours100"] / med["notree100"] >= 0.8, f"{med['ours100'] / med['notree100']:.2f}")
+
+        sizes = [10_000, 100_000] + ([1_000_000] if args.million else [])
+        say("## Ledgers of several sizes\n")
+        say("| events | build s | probe rebuild ms (median) | SQL statements | events read | verify events/s "
+            "| tight loop events/s | replay-all + verify: traced peak MB | max RSS MB |\n|---|---|---|---|---|---|---|---|---|")
+        results = {}
+        for size in sizes:
+            events = generate(size, seed=size)
+            started = time.perf_counter()
+            path = folder / f"ledger-{size}.db"
+            store = build_ledger(events, path)
+            built = time.perf_counter() - started
+            del events
+            latency, statements, read = rebuild_latency(store, args.reps)
+            verify_rate, tight_rate = verify_speed(store, size)
+            store.close()
+            papers, n, traced, rss = peak_memory(path)
+            gate(n == size, "peak run: wrong event count")
+            results[size] = dict(latency=latency, statements=statements, verify=verify_rate, tight=tight_rate,
+                                 traced=traced, rss=rss, papers=papers)
+            say(f"| {size:,} | {built:.1f} | {latency * 1000:.2f} | {statements} | {read} | {verify_rate:,.0f} | "
+                f"{tight_rate:,.0f} | {traced / 1e6:.1f} | {rss / 1e6:.0f} |")
+        say()
+        small, large = results[sizes[0]], results[sizes[-1]]
+        target("rebuild statements (<= 6)", all(r["statements"] <= 6 for r in results.values()),
+               str(max(r["statements"] for r in results.values())))
+        target(f"rebuild latency {sizes[-1]:,} vs {sizes[0]:,} events (<= 1.3)",
+               large["latency"] / small["latency"] <= 1.3, f"{large['latency'] / small['latency']:.2f}")
+        target("verify vs tight recompute loop (>= 0.5)", min(r["verify"] / r["tight"] for r in results.values()) >= 0.5,
+               f"{min(r['verify'] / r['tight'] for r in results.values()):.2f}")
+        ref = results[100_000]
+        target(f"peak memory {sizes[-1]:,} vs 100,000 events (<= 1.3), traced",
+               large["traced"] / ref["traced"] <= 1.3, f"{large['traced'] / ref['traced']:.2f}")
+        target(f"peak memory {sizes[-1]:,} vs 100,000 events (<= 1.3), RSS",
+               large["rss"] / ref["rss"] <= 1.3, f"{large['rss'] / ref['rss']:.2f}")
+
+        if args.postgres:
+            say("## PostgreSQL, batched (100 events/transaction)\n")
+            pg_events = generate(20_000, seed=5)
+            one = statistics.median(postgres_writers(args.postgres, pg_events, 1, folder) for _ in range(args.reps))
+            four = statistics.median(postgres_writers(args.postgres, pg_events, 4, folder) for _ in range(args.reps))
+            say(f"| writers | events/s (median) |\n|---|---|\n| 1 | {one:,.0f} |\n| 4 concurrent processes | {four:,.0f} |\n")
+            target("PostgreSQL 4 writers vs 1 (the lock must not collapse throughput, >= 0.8)", four / one >= 0.8,
+                   f"{four / one:.2f}")
+        say("## Targets\n")
+        say("| target | ratio | met |\n|---|---|---|")
+        for name, ok, detail in verdicts:
+            say(f"| {name} | {detail} | {'yes' if ok else 'NO'} |")
+        say("\nCorrectness gates passed: chains verify, sequence numbers contiguous, every row present, no lock errors.")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except GateError as exc:
+        print(f"benchmark: correctness gate failed: {exc}", file=sys.stderr)
+        sys.exit(1)

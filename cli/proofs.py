@@ -1,0 +1,98 @@
+"""Commands for outsiders' proofs: keygen, checkpoint, prove, verify-proof."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import orjson
+import typer
+
+from cli.main import open_store, write_stdout
+from ledger.errors import InputError
+from ledger.importer import read_input
+from ledger.notes import generate_signer, parse_signer, parse_verifier
+from ledger.proofs import checkpoint as signed_checkpoint
+from ledger.proofs import load_json, prove_consistency, prove_inclusion, verify_proof
+
+app = typer.Typer()
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
+
+
+def read_text(name: str) -> str:
+    try:
+        return read_input(name).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: not UTF-8 text") from None
+
+
+def load_signer(name: str):
+    try:
+        return parse_signer(read_text(name))
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+
+
+def load_verifier(name: str):
+    try:
+        return parse_verifier(read_text(name))
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+
+
+@app.command()
+def keygen(origin: Annotated[str, typer.Argument(help="The log's origin, e.g. example.org/ledger.")]) -> None:
+    """Write ledger.key (signing key) and ledger.vkey (verifier key) here; never overwrites."""
+    for name in (KEY_FILE, VKEY_FILE):
+        if Path(name).exists():
+            raise InputError(f"{name}: already exists; refusing to overwrite a key")
+    signer = generate_signer(origin)
+    key = Path(KEY_FILE)
+    with open(key, "x", opener=lambda path, flags: __import__("os").open(path, flags, 0o600)) as handle:
+        handle.write(f"{signer}\n")
+    Path(VKEY_FILE).write_text(f"{signer.verifier}\n")
+    typer.echo(f"wrote {KEY_FILE} (keep it secret) and {VKEY_FILE}: {signer.verifier}")
+
+
+@app.command()
+def checkpoint(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Option("--key", help="The signing key file (ledger keygen).")],
+) -> None:
+    """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree."""
+    write_stdout(signed_checkpoint(open_store(ctx), load_signer(key)).encode())
+
+
+@app.command()
+def prove(
+    ctx: typer.Context,
+    seq: Annotated[Optional[int], typer.Argument(help="Sequence number of the event to prove included.")] = None,
+    consistency: Annotated[Optional[int], typer.Option("--consistency", help="Prove this older tree size is a prefix.")] = None,
+    tree_size: Annotated[Optional[int], typer.Option("--tree-size", help="Prove against this size (default: now).")] = None,
+    json: Json = False,
+) -> None:
+    """An inclusion proof of one event, or a consistency proof between two tree sizes."""
+    if (seq is None) == (consistency is None):
+        raise InputError("prove: give either SEQ or --consistency OLD_SIZE")
+    store = open_store(ctx)
+    proof = prove_inclusion(store, seq, tree_size) if seq is not None else prove_consistency(store, consistency, tree_size)
+    if json:
+        write_stdout(orjson.dumps(proof, option=orjson.OPT_SORT_KEYS) + b"\n")
+    elif seq is not None:
+        typer.echo(f"event {seq} is leaf {proof['leaf_index']} of {proof['tree_size']}; root {proof['root']}; "
+                   f"path of {len(proof['path'])} hashes (--json for the proof)")
+    else:
+        typer.echo(f"tree {proof['old_size']} ({proof['old_root']}) is a prefix of tree {proof['new_size']} "
+                   f"({proof['new_root']}); path of {len(proof['path'])} hashes (--json for the proof)")
+
+
+@app.command("verify-proof")
+def verify_proof_command(
+    proof: Annotated[str, typer.Argument(help="A proof from `ledger prove --json`.")],
+    checkpoint_file: Annotated[str, typer.Option("--checkpoint", help="A signed checkpoint.")],
+    verifier_key: Annotated[str, typer.Option("--verifier-key", help="The log's verifier key.")],
+) -> None:
+    """Check a proof against a signed checkpoint, with no database."""
+    data = load_json(proof, read_input(proof))
+    typer.echo(verify_proof(data, read_text(checkpoint_file), load_verifier(verifier_key)))
