@@ -14,7 +14,6 @@ targets are reported as met or missed. The latest output is kept in benchmarks/R
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sqlite3

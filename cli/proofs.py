@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -49,7 +50,7 @@ def keygen(origin: Annotated[str, typer.Argument(help="The log's origin, e.g. ex
             raise InputError(f"{name}: already exists; refusing to overwrite a key")
     signer = generate_signer(origin)
     key = Path(KEY_FILE)
-    with open(key, "x", opener=lambda path, flags: __import__("os").open(path, flags, 0o600)) as handle:
+    with open(key, "x", opener=lambda path, flags: os.open(path, flags, 0o600)) as handle:
         handle.write(f"{signer}\n")
     Path(VKEY_FILE).write_text(f"{signer.verifier}\n")
     typer.echo(f"wrote {KEY_FILE} (keep it secret) and {VKEY_FILE}: {signer.verifier}")

@@ -19,7 +19,6 @@ from .record import (
     check_citation,
     check_notice,
     check_paper_snapshot,
-    check_receipts,
     check_resolution,
     field,
     timestamp,

@@ -16,7 +16,7 @@ from projections.record import build_record, first_difference
 
 from .canonical import canonical, parse_json
 from .chain import Entry, entry_hash, hex_hash, link
-from .errors import InputError, IntegrityError, LedgerError, NotFoundError
+from .errors import InputError, IntegrityError, NotFoundError
 from .events import Event, make_event, record_events
 from .record import check_record, verify_digests
 from .store import Store, Writer
@@ -246,5 +246,3 @@ def import_files(store: Store, names: list[str]) -> ImportResult:
     parsed = [parse_input(name, read_input(name)) for name in names]
     return import_inputs(store, parsed)
 
-
-__all__ = ["ImportResult", "LedgerError", "Parsed", "import_files", "import_inputs", "parse_input", "read_input"]

@@ -48,7 +48,7 @@ def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes) -> list[tupl
         digest = node_hash(frontier[level], digest)
         level, index = level + 1, index >> 1
         new.append((level, index, digest))
-    for lvl, idx, value in new:
+    for lvl, _, value in new:
         frontier[lvl] = value
     return new
 

@@ -51,7 +51,7 @@ def _path(proof: dict, what: str) -> list[bytes]:
     return [_hex(p, f"{what}: path[{i}]") for i, p in enumerate(path)]
 
 
-def _size(store: Store, session, size: int | None) -> int:
+def _size(session, size: int | None) -> int:
     head = session.head()[0]
     if size is None:
         return head
@@ -77,7 +77,7 @@ def _inclusion(session, nodes, seq: int, size: int, kind: str, effective_at: str
 
 def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
     with store.reading() as session:
-        size = _size(store, session, size)
+        size = _size(session, size)
         if not 0 < seq <= size:
             raise InputError(f"seq {seq}: not in a tree of size {size}")
         row = session.execute("SELECT kind, effective_at, recorded_at, payload FROM events WHERE seq = ?",
@@ -90,7 +90,7 @@ def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
 
 def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
     with store.reading() as session:
-        new = _size(store, session, new)
+        new = _size(session, new)
         if not 0 < old <= new:
             raise InputError(f"--consistency {old}: expected a size from 1 to {new}")
         nodes = session.node_source()

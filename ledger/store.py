@@ -64,7 +64,9 @@ class ObservationPaper(SQLModel, table=True):
 
 
 class MerkleNode(SQLModel, table=True):
-    """Every perfect subtree of the RFC 9162 tree over the log: (level, index) covers 2**level leaves."""
+    """Every perfect subtree of two or more leaves of the RFC 9162 tree over the log: (level, index) covers
+    2**level leaves. Leaf hashes (level 0) are not stored: each is re-computed from its event row, which
+    halves what an append writes for the tree (benchmarks/RESULTS.md)."""
 
     __tablename__ = "merkle_nodes"
     level: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
@@ -180,13 +182,28 @@ class Session:
                             [v for pair in wanted for v in pair]).fetchall()
         return {(r[0], r[1]): _blob(r[2]) for r in rows}
 
+    def leaf_hashes(self, indexes: list[int]) -> dict[tuple[int, int], bytes]:
+        """Level-0 nodes, re-computed from the events (leaf index i is event seq i + 1)."""
+        if not indexes:
+            return {}
+        marks = ", ".join(["?"] * len(indexes))
+        rows = self.execute(f"SELECT seq, kind, effective_at, recorded_at, payload FROM events WHERE seq IN ({marks})",
+                            [i + 1 for i in indexes]).fetchall()
+        return {(0, r[0] - 1): leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], _blob(r[4]))) for r in rows}
+
+    def tree_nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        """Merkle nodes by (level, index): stored ones for level >= 1, re-computed leaves for level 0."""
+        found = self.leaf_hashes([index for level, index in wanted if level == 0])
+        found.update(self.nodes([pair for pair in wanted if pair[0] > 0]))
+        return found
+
     def node_source(self):
         """A Merkle node source for proofs: each node read once, then remembered."""
         cache: dict[tuple[int, int], bytes] = {}
 
         def node(level: int, index: int) -> bytes:
             if (level, index) not in cache:
-                found = self.nodes([(level, index)])
+                found = self.tree_nodes([(level, index)])
                 if not found:
                     raise IntegrityError(f"the ledger has no Merkle node ({level}, {index})")
                 cache.update(found)
@@ -404,7 +421,7 @@ class Writer:
         self.recorded_at = now if last_recorded is None or now > last_recorded else last_recorded
         # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with.
         edge = frontier_nodes(self.seq)
-        stored = session.nodes(edge)
+        stored = session.tree_nodes(edge)
         self.frontier = {level: stored[(level, index)] for level, index in edge}
 
     def paper_facts(self, paper: str) -> list[Fact]:
@@ -439,7 +456,7 @@ class Writer:
             data = entry_bytes(seq, ev.kind, ev.effective_at, recorded_at, ev.payload)
             digest = blake3(data).digest()
             chain = link(chain, digest)
-            nodes.extend(grow(self.frontier, seq - 1, leaf_hash(data)))
+            nodes.extend(grow(self.frontier, seq - 1, leaf_hash(data))[1:])  # [0] is the leaf: not stored
             rows.append((seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key, recorded_at,
                          ev.payload, digest, chain))
             entries.append(Entry(seq, ev.kind, ev.effective_at, recorded_at, ev.payload, digest, chain))
@@ -454,7 +471,7 @@ class Writer:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
             data = entry_bytes(entry.seq, ev.kind, ev.effective_at, entry.recorded_at, ev.payload)
-            nodes.extend(grow(self.frontier, entry.seq - 1, leaf_hash(data)))
+            nodes.extend(grow(self.frontier, entry.seq - 1, leaf_hash(data))[1:])
         self._insert(rows, [ev for _, ev in entries], nodes)
         if entries:
             self.seq, self.chain = entries[-1][0].seq, entries[-1][0].chain_hash
@@ -462,7 +479,8 @@ class Writer:
     def _insert(self, rows: list[tuple], events: list[Event], nodes: list[tuple[int, int, bytes]]) -> None:
         if rows:
             self.session.executemany(_INSERT_EVENT, rows)
-            self.session.executemany("INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes)
+            if nodes:
+                self.session.executemany("INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes)
         links = [(p, ev.observation) for ev in events for p in ev.papers]
         if links:
             conflict = "INSERT OR IGNORE INTO" if self.session.store.dialect == "sqlite" else "INSERT INTO"

@@ -116,7 +116,7 @@ def cli(ledger_location) -> Cli:
 def run_ledger(*args: str, cwd: str | Path | None = None, env: dict | None = None, input: bytes | None = None,
                timeout: float = 120) -> subprocess.CompletedProcess:
     """The installed console script in a real process."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("LEDGER_DB", None) if env is None or "LEDGER_DB" not in env else None
+    full_env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
+    full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "cli", *args], cwd=cwd, env=full_env, input=input,
                           capture_output=True, timeout=timeout)

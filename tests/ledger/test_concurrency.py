@@ -51,7 +51,7 @@ def test_concurrent_appenders_keep_one_gap_free_chain(store, tmp_path, round_):
     # Four event streams, and the same published record from two processes at once.
     procs = [start_import(location, f) for f in files] + [start_import(location, str(SEED_004)) for _ in range(2)]
     outcomes = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
-    for stdout, stderr, code in outcomes:
+    for _, stderr, code in outcomes:
         assert (code, stderr) == (0, b""), stderr.decode()
     entries = list(store.entries())
     assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
