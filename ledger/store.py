@@ -59,6 +59,7 @@ class ObservationPaper(SQLModel, table=True):
     """Which papers' records an observation appears in: lets a rebuild read one paper's events only."""
 
     __tablename__ = "observation_papers"
+    __table_args__ = {"sqlite_with_rowid": False}  # the key is the row: one B-tree per insert, not two
     paper: str = Field(primary_key=True)
     observation: str = Field(primary_key=True)
 
@@ -69,6 +70,7 @@ class MerkleNode(SQLModel, table=True):
     halves what an append writes for the tree (benchmarks/RESULTS.md)."""
 
     __tablename__ = "merkle_nodes"
+    __table_args__ = {"sqlite_with_rowid": False}  # the key is the row: one B-tree per insert, not two
     level: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     idx: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     hash: bytes = Field(sa_type=LargeBinary)
@@ -230,6 +232,9 @@ class Store:
         self.engine = engine
         self.dialect = engine.dialect.name
         self.read_only: str | None = None  # set for an exported log standing in for the database
+        # The Merkle tree's right edge as this process left it, keyed by the head it left: when no other
+        # writer appended since (same seq and chain hash), the next append need not read it again.
+        self._edge: tuple[int, bytes, dict[int, bytes]] | None = None
         self.statements = 0  # SQL statements sent, for `replay --stats` and the statement budget test
 
     # -- opening -------------------------------------------------------------------------------------
@@ -406,13 +411,16 @@ class Store:
             if self.dialect == "postgresql":
                 session.execute(f"SET LOCAL lock_timeout = '{int(LOCK_TIMEOUT_SECONDS * 1000)}ms'")
                 session.execute(f"SELECT pg_advisory_xact_lock({_PG_LOCK_ID})")
-            yield Writer(session)
+            writer = Writer(session, self._edge)
+            self._edge = None  # until this transaction commits
+            yield writer
+        self._edge = (writer.seq, writer.chain, dict(writer.frontier))
 
 
 class Writer:
     """Appends inside one transaction. The chain continues from the head read under the lock."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, edge: tuple[int, bytes, dict[int, bytes]] | None = None):
         self.session = session
         self.seq, self.chain, last_recorded = session.head()
         # One recorded time per import, never earlier than the head's: recorded time follows ledger order,
@@ -420,9 +428,12 @@ class Writer:
         now = now_utc()
         self.recorded_at = now if last_recorded is None or now > last_recorded else last_recorded
         # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with.
-        edge = frontier_nodes(self.seq)
-        stored = session.tree_nodes(edge)
-        self.frontier = {level: stored[(level, index)] for level, index in edge}
+        if edge is not None and edge[:2] == (self.seq, self.chain):
+            self.frontier = dict(edge[2])
+        else:
+            wanted = frontier_nodes(self.seq)
+            stored = session.tree_nodes(wanted)
+            self.frontier = {level: stored[(level, index)] for level, index in wanted}
 
     def paper_facts(self, paper: str) -> list[Fact]:
         return self.session.paper_facts(paper)
