@@ -254,3 +254,20 @@ def test_proofs_serialize_as_documented(signed):
     assert {"leaf_index", "tree_size", "leaf", "leaf_hash", "root", "path"} <= set(inclusion)
     consistency = prove_consistency(store, 40)
     assert set(consistency) == {"old_size", "new_size", "old_root", "new_root", "path"}
+
+
+def test_two_writers_interleaved_keep_one_tree(store):
+    # Each writer remembers the tree's right edge it left; the other writer's appends must invalidate it.
+    from ledger.store import Store
+
+    other = Store.open(store.url)
+    for n in range(12):
+        with (store if n % 3 else other).writing() as w:
+            w.append([snapshot(n), snapshot(100 + n)] if n % 2 else [snapshot(n)])
+    leaves = leaves_of(store)
+    size = len(leaves)
+    assert bytes.fromhex(prove_inclusion(store, 1)["root"]) == rfc_mth(leaves)
+    for seq in range(1, size + 1):
+        proof = prove_inclusion(other, seq)
+        assert rfc_verify_inclusion(seq - 1, size, bytes.fromhex(proof["leaf_hash"]), unhex(proof["path"]), rfc_mth(leaves))
+    other.close()
