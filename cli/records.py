@@ -38,7 +38,7 @@ def import_(
 ) -> None:
     """Append the facts of published records or event lines, all or nothing."""
     store = open_store(ctx)
-    result = import_files(store, files)
+    result = import_files(store, files, progress)
     seq, chain = result.head
     if json:
         write_stdout(orjson.dumps({"appended": result.appended, "present": result.present,
@@ -144,10 +144,10 @@ def verify(
         if location.endswith(".jsonl"):
             from ledger.logfile import iter_log
 
-            account = verify_chain(iter_log(location))
+            account = verify_chain(iter_log(location), progress)
         else:
             store = open_store(ctx)
-            account = verify_chain(store.entries())
+            account = verify_chain(store.entries(), progress)
         _say(json, [{"ok": True, "checked": "chain", "account": account}], account)
         return
     store = _store_if_any(ctx)

@@ -241,8 +241,17 @@ def _check_rebuild(writer: Writer, name: str, record: dict) -> None:
                          f"first difference at {difference}")
 
 
-def import_files(store: Store, names: list[str]) -> ImportResult:
-    """Read, validate and import files (or `-` for stdin) as one all-or-nothing invocation."""
-    parsed = [parse_input(name, read_input(name)) for name in names]
+def import_files(store: Store, names: list[str], progress=None) -> ImportResult:
+    """Read, validate and import files (or `-` for stdin) as one all-or-nothing invocation.
+
+    `progress`, when given, is called with a short line as each file is validated (the CLI shows it on a
+    terminal); this module never prints.
+    """
+    parsed = []
+    for name in names:
+        parsed.append(parse_input(name, read_input(name)))
+        if progress:
+            item = parsed[-1]
+            progress(f"validated {name}: {len(item.events) + len(item.entries)} events")
     return import_inputs(store, parsed)
 

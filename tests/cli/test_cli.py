@@ -253,3 +253,31 @@ def test_an_unreachable_store_exits_3():
     result = Cli("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")("head")
     assert result.exit_code == 3 and result.stdout == ""
     assert result.stderr.startswith("ledger: postgresql+psycopg://nobody@127.0.0.1:1/none") and result.stderr.count("\n") == 1
+
+
+def test_progress_goes_to_a_terminal_only(ready, monkeypatch):
+    # Not a terminal (the test runner): results only, nothing on stderr.
+    result = ready("import", str(SEED_004))
+    assert result.exit_code == 0 and result.stderr == ""
+    # A terminal: the same command reports its work on stderr, results still on stdout only.
+    import cli.main
+
+    shown = []
+    monkeypatch.setattr(cli.main.sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(cli.main.typer, "echo", lambda message, err=False: shown.append((message, err)))
+    cli.main.progress("working")
+    assert shown == [("working", True)]
+
+
+def test_import_and_verify_report_progress_to_a_callback(store):
+    from ledger.errors import IntegrityError
+    from ledger.importer import import_files
+    from ledger.verify import verify_chain
+
+    lines = []
+    import_files(store, [str(SEED_004)], lines.append)
+    assert lines == [f"validated {SEED_004}: 40 events"]
+    entries = list(store.entries()) * 2500  # 100,000 entries through the progress wrapper (a broken chain)
+    with pytest.raises(IntegrityError, match="sequence gap: expected seq 41, found seq 1"):
+        verify_chain(entries, lines.append)
+    assert lines[-1] == "verified 100,000 entries"
