@@ -7,7 +7,6 @@ stdout carries results only; errors are one line each on stderr, with no traceba
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from typing import Annotated
@@ -104,5 +103,4 @@ register()
 
 
 def main() -> None:
-    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     app()
