@@ -48,8 +48,7 @@ class Event:
     effective_key: str  # the effective time in UTC, for ordering (derived once)
     payload: bytes
     subject: str
-    paper: str | None  # set for paper-level kinds
-    observation: str | None  # set for observation kinds
+    paper: str | None  # set for paper-level kinds; for observation kinds the subject is the observation id
     papers: tuple[str, ...] = ()  # papers whose records a citation appears in
 
     @property
@@ -95,8 +94,8 @@ def citation_papers(citation: dict) -> tuple[str, ...]:
     return tuple(papers)
 
 
-def _event(kind: str, effective_at: str, payload: dict, subject: str, paper=None, observation=None, papers=()) -> Event:
-    return Event(kind, effective_at, instant_key(effective_at), canonical(payload), subject, paper, observation, papers)
+def _event(kind: str, effective_at: str, payload: dict, subject: str, paper=None, papers=()) -> Event:
+    return Event(kind, effective_at, instant_key(effective_at), canonical(payload), subject, paper, papers)
 
 
 def make_event(kind: Any, payload: Any, effective_at: Any = None) -> Event:
@@ -130,12 +129,12 @@ def _derive(kind: str, payload: dict):
     if kind == CITATION_OBSERVED:
         citation = check_citation(field(payload, "citation", dict, "payload"), "payload.citation")
         when = latest(list(observed_times(citation)))
-        return lambda _: _event(kind, when, payload, obs, observation=obs, papers=citation_papers(citation))
+        return lambda _: _event(kind, when, payload, obs, papers=citation_papers(citation))
     if kind == RESOLUTION_RECORDED:
         resolution = check_resolution(field(payload, "resolution", dict, "payload"), "payload.resolution")
         if resolution["observed_at"] is None:
             raise InputError("field payload.resolution.observed_at: a recorded resolution needs a time")
-        return lambda _: _event(kind, resolution["observed_at"], payload, obs, observation=obs)
+        return lambda _: _event(kind, resolution["observed_at"], payload, obs)
     if kind == NOTICE_CHECKED:
         notice = check_notice(field(payload, "standing_notice", dict, "payload"), "payload.standing_notice")
         receipts = [r["observed_at"] for r in notice["source_receipts"]]
@@ -143,10 +142,10 @@ def _derive(kind: str, payload: dict):
         def notice_event(stated: str | None) -> Event:
             # Without receipts the check happened at the sweep time, which only the line can state.
             if receipts:
-                return _event(kind, latest(receipts), payload, obs, observation=obs)
+                return _event(kind, latest(receipts), payload, obs)
             if stated is None:
                 raise InputError("field effective_at: a notice check without source receipts needs its sweep time")
-            return _event(kind, stated, payload, obs, observation=obs)
+            return _event(kind, stated, payload, obs)
 
         return notice_event
     paper = field(payload, "paper", str, "payload")

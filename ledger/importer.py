@@ -12,10 +12,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from blake3 import blake3
+
 from projections.record import build_record, first_difference
 
 from .canonical import canonical, parse_json
-from .chain import Entry, entry_hash, hex_hash, link
+from .chain import Entry, entry_bytes, hex_hash, link
 from .errors import InputError, IntegrityError, NotFoundError
 from .events import Event, make_event, record_events
 from .record import check_record, verify_digests
@@ -183,20 +185,21 @@ def _fresh(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[
 
 def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, Event]]) -> tuple[int, int]:
     """Continue the chain with exported entries, re-computing each hash; entries already held are skipped."""
-    batch: list[tuple[Entry, Event]] = []
+    batch: list[tuple[Entry, Event, bytes]] = []
     seq, chain = writer.seq, writer.chain
     present = 0
     for line, entry, event in entries:
         where = f"{name}: line {line}"
         if entry.seq <= seq:
-            held = batch[entry.seq - writer.seq - 1][0] if entry.seq > writer.seq else writer.entry(entry.seq)
+            held = batch[entry.seq - writer.seq - 1][0] if entry.seq > writer.seq else writer.session.entry(entry.seq)
             if held.entry_hash != entry.entry_hash or held.chain_hash != entry.chain_hash:
                 raise InputError(f"{where}: seq {entry.seq} is already taken by another event in this ledger")
             present += 1
             continue
         if entry.seq != seq + 1:
             raise InputError(f"{where}: seq {entry.seq} does not continue the ledger (head is {seq})")
-        digest = entry_hash(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
+        data = entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
+        digest = blake3(data).digest()
         if digest != entry.entry_hash:
             raise IntegrityError(f"{where}: seq {entry.seq}: entry hash does not re-compute "
                                  f"(line says {hex_hash(entry.entry_hash)}, re-computed {hex_hash(digest)})")
@@ -204,7 +207,7 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
         if chain != entry.chain_hash:
             raise IntegrityError(f"{where}: seq {entry.seq}: chain hash does not re-compute "
                                  f"(line says {hex_hash(entry.chain_hash)}, re-computed {hex_hash(chain)})")
-        batch.append((entry, event))
+        batch.append((entry, event, data))
         seq = entry.seq
     writer.append_entries(batch)
     return len(batch), present

@@ -68,8 +68,7 @@ def checkpoint(store: Store, signer: Signer) -> str:
         return signer.sign(Checkpoint(signer.name, size, root(nodes, size)).text())
 
 
-def _inclusion(session, nodes, seq: int, size: int, kind: str, effective_at: str, recorded_at: str,
-               payload: bytes) -> dict:
+def _inclusion(nodes, seq: int, size: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict:
     leaf = entry_bytes(seq, kind, effective_at, recorded_at, payload)
     return {"leaf": base64.b64encode(leaf).decode(), "leaf_hash": leaf_hash(leaf).hex(), "leaf_index": seq - 1,
             "path": [p.hex() for p in inclusion_path(nodes, seq - 1, size)], "seq": seq, "tree_size": size}
@@ -80,10 +79,9 @@ def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
         size = _size(session, size)
         if not 0 < seq <= size:
             raise InputError(f"seq {seq}: not in a tree of size {size}")
-        row = session.execute("SELECT kind, effective_at, recorded_at, payload FROM events WHERE seq = ?",
-                              (seq,)).fetchone()
+        entry = session.entry(seq)
         nodes = session.node_source()
-        proof = _inclusion(session, nodes, seq, size, row[0], row[1], row[2], bytes(row[3]))
+        proof = _inclusion(nodes, seq, size, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
         proof["root"] = root(nodes, size).hex()
         return proof
 
@@ -141,7 +139,7 @@ def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer
         nodes = session.node_source()
         events = []
         for f in facts:
-            proof = _inclusion(session, nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)
+            proof = _inclusion(nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)
             events.append({"leaf": proof.pop("leaf"), "proof": proof, "seq": f.seq})
         note = signer.sign(Checkpoint(signer.name, size, root(nodes, size)).text())
     return {"checkpoint": note, "events": events, "record": record}

@@ -180,6 +180,9 @@ class Session:
         row = self.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (0, GENESIS, None) if row is None else (row[0], _blob(row[1]), row[2])
 
+    def entry(self, seq: int) -> Entry:
+        return _entry(self.execute(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone())
+
     def nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         """Stored Merkle nodes by (level, index), in one statement."""
         if not wanted:
@@ -443,10 +446,6 @@ class Writer:
     def paper_facts(self, paper: str) -> list[Fact]:
         return self.session.paper_facts(paper)
 
-    def entry(self, seq: int) -> Entry:
-        row = self.session.execute(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()
-        return _entry(row)
-
     def existing(self, events: Iterable[Event]) -> dict[tuple[str, str, str], tuple[int, bytes]]:
         """For each (kind, subject, effective key) already stored: (seq, payload). Looked up by exact key
         through the unique index, so a batch of new facts costs one indexed probe each."""
@@ -474,30 +473,26 @@ class Writer:
 
     def append(self, events: list[Event]) -> list[Entry]:
         """Append new events (already de-duplicated) with the chain continued; returns their entries."""
-        rows, entries, nodes = [], [], []
         seq, chain, recorded_at = self.seq, self.chain, self.recorded_at
+        entries = []
         for ev in events:
             seq += 1
             data = entry_bytes(seq, ev.kind, ev.effective_at, recorded_at, ev.payload)
             digest = blake3(data).digest()
             chain = link(chain, digest)
-            nodes.extend(grow(self.frontier, seq - 1, leaf_hash(data))[1:])  # [0] is the leaf: not stored
-            rows.append((seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key, recorded_at,
-                         ev.payload, digest, chain))
-            entries.append(Entry(seq, ev.kind, ev.effective_at, recorded_at, ev.payload, digest, chain))
-        self._insert(rows, events, nodes)
-        self.seq, self.chain = seq, chain
-        return entries
+            entries.append((Entry(seq, ev.kind, ev.effective_at, recorded_at, ev.payload, digest, chain), ev, data))
+        self.append_entries(entries)
+        return [entry for entry, _, _ in entries]
 
-    def append_entries(self, entries: list[tuple[Entry, Event]]) -> None:
-        """Append entries copied from an exported log: their recorded time and hashes are kept."""
+    def append_entries(self, entries: list[tuple[Entry, Event, bytes]]) -> None:
+        """Append entries whose hashes are already computed: new ones (`append`), or lines of an exported log
+        the importer has re-checked. Each comes with its entry bytes, which are its Merkle leaf."""
         rows, nodes = [], []
-        for entry, ev in entries:
+        for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
-            data = entry_bytes(entry.seq, ev.kind, ev.effective_at, entry.recorded_at, ev.payload)
-            nodes.extend(grow(self.frontier, entry.seq - 1, leaf_hash(data))[1:])
-        self._insert(rows, [ev for _, ev in entries], nodes)
+            nodes.extend(grow(self.frontier, entry.seq - 1, leaf_hash(data))[1:])  # [0] is the leaf: not stored
+        self._insert(rows, [ev for _, ev, _ in entries], nodes)
         if entries:
             self.seq, self.chain = entries[-1][0].seq, entries[-1][0].chain_hash
 
@@ -508,7 +503,7 @@ class Writer:
             self.session.executemany(_INSERT_EVENT, rows)
         if nodes:
             self.session.executemany("INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes)
-        links = [(p, ev.observation) for ev in events for p in ev.papers]
+        links = [(p, ev.subject) for ev in events for p in ev.papers]  # only citations name papers
         if links:
             if self.session.postgres:
                 sql = "INSERT INTO observation_papers (paper, observation) VALUES (?, ?) ON CONFLICT DO NOTHING"
