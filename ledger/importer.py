@@ -77,14 +77,16 @@ def parse_input(name: str, data: bytes) -> Parsed:
     try:
         whole = parse_json(text)
     except InputError as whole_error:
-        lines = [line for line in text.splitlines()]
+        lines = text.splitlines()
         if len([line for line in lines if line.strip()]) < 2:
             raise InputError(f"{name}: {whole_error}") from None
         return _parse_lines(name, lines, whole_error)
     if isinstance(whole, dict) and "schema" in whole:
         return _parse_record(name, whole)
     if isinstance(whole, dict):
-        return _parse_lines(name, [text], None)
+        parsed = Parsed(name)
+        _add_line(parsed, name, 1, whole)
+        return parsed
     found = "an array" if isinstance(whole, list) else "a JSON " + type(whole).__name__
     raise InputError(f"{name}: expected a record (a JSON object) or event lines, found {found}")
 
@@ -115,19 +117,24 @@ def _parse_lines(name: str, lines: list[str], whole_error: InputError | None) ->
         except InputError as exc:
             # A pretty-printed record that does not parse fails on its first line: report the document.
             raise InputError(f"{name}: {whole_error if number == 1 and whole_error else f'line {number}: {exc}'}") from None
-        try:
-            if not isinstance(obj, dict):
-                raise InputError(f"expected an event object, found {type(obj).__name__}")
-            if "seq" in obj:
-                parsed.entries.append((number, *parse_entry(obj)))
-            else:
-                unknown = set(obj) - {"kind", "payload", "effective_at"}
-                if unknown:
-                    raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
-                parsed.events.append((number, make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))))
-        except InputError as exc:
-            raise InputError(f"{name}: line {number}: {exc}") from None
+        _add_line(parsed, name, number, obj)
     return parsed
+
+
+def _add_line(parsed: Parsed, name: str, number: int, obj: object) -> None:
+    """One event line: a log entry (it has `seq`) or a new fact."""
+    try:
+        if not isinstance(obj, dict):
+            raise InputError(f"expected an event object, found {type(obj).__name__}")
+        if "seq" in obj:
+            parsed.entries.append((number, *parse_entry(obj)))
+        else:
+            unknown = set(obj) - {"kind", "payload", "effective_at"}
+            if unknown:
+                raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
+            parsed.events.append((number, make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))))
+    except InputError as exc:
+        raise InputError(f"{name}: line {number}: {exc}") from None
 
 
 def _hash_field(obj: dict, key: str) -> bytes:

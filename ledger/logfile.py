@@ -1,43 +1,33 @@
 """An exported log (JSON lines, `ledger export`) standing in for the database, read-only.
 
-`iter_log` yields the entries as written, so `verify` can name the first line whose hashes do not
-re-compute. `open_log` loads them into an in-memory SQLite store through the same append path as
-`import`, which re-computes every hash on the way: a tampered log is refused before anything is replayed.
+`read_log` parses it with the importer's own parser and insists every line is a log entry, so `verify` can
+name the first line whose hashes do not re-compute. `open_log` loads the entries into an in-memory SQLite
+store through the same append path as `import`, which re-computes every hash on the way: a tampered log is
+refused before anything is replayed.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
-
-from .canonical import parse_json
 from .chain import Entry
 from .errors import InputError
-from .importer import Parsed, decode_input, import_inputs, parse_entry, read_input
+from .importer import Parsed, import_inputs, parse_input, read_input
 from .store import Store
 
 
-def _lines(path: str) -> Iterator[tuple[int, Entry, object]]:
-    text = decode_input(path, read_input(path))
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = parse_json(line)
-            if not isinstance(obj, dict):
-                raise InputError("expected a log entry object")
-            entry, event = parse_entry(obj)
-        except InputError as exc:
-            raise InputError(f"{path}: line {number}: {exc}") from None
-        yield number, entry, event
+def read_log(path: str) -> Parsed:
+    parsed = parse_input(path, read_input(path))
+    if parsed.record is not None or parsed.events:
+        line = parsed.events[0][0] if parsed.events else 1
+        raise InputError(f"{path}: line {line}: not a log entry (an exported log line carries seq and hashes)")
+    return parsed
 
 
-def iter_log(path: str) -> Iterator[Entry]:
-    for _, entry, _ in _lines(path):
-        yield entry
+def iter_log(path: str) -> list[Entry]:
+    return [entry for _, entry, _ in read_log(path).entries]
 
 
 def open_log(path: str) -> Store:
     store = Store.create("sqlite://")
-    import_inputs(store, [Parsed(path, entries=list(_lines(path)))])
+    import_inputs(store, [read_log(path)])
     store.read_only = path
     return store

@@ -320,8 +320,6 @@ class Store:
         """Turn driver errors into the ledger's error families (exit 3 unless it is the user's input)."""
         try:
             yield
-        except (InputError, StoreError):
-            raise
         except (DBAPIError, self.engine.dialect.dbapi.Error) as exc:
             original = getattr(exc, "orig", None) or exc
             message = (str(original).strip().splitlines() or [type(original).__name__])[0]

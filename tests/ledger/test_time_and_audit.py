@@ -192,3 +192,11 @@ def test_a_tampered_exported_log_is_caught(history_ledger, tmp_path):
     dropped.write_bytes(b"".join(lines[:4] + lines[5:]))
     gap = Cli(str(dropped))("verify")
     assert gap.exit_code == 1 and "sequence gap: expected seq 5, found seq 6" in gap.stderr
+
+
+def test_event_lines_are_not_an_exported_log(tmp_path):
+    facts = tmp_path / "facts.jsonl"
+    facts.write_bytes(later_facts())
+    result = Cli(str(facts))("verify")
+    assert result.exit_code == 2
+    assert result.stderr == f"ledger: {facts}: line 1: not a log entry (an exported log line carries seq and hashes)\n"
