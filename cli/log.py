@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import orjson
 import typer
 
-from cli.main import db_location, open_store, write_stdout
+from cli.main import db_location, open_store, write_json, write_stdout
 from ledger.chain import hex_hash
 from ledger.errors import NotFoundError
 from ledger.export import export_line
@@ -31,7 +30,7 @@ def head(ctx: typer.Context, json: Json = False) -> None:
     """The chain head: sequence number and chain hash (what gets published)."""
     seq, chain, recorded = open_store(ctx).head()
     if json:
-        write_stdout(orjson.dumps({"seq": seq, "chain_hash": hex_hash(chain), "recorded_at": recorded}) + b"\n")
+        write_json({"seq": seq, "chain_hash": hex_hash(chain), "recorded_at": recorded})
     else:
         typer.echo(f"{seq} {hex_hash(chain)}")
 
@@ -56,7 +55,7 @@ def history(
         raise NotFoundError(f"no events of {subject} in this ledger")
     rows = audit.history(facts)
     if json:
-        write_stdout(orjson.dumps(rows) + b"\n")
+        write_json(rows)
         return
     for row in rows:
         typer.echo(f"{row['seq']}\t{row['effective_at']}\trecorded {row['recorded_at']}\t{row['kind']}\t{row['account']}")

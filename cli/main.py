@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
+from ledger.canonical import canonical
 from ledger.errors import IntegrityError, LedgerError
 from ledger.store import Store
 
@@ -89,6 +90,11 @@ def progress(message: str) -> None:
 def write_stdout(data: bytes) -> None:
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
+
+
+def write_json(value: object) -> None:
+    """`--json` output: one canonical line (stable, sorted keys) on stdout."""
+    write_stdout(canonical(value) + b"\n")
 
 
 def register() -> None:

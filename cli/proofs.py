@@ -6,10 +6,9 @@ import os
 from pathlib import Path
 from typing import Annotated, Optional
 
-import orjson
 import typer
 
-from cli.main import open_store, write_stdout
+from cli.main import open_store, write_json, write_stdout
 from ledger.errors import InputError
 from ledger.importer import read_input
 from ledger.notes import generate_signer, parse_signer, parse_verifier
@@ -79,7 +78,7 @@ def prove(
     store = open_store(ctx)
     proof = prove_inclusion(store, seq, tree_size) if seq is not None else prove_consistency(store, consistency, tree_size)
     if json:
-        write_stdout(orjson.dumps(proof, option=orjson.OPT_SORT_KEYS) + b"\n")
+        write_json(proof)
     elif seq is not None:
         typer.echo(f"event {seq} is leaf {proof['leaf_index']} of {proof['tree_size']}; root {proof['root']}; "
                    f"path of {len(proof['path'])} hashes (--json for the proof)")

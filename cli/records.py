@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 from typing import Annotated, Optional
 
-import orjson
 import typer
 
-from cli.main import db_location, open_store, progress, write_stdout
+from cli.main import db_location, open_store, progress, write_json, write_stdout
 from cli.proofs import load_signer, load_verifier
+from ledger.canonical import canonical
 from ledger.chain import hex_hash
 from ledger.errors import InputError, IntegrityError, NotFoundError
 from ledger.importer import import_files, read_input
@@ -41,8 +41,8 @@ def import_(
     result = import_files(store, files, progress)
     seq, chain = result.head
     if json:
-        write_stdout(orjson.dumps({"appended": result.appended, "present": result.present,
-                                   "head": {"seq": seq, "chain_hash": hex_hash(chain)}}) + b"\n")
+        write_json({"appended": result.appended, "present": result.present,
+                    "head": {"seq": seq, "chain_hash": hex_hash(chain)}})
     else:
         typer.echo(f"appended {result.appended} events ({result.present} already present); head {seq} {hex_hash(chain)}")
 
@@ -83,7 +83,7 @@ def replay(
         if paper is None or key is None:
             raise InputError("--evidence: needs --paper and --key")
         bundle = evidence_bundle(store, paper, as_of_text, as_of_key, load_signer(key), known_key)
-        _write(evidence, orjson.dumps(bundle, option=orjson.OPT_SORT_KEYS))
+        _write(evidence, canonical(bundle))
         typer.echo(f"wrote {evidence}: {len(bundle['events'])} events with inclusion proofs and a signed checkpoint")
         return
     started, store.statements = time.perf_counter(), 0
@@ -137,7 +137,7 @@ def verify(
         if verifier_key is None:
             raise InputError("--evidence: needs --verifier-key")
         account = verify_bundle(load_json(evidence, read_input(evidence)), load_verifier(verifier_key))
-        _say(json, [{"file": evidence, "ok": True, "account": account}], f"{evidence}: {account}")
+        _say(json, {"file": evidence, "ok": True, "account": account}, f"{evidence}: {account}")
         return
     location = db_location(ctx)
     if not records:
@@ -148,7 +148,7 @@ def verify(
         else:
             store = open_store(ctx)
             account = verify_chain(store.entries(), progress)
-        _say(json, [{"ok": True, "checked": "chain", "account": account}], account)
+        _say(json, {"ok": True, "checked": "chain", "account": account}, account)
         return
     store = _store_if_any(ctx)
     results, failures = [], []
@@ -160,7 +160,7 @@ def verify(
             failures.extend(exc.problems)
             results.append({"file": name, "ok": False, "problems": exc.problems})
     if json:
-        write_stdout(orjson.dumps(results) + b"\n")
+        write_json(results)
     else:
         for result in results:
             if result["ok"]:
@@ -178,9 +178,9 @@ def _store_if_any(ctx: typer.Context) -> Store | None:
     return open_store(ctx)
 
 
-def _say(json: bool, results: list[dict], text: str) -> None:
+def _say(json: bool, result: dict, text: str) -> None:
     if json:
-        write_stdout(orjson.dumps(results) + b"\n")
+        write_json([result])
     else:
         typer.echo(text)
 
@@ -206,7 +206,7 @@ def diff(
         before = None
     result = audit.diff(before, after)
     if json:
-        write_stdout(orjson.dumps(result) + b"\n")
+        write_json(result)
         return
     lines = [f"arXiv:{paper} from {start_text} to {end_text}",
              f"context_digest {result['from']['context_digest']} → {result['to']['context_digest']}"]
