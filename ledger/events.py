@@ -10,7 +10,7 @@ payload is a contradiction. This module never touches storage.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from .canonical import canonical
 from .errors import InputError
@@ -62,15 +62,16 @@ class Fact(NamedTuple):
 
     seq: int
     kind: str
+    subject: str  # as derived when the fact was appended (see Event)
     effective_at: str
     effective_key: str
     recorded_at: str
     payload: bytes
 
 
-def latest(times: list[str]) -> str:
-    """The latest of several timestamp strings, returned as written."""
-    return max(times, key=instant_key)
+def latest(times: Iterable[str]) -> str | None:
+    """The latest of several timestamp strings, returned as written; None when there are none."""
+    return max(times, key=instant_key, default=None)
 
 
 def observed_times(value: Any) -> Iterator[str]:

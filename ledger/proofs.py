@@ -24,7 +24,6 @@ from .merkle import consistency_path, inclusion_path, leaf_hash, root, verify_co
 from .notes import Checkpoint, Signer, Verifier, verify_checkpoint
 from .record import check_record, digest_mismatches
 from .store import Store
-from .times import instant_key
 
 
 def _hex(value: Any, what: str) -> bytes:
@@ -170,7 +169,7 @@ def _bundle_fact(index: int, item: Any, signed: Checkpoint) -> Fact:
         event = make_event(entry["kind"], entry["payload"], entry["effective_at"])
     except (InputError, UnicodeDecodeError) as exc:
         raise IntegrityError(f"{where}: leaf is not a ledger event: {exc}") from None
-    return Fact(seq, event.kind, entry["effective_at"], instant_key(entry["effective_at"]), entry["recorded_at"],
+    return Fact(seq, event.kind, event.subject, entry["effective_at"], event.effective_key, entry["recorded_at"],
                 event.payload)
 
 

@@ -123,7 +123,7 @@ _POSTGRES_GUARDS = (
        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
 )
 
-_COLUMNS = "seq, kind, effective_at, effective_key, recorded_at, payload"
+_COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
 _ENTRY_COLUMNS = "seq, kind, effective_at, recorded_at, payload, entry_hash, chain_hash"
 _EVENT_COLUMNS = ("seq", "kind", "subject", "paper", "effective_at", "effective_key", "recorded_at", "payload",
                   "entry_hash", "chain_hash")
@@ -149,7 +149,7 @@ def _sqlite_path(url: str) -> str | None:
 
 
 def _fact(r) -> Fact:
-    return Fact(r[0], r[1], r[2], r[3], r[4], _blob(r[5]))
+    return Fact(r[0], r[1], r[2], r[3], r[4], r[5], _blob(r[6]))
 
 
 def _entry(r) -> Entry:

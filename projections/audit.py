@@ -10,7 +10,6 @@ import orjson
 
 from ledger.events import (
     CITATION_OBSERVED,
-    MEASUREMENTS_CHECKED,
     NOT_CHECKED,
     NOTICE_CHECKED,
     PAPER_SNAPSHOT,
@@ -22,14 +21,6 @@ from ledger.events import (
 from ledger.notices import describe_notice
 
 from .text import UNTITLED, cited_label
-
-
-def _subject(kind: str, payload: dict) -> str:
-    if kind == PAPER_SNAPSHOT:
-        return payload["arxiv_id"]
-    if kind in (SOURCE_CHECKED, MEASUREMENTS_CHECKED):
-        return f"{payload['paper']} {payload['source']}"
-    return payload["observation_id"]
 
 
 def _resolution(r: dict) -> str:
@@ -74,7 +65,7 @@ def history(facts: Iterable[Fact]) -> list[dict]:
     previous: dict[tuple[str, str], dict] = {}
     for fact in sorted(facts, key=lambda f: (f.effective_key, f.seq)):
         payload = orjson.loads(fact.payload)
-        key = (fact.kind, _subject(fact.kind, payload))
+        key = (fact.kind, fact.subject)
         rows.append({"seq": fact.seq, "kind": fact.kind, "subject": key[1], "effective_at": fact.effective_at,
                      "recorded_at": fact.recorded_at, "account": account(fact.kind, previous.get(key), payload)})
         previous[key] = payload

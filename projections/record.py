@@ -18,6 +18,7 @@ from ledger.notices import CHECK_FAILED
 from ledger.events import (
     CITATION_OBSERVED,
     Fact,
+    latest,
     MEASUREMENTS_CHECKED,
     NO_MEASUREMENT_SOURCE,
     NOT_CHECKED,
@@ -42,11 +43,6 @@ NOTES = {
 }
 
 
-def _latest_time(times: Iterable[str]) -> str | None:
-    times = list(times)
-    return max(times, key=instant_key) if times else None
-
-
 def _lane(lane: str, denominator: int, observed: int, source: str, when: str | None) -> dict:
     return {"denominator": denominator, "lane": lane, "note": NOTES[lane], "records_observed": observed,
             "source": source, "source_observed_at": when, "state": "measured"}
@@ -69,7 +65,7 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: st
     """
     cutoff = as_of_key or instant_key(as_of)
     # (kind, subject) -> (effective key, seq, payload): the latest fact wins, ties by ledger order.
-    latest: dict[tuple[str, str], tuple[str, int, dict]] = {}
+    newest: dict[tuple[str, str], tuple[str, int, dict]] = {}
     for fact in facts:
         if fact.effective_key > cutoff:
             continue
@@ -85,25 +81,25 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: st
         else:
             subject = payload["observation_id"]
         key = (fact.kind, subject)
-        current = latest.get(key)
+        current = newest.get(key)
         if current is None or (fact.effective_key, fact.seq) > current[:2]:
-            latest[key] = (fact.effective_key, fact.seq, payload)
+            newest[key] = (fact.effective_key, fact.seq, payload)
 
-    snapshot = latest.get((PAPER_SNAPSHOT, paper_id))
+    snapshot = newest.get((PAPER_SNAPSHOT, paper_id))
     if snapshot is None:
         raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
 
     inbound, outbound = [], []
     sources, measurement = [], None
-    for (kind, subject), (_, _, payload) in latest.items():
+    for (kind, subject), (_, _, payload) in newest.items():
         if kind == SOURCE_CHECKED:
             sources.append({"observed_at": payload["observed_at"], "source": payload["source"]})
         elif kind == MEASUREMENTS_CHECKED:
             measurement = payload
         elif kind == CITATION_OBSERVED:
             citation = payload["citation"]
-            resolution = latest.get((RESOLUTION_RECORDED, subject))
-            notice = latest.get((NOTICE_CHECKED, subject))
+            resolution = newest.get((RESOLUTION_RECORDED, subject))
+            notice = newest.get((NOTICE_CHECKED, subject))
             obs = _observation(subject, citation, resolution and resolution[2]["resolution"],
                                notice and notice[2]["standing_notice"])
             if citation["citing_paper"]["arxiv_id"] == paper_id:
@@ -128,11 +124,11 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: st
     measurements = measurement["measurements"] if measurement else []
     coverage = [
         _lane("reference_resolution", len(outbound), len(shown_out), CITATION_SOURCE,
-              _latest_time(o["citation"]["source_observed_at"] for o in shown_out)),
+              latest(o["citation"]["source_observed_at"] for o in shown_out)),
         _lane("standing_notices", len(everything), checked, NOTICE_SOURCE,
-              _latest_time(s["observed_at"] for s in sources)),
+              latest(s["observed_at"] for s in sources)),
         _lane("inbound_itemization", len(inbound), len(shown_in), CITATION_SOURCE,
-              _latest_time(o["citation"]["source_observed_at"] for o in shown_in)),
+              latest(o["citation"]["source_observed_at"] for o in shown_in)),
         _lane("external_citation_measurements", 1, len(measurements),
               measurement["source"] if measurement else NO_MEASUREMENT_SOURCE,
               measurement["observed_at"] if measurement else None),
