@@ -157,9 +157,11 @@ def parse_entry(obj: dict) -> tuple[Entry, Event]:
         raise InputError(f"field seq: expected a positive integer, found {seq!r}")
     recorded = obj["recorded_at"]
     try:
-        instant_key(recorded)
+        normal = instant_key(recorded)
     except TimeError as exc:
         raise InputError(f"field recorded_at: {exc}") from None
+    if recorded != normal:  # known-at compares recorded times as text: only the ledger's own form sorts
+        raise InputError(f"field recorded_at: expected the ledger's form {normal}, found {recorded!r}")
     event = make_event(obj["kind"], obj["payload"], obj["effective_at"])
     entry = Entry(seq, event.kind, obj["effective_at"], recorded, event.payload,
                   _hash_field(obj, "entry_hash"), _hash_field(obj, "chain_hash"))
@@ -193,7 +195,7 @@ def _fresh(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[
 def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, Event]]) -> tuple[int, int]:
     """Continue the chain with exported entries, re-computing each hash; entries already held are skipped."""
     batch: list[tuple[Entry, Event, bytes]] = []
-    seq, chain = writer.seq, writer.chain
+    seq, chain, recorded = writer.seq, writer.chain, writer.last_recorded or ""
     present = 0
     for line, entry, event in entries:
         where = f"{name}: line {line}"
@@ -205,6 +207,9 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
             continue
         if entry.seq != seq + 1:
             raise InputError(f"{where}: seq {entry.seq} does not continue the ledger (head is {seq})")
+        if entry.recorded_at < recorded:  # known-at is a prefix of the log only while recorded time never falls
+            raise InputError(f"{where}: seq {entry.seq}: recorded_at {entry.recorded_at} is earlier than "
+                             f"seq {seq}'s ({recorded})")
         data = entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
         digest = blake3(data).digest()
         if digest != entry.entry_hash:
@@ -215,7 +220,7 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
             raise IntegrityError(f"{where}: seq {entry.seq}: chain hash does not re-compute "
                                  f"(line says {hex_hash(entry.chain_hash)}, re-computed {hex_hash(chain)})")
         batch.append((entry, event, data))
-        seq = entry.seq
+        seq, recorded = entry.seq, entry.recorded_at
     writer.append_entries(batch)
     return len(batch), present
 

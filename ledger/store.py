@@ -428,11 +428,11 @@ class Writer:
 
     def __init__(self, session: Session, edge: tuple[int, bytes, dict[int, bytes]] | None = None):
         self.session = session
-        self.seq, self.chain, last_recorded = session.head()
+        self.seq, self.chain, self.last_recorded = session.head()
         # One recorded time per import, never earlier than the head's: recorded time follows ledger order,
         # so "known at K" is always a prefix of the log.
         now = now_utc()
-        self.recorded_at = now if last_recorded is None or now > last_recorded else last_recorded
+        self.recorded_at = now if self.last_recorded is None or now > self.last_recorded else self.last_recorded
         # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with.
         if edge is not None and edge[:2] == (self.seq, self.chain):
             self.frontier = dict(edge[2])
@@ -492,7 +492,10 @@ class Writer:
             nodes.extend(grow(self.frontier, entry.seq - 1, leaf_hash(data))[1:])  # [0] is the leaf: not stored
         self._insert(rows, [ev for _, ev, _ in entries], nodes)
         if entries:
-            self.seq, self.chain = entries[-1][0].seq, entries[-1][0].chain_hash
+            last = entries[-1][0]
+            self.seq, self.chain, self.last_recorded = last.seq, last.chain_hash, last.recorded_at
+            # New facts later in this transaction are never recorded before copied ones.
+            self.recorded_at = max(self.recorded_at, last.recorded_at)
 
     def _insert(self, rows: list[tuple], events: list[Event], nodes: list[tuple[int, int, bytes]]) -> None:
         # executemany on both backends: a single INSERT ... SELECT FROM unnest(arrays) measured slower on

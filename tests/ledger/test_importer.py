@@ -119,3 +119,38 @@ def test_stdin_is_one_input(store, monkeypatch, seed_bytes):
 def test_the_same_file_twice_in_one_invocation_appends_once(store):
     result = import_files(store, [str(SEED_004), str(SEED_004)])
     assert (result.appended, result.present) == (40, 40)
+
+
+def rehashed_log(lines: list[dict]) -> bytes:
+    """Log lines with their entry and chain hashes re-computed, as a forger who knows the layout would."""
+    from ledger.chain import GENESIS, entry_hash, hex_hash, link
+    from ledger.canonical import canonical
+
+    chain, out = GENESIS, b""
+    for line in lines:
+        digest = entry_hash(line["seq"], line["kind"], line["effective_at"], line["recorded_at"],
+                            canonical(line["payload"]))
+        chain = link(chain, digest)
+        out += canonical({**line, "entry_hash": hex_hash(digest), "chain_hash": hex_hash(chain)}) + b"\n"
+    return out
+
+
+def log_line(seq: int, recorded_at: str) -> dict:
+    return {"seq": seq, "kind": "paper.snapshot", "effective_at": f"2026-01-0{seq}T00:00:00Z",
+            "recorded_at": recorded_at,
+            "payload": {"arxiv_id": f"2601.0000{seq}", "snapshot_observed_at": f"2026-01-0{seq}T00:00:00Z"}}
+
+
+@pytest.mark.parametrize("times, problem", [
+    (["2026-02-01T00:00:00Z"], "line 1: field recorded_at: expected the ledger's form 2026-02-01T00:00:00.000000Z"),
+    (["2026-02-02T00:00:00.000000Z", "2026-02-01T00:00:00.000000Z"],
+     "line 2: seq 2: recorded_at 2026-02-01T00:00:00.000000Z is earlier than seq 1's"),
+])
+def test_log_lines_keep_recorded_time_in_the_ledgers_form_and_order(store, tmp_path, times, problem):
+    # Known-at compares recorded times as text and relies on their order: a rehashed log must keep both.
+    path = tmp_path / "forged.jsonl"
+    path.write_bytes(rehashed_log([log_line(n, t) for n, t in enumerate(times, start=1)]))
+    with pytest.raises(InputError) as caught:
+        import_files(store, [str(path)])
+    assert problem in str(caught.value)
+    assert store.head()[0] == 0
