@@ -34,7 +34,7 @@ def parse_instant(text: object) -> datetime:
         raise TimeError(f"expected an RFC 3339 timestamp with offset, found {text!r}")
     try:
         return datetime.fromisoformat(text).astimezone(timezone.utc)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: the offset moves it out of years 1..9999
         raise TimeError(f"not a valid timestamp: {text!r}") from None
 
 
@@ -44,7 +44,8 @@ def instant_key(text: object) -> str:
 
 
 def format_utc(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime: strftime writes the year 5 as "5", which sorts after "2026".
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def parse_when(text: str) -> tuple[str, str]:

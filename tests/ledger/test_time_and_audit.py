@@ -200,3 +200,22 @@ def test_event_lines_are_not_an_exported_log(tmp_path):
     result = Cli(str(facts))("verify")
     assert result.exit_code == 2
     assert result.stderr == f"ledger: {facts}: line 1: not a log entry (an exported log line carries seq and hashes)\n"
+
+
+@pytest.mark.parametrize("early, late", [("0999-12-31T23:59:59Z", "1000-01-01T00:00:00Z"),
+                                         ("0005-01-02T03:04:05+01:00", "2026-08-09T00:00:00Z"),
+                                         ("2026-08-09T23:59:59.999999Z", "2026-08-10T01:00:00+01:00")])
+def test_ordering_keys_sort_as_the_instants_do(early, late):
+    # Keys are compared as text, so every key must be zero-padded, UTC, microseconds.
+    from ledger.times import instant_key
+
+    assert instant_key(early) < instant_key(late)
+    assert len(instant_key(early)) == len("2026-08-09T00:00:00.000000Z")
+
+
+@pytest.mark.parametrize("text", ["0001-01-01T00:30:00+01:00", "9999-12-31T23:30:00-01:00", "2026-02-30T00:00:00Z"])
+def test_instants_outside_the_calendar_are_refused(text):
+    from ledger.times import TimeError, instant_key
+
+    with pytest.raises(TimeError, match="not a valid timestamp"):
+        instant_key(text)
