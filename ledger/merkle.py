@@ -4,10 +4,10 @@
     node hash  = SHA-256(0x01 || left || right)
     MTH(D[n])  = split at k, the largest power of two smaller than n
 
-The store keeps every perfect subtree's hash, (level, index) = the 2**level leaves from index * 2**level,
-added as leaves are appended: amortized two nodes per append, O(log n) at most. Any MTH(D[lo:hi]) in the
-RFC's recursion is then a handful of stored nodes, so proofs never rebuild the tree. `NodeSource` is the
-only thing proofs need; the verifiers are pure and take nothing but hashes.
+A perfect subtree, (level, index) = the 2**level leaves from index * 2**level, never changes once complete:
+the store keeps the large ones as leaves are appended and re-computes small ones from their leaves. Any
+MTH(D[lo:hi]) in the RFC's recursion is then a handful of such nodes, so proofs never rebuild the tree.
+`NodeSource` is the only thing proofs need; the verifiers are pure and take nothing but hashes.
 """
 
 from __future__ import annotations
@@ -51,6 +51,18 @@ def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes) -> list[tupl
     for lvl, _, value in new:
         frontier[lvl] = value
     return new
+
+
+def perfect_subtrees(first: int, leaf_digests: list[bytes], below: int) -> dict[tuple[int, int], bytes]:
+    """Every perfect subtree of fewer than 2**below leaves among consecutive leaves from index `first`
+    (a multiple of 2**below), by (level, index)."""
+    found: dict[tuple[int, int], bytes] = {}
+    row = leaf_digests
+    for level in range(below):
+        start = first >> level
+        found.update(((level, start + j), digest) for j, digest in enumerate(row))
+        row = [node_hash(row[j], row[j + 1]) for j in range(0, len(row) - 1, 2)]
+    return found
 
 
 def frontier_nodes(size: int) -> list[tuple[int, int]]:

@@ -24,7 +24,7 @@ from sqlmodel import Field, SQLModel
 from blake3 import blake3
 
 from .chain import GENESIS, Entry, entry_bytes, link
-from .merkle import frontier_nodes, grow, leaf_hash
+from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
 from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
 from .times import format_utc
@@ -69,9 +69,9 @@ class ObservationPaper(SQLModel, table=True):
 
 
 class MerkleNode(SQLModel, table=True):
-    """Every perfect subtree of two or more leaves of the RFC 9162 tree over the log: (level, index) covers
-    2**level leaves. Leaf hashes (level 0) are not stored: each is re-computed from its event row, which
-    halves what an append writes for the tree (benchmarks/RESULTS.md)."""
+    """Every perfect subtree of 16 or more leaves of the RFC 9162 tree over the log: (level, index) covers
+    2**level leaves. Smaller ones are re-computed from their block's event rows (`Session.tree_nodes`), so
+    an append writes one node per 8 events, amortized, instead of two per event (benchmarks/RESULTS.md)."""
 
     __tablename__ = "merkle_nodes"
     __table_args__ = {"sqlite_with_rowid": False}  # the key is the row: one B-tree per insert, not two
@@ -130,6 +130,9 @@ _EVENT_COLUMNS = ("seq", "kind", "subject", "paper", "effective_at", "effective_
 _INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
 _OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.checked')"
 _KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
+# Merkle subtrees of 16 leaves and more are stored as appended; smaller ones are re-computed from their
+# block's event rows when a proof needs them. Storing every level cost an append about one more row.
+_STORED_FROM_LEVEL = 4
 
 
 def now_utc() -> str:
@@ -192,19 +195,22 @@ class Session:
                             [v for pair in wanted for v in pair]).fetchall()
         return {(r[0], r[1]): _blob(r[2]) for r in rows}
 
-    def leaf_hashes(self, indexes: list[int]) -> dict[tuple[int, int], bytes]:
-        """Level-0 nodes, re-computed from the events (leaf index i is event seq i + 1)."""
-        if not indexes:
-            return {}
-        marks = ", ".join(["?"] * len(indexes))
-        rows = self.execute(f"SELECT seq, kind, effective_at, recorded_at, payload FROM events WHERE seq IN ({marks})",
-                            [i + 1 for i in indexes]).fetchall()
-        return {(0, r[0] - 1): leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], _blob(r[4]))) for r in rows}
-
     def tree_nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-        """Merkle nodes by (level, index): stored ones for level >= 1, re-computed leaves for level 0."""
-        found = self.leaf_hashes([index for level, index in wanted if level == 0])
-        found.update(self.nodes([pair for pair in wanted if pair[0] > 0]))
+        """Merkle nodes by (level, index), in at most two statements: stored ones for level >= 4, and the
+        smaller ones re-computed from the (at most 16) event rows of their block. May return more nodes than
+        asked for: the block's other small subtrees."""
+        found = self.nodes([pair for pair in wanted if pair[0] >= _STORED_FROM_LEVEL])
+        blocks = sorted({index >> (_STORED_FROM_LEVEL - level) for level, index in wanted if level < _STORED_FROM_LEVEL})
+        if blocks:
+            width = 1 << _STORED_FROM_LEVEL
+            seqs = [seq for block in blocks for seq in range(block * width + 1, (block + 1) * width + 1)]
+            rows = self.execute(f"SELECT seq, kind, effective_at, recorded_at, payload FROM events WHERE seq IN "
+                                f"({', '.join(['?'] * len(seqs))}) ORDER BY seq", seqs).fetchall()
+            leaves: dict[int, list[bytes]] = {block: [] for block in blocks}
+            for r in rows:
+                leaves[(r[0] - 1) // width].append(leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], _blob(r[4]))))
+            for block, digests in leaves.items():
+                found.update(perfect_subtrees(block * width, digests, _STORED_FROM_LEVEL))
         return found
 
     def node_source(self):
@@ -244,6 +250,7 @@ class Store:
         # writer appended since (same seq and chain hash), the next append need not read it again.
         self._edge: tuple[int, bytes, dict[int, bytes]] | None = None
         self.statements = 0  # SQL statements sent, for `replay --stats` and the statement budget test
+        self._held = self._session = None  # the DBAPI connection every operation uses, opened on first use
 
     # -- opening -------------------------------------------------------------------------------------
     @classmethod
@@ -313,6 +320,9 @@ class Store:
             raise InputError(f"{self.url}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}")
 
     def close(self) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = self._session = None
         self.engine.dispose()
 
     @contextmanager
@@ -332,13 +342,20 @@ class Store:
 
     @contextmanager
     def _connection(self, doing: str, write: bool) -> Iterator[Session]:
-        """A pooled DBAPI connection. Reads run in autocommit (each is one statement, atomic by itself);
-        a write is one transaction holding the write lock, committed at the end or rolled back."""
+        """The store's DBAPI connection, held from first use to `close` (a pool checkout per operation cost
+        a single-event append more than its statements; benchmarks/). Reads run in autocommit (each is one
+        statement, atomic by itself); a write is one transaction holding the write lock, committed at the
+        end or rolled back. Operations do not nest."""
         with self._failures(doing):
-            connection = self.engine.raw_connection()
+            if self._held is None:
+                self._held = self.engine.raw_connection()
+                self._session = Session(self, self._held)
+                if self.dialect == "postgresql":  # how long a writer waits for the write lock
+                    self._session.execute(f"SET lock_timeout = '{int(LOCK_TIMEOUT_SECONDS * 1000)}ms'")
+                    self._held.commit()
+            connection, session = self._held, self._session
             postgres = self.dialect == "postgresql"
             try:
-                session = Session(self, connection)
                 if postgres:
                     connection.driver_connection.autocommit = not write
                 elif write:
@@ -347,12 +364,12 @@ class Store:
                 if write:
                     connection.commit() if postgres else session.execute("COMMIT")
             except BaseException:
-                connection.rollback()
+                self._held = self._session = None  # a connection that failed is not reused
+                try:
+                    connection.rollback()
+                finally:
+                    connection.close()
                 raise
-            finally:
-                if postgres:
-                    connection.driver_connection.autocommit = False
-                connection.close()  # back to the pool
 
     # -- reading -------------------------------------------------------------------------------------
     @contextmanager
@@ -393,6 +410,7 @@ class Store:
             if len(page) < batch:
                 return
             after = page[-1]
+            del page  # before the next page is read: one page held at a time
 
     def entries(self, batch: int = 2000) -> Iterator[Entry]:
         """Every entry in ledger order, read in pages by seq so memory stays flat."""
@@ -406,6 +424,7 @@ class Store:
             if len(rows) < batch:
                 return
             after = rows[-1][0]
+            del rows  # before the next page is read: one page held at a time
 
     # -- writing -------------------------------------------------------------------------------------
     @contextmanager
@@ -415,12 +434,11 @@ class Store:
             raise InputError(f"{self.read_only}: an exported log is read-only; import it into a ledger instead")
         with self._connection("append", write=True) as session:
             if self.dialect == "postgresql":
-                session.execute(f"SET LOCAL lock_timeout = '{int(LOCK_TIMEOUT_SECONDS * 1000)}ms'")
                 session.execute(f"SELECT pg_advisory_xact_lock({_PG_LOCK_ID})")
-            writer = Writer(session, self._edge)
-            self._edge = None  # until this transaction commits
+            edge, self._edge = self._edge, None  # until this transaction commits
+            writer = Writer(session, edge)
             yield writer
-        self._edge = (writer.seq, writer.chain, dict(writer.frontier))
+        self._edge = (writer.seq, writer.chain, writer.frontier)
 
 
 class Writer:
@@ -434,8 +452,8 @@ class Writer:
         now = now_utc()
         self.recorded_at = now if self.last_recorded is None or now > self.last_recorded else self.last_recorded
         # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with.
-        if edge is not None and edge[:2] == (self.seq, self.chain):
-            self.frontier = dict(edge[2])
+        if edge is not None and edge[0] == self.seq and edge[1] == self.chain:
+            self.frontier = edge[2]  # handed over: the store forgets it until this transaction commits
         else:
             wanted = frontier_nodes(self.seq)
             stored = session.tree_nodes(wanted)
@@ -489,7 +507,8 @@ class Writer:
         for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
-            nodes.extend(grow(self.frontier, entry.seq - 1, leaf_hash(data))[1:])  # [0] is the leaf: not stored
+            nodes.extend(node for node in grow(self.frontier, entry.seq - 1, leaf_hash(data))
+                         if node[0] >= _STORED_FROM_LEVEL)
         self._insert(rows, [ev for _, ev, _ in entries], nodes)
         if entries:
             last = entries[-1][0]
