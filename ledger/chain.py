@@ -39,10 +39,10 @@ def entry_bytes(seq: int, kind: str, effective_at: str, recorded_at: str, payloa
     return canonical({
         "effective_at": effective_at,
         "kind": kind,
-        "payload": orjson.Fragment(payload),
+        "payload": orjson.Fragment(payload),  # canonical bytes already: encoded, and checked, when appended
         "recorded_at": recorded_at,
         "seq": seq,
-    })
+    }, floats=False)
 
 
 def entry_hash(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:

@@ -168,6 +168,11 @@ def parse_entry(obj: dict) -> tuple[Entry, Event]:
     return entry, event
 
 
+def _contradiction(name: str, line: int, event: Event, what: str) -> InputError:
+    where = f"{name}: line {line}: " if line else f"{name}: "
+    return InputError(f"{where}{event.kind} of {event.subject} effective {event.effective_at} contradicts {what}")
+
+
 def _fresh(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[list[Event], int]:
     """Drop facts already stored (identical kind, effective time and payload); refuse contradictions."""
     stored = writer.existing(e for _, e in events)
@@ -175,17 +180,15 @@ def _fresh(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[
     present = 0
     for line, event in events:
         key = event.key
-        where = f"{name}: line {line}: " if line else f"{name}: "
         if key in stored:
             seq, payload = stored[key]
             if payload != event.payload:
-                raise InputError(f"{where}{event.kind} of {event.subject} effective {event.effective_at} "
-                                 f"contradicts event seq {seq} (same subject, kind and effective time, other payload)")
+                raise _contradiction(name, line, event, f"event seq {seq} (same subject, kind and effective "
+                                                        "time, other payload)")
             present += 1
         elif key in fresh:
             if fresh[key].payload != event.payload:
-                raise InputError(f"{where}{event.kind} of {event.subject} effective {event.effective_at} "
-                                 "contradicts another fact in this import")
+                raise _contradiction(name, line, event, "another fact in this import")
             present += 1
         else:
             fresh[key] = event

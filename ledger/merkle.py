@@ -36,21 +36,23 @@ def _split(n: int) -> int:
     return 1 << ((n - 1).bit_length() - 1)
 
 
-def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes) -> list[tuple[int, int, bytes]]:
+def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes, kept: list, keep_from: int = 0) -> None:
     """Add leaf number `size` (0-based) to a tree of `size` leaves.
 
     `frontier` maps level -> hash of the right-most perfect subtree at that level (it is updated in place).
-    Returns the new nodes (level, index, hash) to store: the leaf and every perfect subtree it completes.
+    The leaf and every perfect subtree it completes, (level, index, hash), are added to `kept` when their
+    level is at least `keep_from`.
     """
-    new = [(0, size, leaf_digest)]
     level, index, digest = 0, size, leaf_digest
+    if keep_from == 0:
+        kept.append((0, index, digest))
     while index & 1:  # a right child completes its parent
-        digest = node_hash(frontier[level], digest)
+        left, frontier[level] = frontier[level], digest
+        digest = node_hash(left, digest)
         level, index = level + 1, index >> 1
-        new.append((level, index, digest))
-    for lvl, _, value in new:
-        frontier[lvl] = value
-    return new
+        if level >= keep_from:
+            kept.append((level, index, digest))
+    frontier[level] = digest
 
 
 def perfect_subtrees(first: int, leaf_digests: list[bytes], below: int) -> dict[tuple[int, int], bytes]:

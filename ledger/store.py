@@ -507,8 +507,7 @@ class Writer:
         for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
-            nodes.extend(node for node in grow(self.frontier, entry.seq - 1, leaf_hash(data))
-                         if node[0] >= _STORED_FROM_LEVEL)
+            grow(self.frontier, entry.seq - 1, leaf_hash(data), nodes, _STORED_FROM_LEVEL)
         self._insert(rows, [ev for _, ev, _ in entries], nodes)
         if entries:
             last = entries[-1][0]
