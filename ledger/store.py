@@ -1,12 +1,13 @@
 """Where events live: SQLModel tables on SQLite (the embedded default) or PostgreSQL (psycopg 3).
 
 One interface for every backend, proven by one contract test suite. The database, not Python, guards
-the log: a trigger refuses any insert that is not seq = max + 1, and UPDATE, DELETE (and TRUNCATE on
-PostgreSQL) of an event are refused. Appends are serialized by a write lock taken before the head is read
-(SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), so concurrent writers wait and never fork the chain.
-SQLAlchemy owns URLs, pooling and the schema (SQLModel tables); statements run on the pooled DBAPI
-connection, written once with `?` placeholders, because the append path is measured against raw
-`executemany` (benchmarks/). This module never decides what a fact means; it stores and returns rows.
+the log: a trigger refuses any insert that would leave the log other than seq 1..n (SQLite checks each row,
+PostgreSQL each statement), and UPDATE, DELETE (and TRUNCATE on PostgreSQL) of an event are refused.
+Appends are serialized by a write lock taken before the head is read (SQLite BEGIN IMMEDIATE, a PostgreSQL
+advisory lock), so concurrent writers wait and never fork the chain. SQLAlchemy owns URLs and the schema
+(SQLModel tables); statements run on the store's DBAPI connection, written once with `?` placeholders,
+because the append path is measured against raw `executemany` (benchmarks/); batches go to PostgreSQL as
+COPY. This module never decides what a fact means; it stores and returns rows.
 """
 
 from __future__ import annotations
@@ -104,19 +105,24 @@ _SQLITE_GUARDS = (
 _POSTGRES_GUARDS = (
     """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN RAISE EXCEPTION 'events are append-only: %% refused', TG_OP; END $$""",  # %% : DBAPI paramstyle
+    # Checked once per statement over the rows it inserted (a transition table), not once per row: the new
+    # seqs are contiguous and the first follows an existing event (or is 1). With seq unique, the log stays
+    # exactly 1..n.
     """CREATE FUNCTION ledger_gap_free() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE lo bigint; hi bigint; n bigint;
        BEGIN
-         IF NEW.seq IS DISTINCT FROM (SELECT COALESCE(MAX(seq), 0) + 1 FROM events) THEN
+         SELECT MIN(seq), MAX(seq), COUNT(*) INTO lo, hi, n FROM new_events;
+         IF n > 0 AND (hi - lo + 1 <> n OR NOT (lo = 1 OR EXISTS (SELECT 1 FROM events WHERE seq = lo - 1))) THEN
            RAISE EXCEPTION 'events must be appended in sequence';
          END IF;
-         RETURN NEW;
+         RETURN NULL;
        END $$""",
     """CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
     """CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
        FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_rewrite()""",
-    """CREATE TRIGGER events_gap_free BEFORE INSERT ON events
-       FOR EACH ROW EXECUTE FUNCTION ledger_gap_free()""",
+    """CREATE TRIGGER events_gap_free AFTER INSERT ON events REFERENCING NEW TABLE AS new_events
+       FOR EACH STATEMENT EXECUTE FUNCTION ledger_gap_free()""",
     """CREATE TRIGGER observation_papers_append_only BEFORE UPDATE OR DELETE ON observation_papers
        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
     """CREATE TRIGGER merkle_nodes_append_only BEFORE UPDATE OR DELETE ON merkle_nodes
@@ -127,7 +133,6 @@ _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payloa
 _ENTRY_COLUMNS = "seq, kind, effective_at, recorded_at, payload, entry_hash, chain_hash"
 _EVENT_COLUMNS = ("seq", "kind", "subject", "paper", "effective_at", "effective_key", "recorded_at", "payload",
                   "entry_hash", "chain_hash")
-_INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
 _OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.checked')"
 _KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
 # Merkle subtrees of 16 leaves and more are stored as appended; smaller ones are re-computed from their
@@ -178,6 +183,18 @@ class Session:
     def executemany(self, sql: str, rows: list) -> None:
         self.store.statements += 1
         self.cursor.executemany(self._sql(sql), rows)
+
+    def insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+        """Insert rows in one statement: COPY on PostgreSQL (one round trip for the batch; triggers fire as
+        for INSERT), executemany on SQLite (in process, no round trips to save)."""
+        self.store.statements += 1
+        if self.postgres:
+            with self.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            self.cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                                    f"({', '.join('?' * len(columns))})", rows)
 
     def head(self) -> tuple[int, bytes, str | None]:
         row = self.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
@@ -516,19 +533,18 @@ class Writer:
             self.recorded_at = max(self.recorded_at, last.recorded_at)
 
     def _insert(self, rows: list[tuple], events: list[Event], nodes: list[tuple[int, int, bytes]]) -> None:
-        # executemany on both backends: a single INSERT ... SELECT FROM unnest(arrays) measured slower on
-        # PostgreSQL, where bytea arrays travel as hex text.
         if rows:
-            self.session.executemany(_INSERT_EVENT, rows)
+            self.session.insert("events", _EVENT_COLUMNS, rows)
         if nodes:
-            self.session.executemany("INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes)
+            self.session.insert("merkle_nodes", ("level", "idx", "hash"), nodes)
         links = [(p, ev.subject) for ev in events for p in ev.papers]  # only citations name papers
-        if links:
-            if self.session.postgres:
-                sql = "INSERT INTO observation_papers (paper, observation) VALUES (?, ?) ON CONFLICT DO NOTHING"
-            else:
-                sql = "INSERT OR IGNORE INTO observation_papers (paper, observation) VALUES (?, ?)"
-            self.session.executemany(sql, links)
+        if links and self.session.postgres:  # text arrays: one statement, one round trip
+            self.session.execute("INSERT INTO observation_papers (paper, observation) SELECT * FROM "
+                                 "unnest(?::text[], ?::text[]) ON CONFLICT DO NOTHING",
+                                 tuple(list(column) for column in zip(*links)))
+        elif links:
+            self.session.executemany("INSERT OR IGNORE INTO observation_papers (paper, observation) VALUES (?, ?)",
+                                     links)
 
 
 def _blob(value: bytes | memoryview | str) -> bytes:

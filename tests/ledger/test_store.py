@@ -71,13 +71,24 @@ def test_the_database_refuses_truncate_on_postgresql(seeded):
         raw(seeded, "TRUNCATE events")
 
 
-def test_the_database_refuses_a_gap_in_the_sequence(seeded):
-    row = dict(seq=42, kind="paper.snapshot", subject="x", paper="x", effective_at="e",
-               effective_key="e", recorded_at="r", payload=b"{}", entry_hash=b"h", chain_hash=b"c")
+@pytest.mark.parametrize("seqs", [[42], [0], [-1], [41, 43], [42, 43], [43, 42]])
+def test_the_database_refuses_a_gap_in_the_sequence(seeded, seqs):
+    # The head is 40: any insert that would not leave the log exactly 1..n is refused, in one statement
+    # or row by row (PostgreSQL checks per statement, SQLite per row).
+    values = ", ".join(f"(:seq{i}, 'paper.snapshot', :subject{i}, 'x', 'e', 'e', 'r', :b, :b, :b)"
+                       for i in range(len(seqs)))
+    params = {f"seq{i}": seq for i, seq in enumerate(seqs)} | {f"subject{i}": f"x{seq}" for i, seq in enumerate(seqs)}
     with pytest.raises(Exception, match="in sequence"):
         raw(seeded, "INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, "
-                    "payload, entry_hash, chain_hash) VALUES (:seq, :kind, :subject, :paper, :effective_at, "
-                    ":effective_key, :recorded_at, :payload, :entry_hash, :chain_hash)", **row)
+                    f"payload, entry_hash, chain_hash) VALUES {values}", b=b"{}", **params)
+    assert seeded.head()[0] == 40
+
+
+def test_the_guard_lets_the_next_events_in(seeded):
+    values = ", ".join(f"({seq}, 'paper.snapshot', 'x{seq}', 'x', 'e', 'e', 'r', :b, :b, :b)" for seq in (41, 42))
+    raw(seeded, "INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, payload, "
+                f"entry_hash, chain_hash) VALUES {values}", b=b"{}")
+    assert seeded.head()[0] == 42
 
 
 def test_one_fact_per_kind_subject_and_effective_time(seeded):
