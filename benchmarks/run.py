@@ -200,6 +200,9 @@ from ledger.importer import _fresh
 from ledger.store import Store
 store = Store.open(sys.argv[1])
 events = pickle.load(open(sys.argv[2], "rb"))
+store.head()  # connected
+print("ready", flush=True)
+sys.stdin.readline()  # the clock starts when every writer is ready: interpreter start-up is not measured
 for i in range(0, len(events), 100):
     with store.writing() as w:
         fresh, _ = _fresh(w, "bench", [(0, e) for e in events[i:i + 100]])
@@ -225,9 +228,14 @@ def postgres_writers(url: str, events, writers: int, folder: Path) -> float:
             path = folder / f"pg-{w}.pickle"
             path.write_bytes(pickle.dumps(events[w * share:(w + 1) * share]))
             files.append(path)
-        started = time.perf_counter()
         procs = [subprocess.Popen([sys.executable, "-c", PG_WRITER, location, str(f)], cwd=HERE.parent,
-                                  stderr=subprocess.PIPE) for f in files]
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for f in files]
+        gate(all(p.stdout.readline() == b"ready\n" for p in procs), "PostgreSQL writer did not start")
+        started = time.perf_counter()
+        for p in procs:
+            p.stdin.write(b"go\n")
+            p.stdin.flush()
         errors = [p.communicate()[1] for p in procs]
         elapsed = time.perf_counter() - started
         gate(all(p.returncode == 0 for p in procs), f"PostgreSQL writer failed: {errors}")

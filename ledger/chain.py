@@ -68,22 +68,22 @@ def verify_entries(entries: Iterable[Entry], previous: bytes = GENESIS, start: i
     failure: str | None = None
     first_bad = 0
     last_seq = start - 1
-    for entry in entries:
-        last_seq = entry.seq
+    for seq, kind, effective_at, recorded_at, payload, stored_entry, stored_chain in entries:  # Entry fields
+        last_seq = seq
         if failure is not None:
             continue
-        if entry.seq != expected_seq:
-            failure, first_bad = f"sequence gap: expected seq {expected_seq}, found seq {entry.seq}", entry.seq
+        if seq != expected_seq:
+            failure, first_bad = f"sequence gap: expected seq {expected_seq}, found seq {seq}", seq
             continue
-        recomputed = entry_hash(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
-        if recomputed != entry.entry_hash:
-            failure, first_bad = (f"seq {entry.seq}: entry hash does not re-compute (stored "
-                                  f"{hex_hash(entry.entry_hash)}, re-computed {hex_hash(recomputed)})"), entry.seq
+        recomputed = entry_hash(seq, kind, effective_at, recorded_at, payload)
+        if recomputed != stored_entry:
+            failure, first_bad = (f"seq {seq}: entry hash does not re-compute (stored "
+                                  f"{hex_hash(stored_entry)}, re-computed {hex_hash(recomputed)})"), seq
             continue
         chain = link(chain, recomputed)
-        if chain != entry.chain_hash:
-            failure, first_bad = (f"seq {entry.seq}: chain hash does not re-compute (stored "
-                                  f"{hex_hash(entry.chain_hash)}, re-computed {hex_hash(chain)})"), entry.seq
+        if chain != stored_chain:
+            failure, first_bad = (f"seq {seq}: chain hash does not re-compute (stored "
+                                  f"{hex_hash(stored_chain)}, re-computed {hex_hash(chain)})"), seq
             continue
         expected_seq += 1
     if failure is not None:

@@ -161,6 +161,8 @@ def _fact(r) -> Fact:
 
 
 def _entry(r) -> Entry:
+    if type(r[4]) is bytes and type(r[5]) is bytes and type(r[6]) is bytes:  # the common case, without calls
+        return Entry._make(r)
     return Entry(r[0], r[1], r[2], r[3], _blob(r[4]), _blob(r[5]), _blob(r[6]))
 
 
@@ -436,8 +438,7 @@ class Store:
             with self.reading() as session:
                 rows = session.execute(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
                                        (after, batch)).fetchall()
-            for r in rows:
-                yield _entry(r)
+            yield from map(_entry, rows)
             if len(rows) < batch:
                 return
             after = rows[-1][0]
