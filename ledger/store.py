@@ -188,10 +188,14 @@ class Session:
 
     def insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
         """Insert rows in one statement: COPY on PostgreSQL (one round trip for the batch; triggers fire as
-        for INSERT), executemany on SQLite (in process, no round trips to save)."""
+        for INSERT), executemany on SQLite (in process: no round trips to save)."""
         self.store.statements += 1
         if self.postgres:
-            with self.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            # Binary COPY (bytea travels as bytes, not hex text); the column types come from the SQLModel tables.
+            columns_of = SQLModel.metadata.tables[table].columns
+            types = [columns_of[name].type.compile(dialect=self.store.engine.dialect).lower() for name in columns]
+            with self.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(types)
                 for row in rows:
                     copy.write_row(row)
         else:
@@ -383,7 +387,7 @@ class Store:
                 if write:
                     connection.commit() if postgres else session.execute("COMMIT")
             except BaseException:
-                self._held = self._session = None  # a connection that failed is not reused
+                self._held = self._session = None  # after any error: rolled back, closed, opened afresh next time
                 try:
                     connection.rollback()
                 finally:
