@@ -209,31 +209,33 @@ class Session:
     def entry(self, seq: int) -> Entry:
         return _entry(self.execute(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone())
 
-    def nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-        """Stored Merkle nodes by (level, index), in one statement."""
-        if not wanted:
-            return {}
-        where = " OR ".join(["(level = ? AND idx = ?)"] * len(wanted))
-        rows = self.execute(f"SELECT level, idx, hash FROM merkle_nodes WHERE {where}",
-                            [v for pair in wanted for v in pair]).fetchall()
-        return {(r[0], r[1]): _blob(r[2]) for r in rows}
-
     def tree_nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-        """Merkle nodes by (level, index), in at most two statements: stored ones for level >= 4, and the
-        smaller ones re-computed from the (at most 16) event rows of their block. May return more nodes than
-        asked for: the block's other small subtrees."""
-        found = self.nodes([pair for pair in wanted if pair[0] >= _STORED_FROM_LEVEL])
+        """Merkle nodes by (level, index), in one statement: stored ones for level >= 4, and the smaller
+        ones re-computed from the (at most 16) event rows of their block. May return more nodes than asked
+        for: the block's other small subtrees."""
+        stored = [pair for pair in wanted if pair[0] >= _STORED_FROM_LEVEL]
         blocks = sorted({index >> (_STORED_FROM_LEVEL - level) for level, index in wanted if level < _STORED_FROM_LEVEL})
-        if blocks:
-            width = 1 << _STORED_FROM_LEVEL
-            seqs = [seq for block in blocks for seq in range(block * width + 1, (block + 1) * width + 1)]
-            rows = self.execute(f"SELECT seq, kind, effective_at, recorded_at, payload FROM events WHERE seq IN "
-                                f"({', '.join(['?'] * len(seqs))}) ORDER BY seq", seqs).fetchall()
-            leaves: dict[int, list[bytes]] = {block: [] for block in blocks}
-            for r in rows:
-                leaves[(r[0] - 1) // width].append(leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], _blob(r[4]))))
-            for block, digests in leaves.items():
-                found.update(perfect_subtrees(block * width, digests, _STORED_FROM_LEVEL))
+        width = 1 << _STORED_FROM_LEVEL
+        seqs = [seq for block in blocks for seq in range(block * width + 1, (block + 1) * width + 1)]
+        parts, params = [], []
+        if stored:  # level, index, hash
+            parts.append("SELECT level, idx, hash, NULL, NULL, NULL, NULL FROM merkle_nodes WHERE "
+                         + " OR ".join(["(level = ? AND idx = ?)"] * len(stored)))
+            params.extend(v for pair in stored for v in pair)
+        if seqs:  # -1, seq, and what the leaf is made of
+            parts.append("SELECT -1, seq, NULL, kind, effective_at, recorded_at, payload FROM events WHERE seq IN "
+                         f"({', '.join(['?'] * len(seqs))})")
+            params.extend(seqs)
+        found: dict[tuple[int, int], bytes] = {}
+        leaves: dict[int, list[tuple[int, bytes]]] = {block: [] for block in blocks}
+        for r in self.execute(" UNION ALL ".join(parts), params).fetchall() if parts else ():
+            if r[0] >= 0:
+                found[(r[0], r[1])] = _blob(r[2])
+            else:
+                leaf = leaf_hash(entry_bytes(r[1], r[3], r[4], r[5], _blob(r[6])))
+                leaves[(r[1] - 1) // width].append((r[1], leaf))
+        for block, digests in leaves.items():
+            found.update(perfect_subtrees(block * width, [leaf for _, leaf in sorted(digests)], _STORED_FROM_LEVEL))
         return found
 
     def node_source(self):
