@@ -93,3 +93,21 @@ def test_sqlite_runs_with_durable_settings(tmp_path):
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_a_writer_kept_waiting_past_the_lock_timeout_exits_3_and_appends_nothing(store, tmp_path):
+    location = store.url[len("sqlite:///"):] if store.dialect == "sqlite" else store.url
+    path = tmp_path / "waiting.jsonl"
+    path.write_bytes(stream("2800", papers=2))
+    holder = Store.open(location)
+    with holder.writing():  # another writer holds the write lock (BEGIN IMMEDIATE / the advisory lock)
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "cli", "import", str(path)], capture_output=True, timeout=120,
+                              env={**os.environ, "LEDGER_DB": location, "LEDGER_LOCK_TIMEOUT": "1"})
+        waited = time.monotonic() - started
+    holder.close()
+    assert done.returncode == 3, done.stderr.decode()
+    assert done.stderr.decode().splitlines() == [f"ledger: {store.url}: locked by another writer for more than 1s "
+                                                 "(append)"]
+    assert waited >= 1
+    assert store.head()[0] == 0
