@@ -14,6 +14,7 @@ import time
 import pytest
 
 from ledger.chain import verify_entries
+from ledger.events import make_event
 from ledger.store import Store
 from tests.conftest import SEED_004
 from tests.helpers import event_line
@@ -111,3 +112,17 @@ def test_a_writer_kept_waiting_past_the_lock_timeout_exits_3_and_appends_nothing
                                                  "(append)"]
     assert waited >= 1
     assert store.head()[0] == 0
+
+
+def test_readers_do_not_wait_for_a_writer(seeded, tmp_path):
+    location = seeded.url[len("sqlite:///"):] if seeded.dialect == "sqlite" else seeded.url
+    holder = Store.open(location)
+    with holder.writing() as writer:  # a writer holds the lock, with an append not yet committed
+        writer.append([make_event("paper.snapshot", {"arxiv_id": "2801.00001", "title": "Uncommitted",
+                                                     "snapshot_observed_at": "2026-08-01T00:00:00Z"})])
+        done = subprocess.run([sys.executable, "-m", "cli", "head"], capture_output=True, timeout=60,
+                              env={**os.environ, "LEDGER_DB": location, "LEDGER_LOCK_TIMEOUT": "1"})
+    holder.close()
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout.split()[0] == b"40"  # the committed head, at once
+    assert seeded.head()[0] == 41
