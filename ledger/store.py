@@ -235,7 +235,12 @@ class Session:
                 leaf = leaf_hash(entry_bytes(r[1], r[3], r[4], r[5], _blob(r[6])))
                 leaves[(r[1] - 1) // width].append((r[1], leaf))
         for block, digests in leaves.items():
-            found.update(perfect_subtrees(block * width, [leaf for _, leaf in sorted(digests)], _STORED_FROM_LEVEL))
+            digests.sort()
+            first = block * width + 1
+            if [seq for seq, _ in digests] != list(range(first, first + len(digests))):
+                raise IntegrityError(f"events missing among seq {first}..{first + width - 1}: the Merkle tree "
+                                     "cannot be re-computed there")
+            found.update(perfect_subtrees(block * width, [leaf for _, leaf in digests], _STORED_FROM_LEVEL))
         return found
 
     def node_source(self):
@@ -244,10 +249,9 @@ class Session:
 
         def node(level: int, index: int) -> bytes:
             if (level, index) not in cache:
-                found = self.tree_nodes([(level, index)])
-                if not found:
+                cache.update(self.tree_nodes([(level, index)]))
+                if (level, index) not in cache:
                     raise IntegrityError(f"the ledger has no Merkle node ({level}, {index})")
-                cache.update(found)
             return cache[(level, index)]
 
         return node

@@ -271,3 +271,31 @@ def test_two_writers_interleaved_keep_one_tree(store):
         proof = prove_inclusion(other, seq)
         assert rfc_verify_inclusion(seq - 1, size, bytes.fromhex(proof["leaf_hash"]), unhex(proof["path"]), rfc_mth(leaves))
     other.close()
+
+
+def _delete_behind_the_guard(store, table: str, where: str) -> None:
+    """Someone with database access disables the append-only guard and deletes rows."""
+    from sqlalchemy import text
+
+    with store.engine.connect() as conn, conn.begin():
+        if store.dialect == "sqlite":
+            guard = "merkle_nodes_no_delete" if table == "merkle_nodes" else "events_append_only_delete"
+            conn.execute(text(f"DROP TRIGGER {guard}"))
+        else:
+            guard = "merkle_nodes_append_only" if table == "merkle_nodes" else "events_append_only"
+            conn.execute(text(f"ALTER TABLE {table} DISABLE TRIGGER {guard}"))
+        conn.execute(text(f"DELETE FROM {table} WHERE {where}"))
+
+
+def test_a_deleted_stored_node_is_named_not_a_crash(grown):
+    _delete_behind_the_guard(grown, "merkle_nodes", "level = 4 AND idx = 0")
+    prove_inclusion(grown, 1, 64)  # its path does not need (4, 0)
+    with pytest.raises(IntegrityError, match=r"no Merkle node \(4, 0\)"):
+        prove_inclusion(grown, 17, 64)
+
+
+def test_a_deleted_event_row_stops_the_small_subtrees_being_recomputed(grown):
+    _delete_behind_the_guard(grown, "events", "seq = 3")
+    with pytest.raises(IntegrityError, match=r"events missing among seq 1\.\.16"):
+        prove_inclusion(grown, 1, 64)
+    prove_inclusion(grown, 20, 64)  # another block, and stored nodes above it: still proven
