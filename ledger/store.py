@@ -558,9 +558,12 @@ class Writer:
                                      links)
 
 
-def _blob(value: bytes | memoryview | str) -> bytes:
-    # A row edited by hand in SQLite can come back as TEXT; verification must see it, not crash on it.
-    return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
+def _blob(value: object) -> bytes:
+    # A row edited by hand in SQLite can come back as TEXT, a number or NULL; verification must see it (as
+    # bytes that will not re-compute), not crash on it, nor take an integer n for n zero bytes.
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return (value if isinstance(value, str) else repr(value)).encode("utf-8", "surrogateescape")
 
 
 def _is_lock(exc: BaseException) -> bool:

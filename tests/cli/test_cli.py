@@ -160,6 +160,21 @@ def test_verify_the_chain_and_catch_a_changed_row(imported, backend):
     assert "seq 2..40 (39 entries) depend on it" in bad.stderr
 
 
+@pytest.mark.parametrize("change", ["payload = 7", "payload = 10000000000000",
+                                    "entry_hash = 'text'", "chain_hash = 1.5"])
+def test_verify_names_a_row_whose_types_were_changed_by_hand(imported, backend, change):
+    if backend != "sqlite":
+        pytest.skip("SQLite keeps whatever type it is given; PostgreSQL refuses it")
+    conn = sqlite3.connect(imported.location)
+    conn.execute("DROP TRIGGER events_append_only_update")
+    conn.execute(f"UPDATE events SET {change} WHERE seq = 5")
+    conn.commit()
+    conn.close()
+    bad = imported("verify")
+    assert bad.exit_code == 1 and bad.stdout == "", bad.stderr
+    assert "chain broken at seq 5: " in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_head_and_json_output(imported):
     text = imported("head").stdout.split()
     data = json.loads(imported("head", "--json").stdout)
