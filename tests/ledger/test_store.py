@@ -32,6 +32,18 @@ def test_appends_continue_one_chain(store):
     assert store.head()[:2] == (3, second[-1].chain_hash)
 
 
+def test_every_byte_comes_back_as_appended(store):
+    # Tabs, newlines, backslashes, quotes, NUL (escaped by the canonical encoder), non-BMP characters and a
+    # COPY null marker in payloads; a timestamp kept as written. PostgreSQL receives them by binary COPY.
+    odd = "tab\there\nnewline \\ back\\slash \"quote\" nul\x00 \u00e9 \U0001F600 \\N"
+    events = [snapshot(f"2401.0000{n}", "2026-01-01T00:00:00+02:00", title=odd * n) for n in range(1, 4)]
+    with store.writing() as w:
+        appended = w.append(events)
+    assert list(store.entries()) == appended
+    assert [f.payload for f in store.paper_facts("2401.00002")] == [events[1].payload]
+    assert b"\\u0000" in events[1].payload and "\U0001F600".encode() in events[1].payload
+
+
 def test_a_failed_transaction_appends_nothing(store):
     with pytest.raises(RuntimeError):
         with store.writing() as w:
