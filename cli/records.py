@@ -87,9 +87,13 @@ def replay(
         typer.echo(f"wrote {evidence}: {len(bundle['events'])} events with inclusion proofs and a signed checkpoint")
         return
     started, store.statements = time.perf_counter(), 0
+    known_note = f" known at {known[0]}" if known else ""  # why nothing may be found
     if paper is not None:
         facts = store.paper_facts(paper, known_key)
-        record = build_record(paper, facts, as_of_text, as_of_key)
+        try:
+            record = build_record(paper, facts, as_of_text, as_of_key)
+        except NotFoundError as exc:
+            raise NotFoundError(f"{exc}{known_note}") from None
         data = _render(record, fmt)
         if out is not None:
             _write(out, data)
@@ -111,7 +115,7 @@ def replay(
             write_stdout(data + b"\n")
         progress(f"{count} {arxiv_id}")
     if count == 0:
-        raise NotFoundError(f"no record of any paper as of {as_of_text}")
+        raise NotFoundError(f"no record of any paper as of {as_of_text}{known_note}")
     if stats:
         elapsed = (time.perf_counter() - started) * 1000
         typer.echo(f"statements: {store.statements}, papers: {count}, time: {elapsed:.1f} ms", err=True)

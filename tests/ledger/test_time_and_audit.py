@@ -101,7 +101,13 @@ def test_known_at_on_the_command_line(history_ledger, tmp_path):
     assert now.exit_code == then.exit_code == 0
     assert json.loads(then.stdout)["paper"]["latest_version"] == 1
     assert json.loads(now.stdout)["paper"]["latest_version"] == 2
-    assert cli("replay", "--as-of", "2026-08-24", "--paper", PAPER_004, "--known-at", "2026-08-09").exit_code == 1
+    before = cli("replay", "--as-of", "2026-08-24", "--paper", PAPER_004, "--known-at", "2026-08-09")
+    assert before.exit_code == 1
+    assert before.stderr == (f"ledger: no record of arXiv:{PAPER_004} as of 2026-08-24T23:59:59.999999Z known at "
+                             "2026-08-09T23:59:59.999999Z\n")
+    every = cli("replay", "--as-of", "2026-08-24", "--known-at", "2026-08-09")
+    assert (every.exit_code, every.stderr) == (1, "ledger: no record of any paper as of 2026-08-24T23:59:59.999999Z "
+                                                  "known at 2026-08-09T23:59:59.999999Z\n")
 
 
 @pytest.mark.parametrize("order", ["seed_first", "later_first"])
