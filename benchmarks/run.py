@@ -6,9 +6,10 @@
 
 Every figure is the median of --reps repetitions (at least 5). Contenders run interleaved, on the same
 file system with the same `synchronous` setting, and every comparison is the median of the ratios taken
-within each repetition: these machines are noisy, absolute numbers from another run mean little. Correctness gates (the chain
-verifies, sequence numbers are contiguous, every row is there, no lock error) fail the run; performance
-targets are reported as met or missed. The latest output is kept in benchmarks/RESULTS.md.
+within each repetition: these machines are noisy, absolute numbers from another run mean little.
+Correctness gates (the chain verifies, sequence numbers are contiguous, every row is there, no lock error)
+fail the run; performance targets are reported as met or missed. The latest output is kept in
+benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -318,9 +319,9 @@ def main(argv: list[str] | None = None) -> int:
                  "peer1": "eventsourcing, 1 event/transaction"}
         for key, name in names.items():
             say(f"| {name} | {med[key]:,.0f} |")
-        sizes = footprint(workload, folder)
-        say(f"\nOn disk, per event: ledger {sizes['ours']:,.0f} bytes (events, fact index, paper links, Merkle "
-            f"nodes), eventsourcing {sizes['peer']:,.0f}, plain rows {sizes['floor']:,.0f}.")
+        disk = footprint(workload, folder)
+        say(f"\nOn disk, per event: ledger {disk['ours']:,.0f} bytes (events, fact index, paper links, Merkle "
+            f"nodes), eventsourcing {disk['peer']:,.0f}, plain rows {disk['floor']:,.0f}.")
         say()
         for name, ours, theirs, least in (("batched import vs peer", "ours100", "peer100", 1.0),
                                            ("single-event appends vs peer", "ours1", "peer1", 0.9),
