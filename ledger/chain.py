@@ -34,15 +34,20 @@ class Entry(NamedTuple):
     chain_hash: bytes
 
 
-def entry_bytes(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:
-    """The canonical byte string whose blake3 is the entry hash (and which is the Merkle leaf)."""
-    return canonical({
+def entry_object(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict:
+    """The fields of an entry, as hashed (and, with its hashes added, as exported)."""
+    return {
         "effective_at": effective_at,
         "kind": kind,
         "payload": orjson.Fragment(payload),  # canonical bytes already: encoded, and checked, when appended
         "recorded_at": recorded_at,
         "seq": seq,
-    }, floats=False)
+    }
+
+
+def entry_bytes(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:
+    """The canonical byte string whose blake3 is the entry hash (and which is the Merkle leaf)."""
+    return canonical(entry_object(seq, kind, effective_at, recorded_at, payload), floats=False)
 
 
 def entry_hash(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:

@@ -6,19 +6,12 @@ re-compute every hash from it.
 
 from __future__ import annotations
 
-import orjson
-
 from .canonical import canonical
-from .chain import Entry, hex_hash
+from .chain import Entry, entry_object, hex_hash
 
 
 def export_line(entry: Entry) -> bytes:
-    return canonical({
-        "chain_hash": hex_hash(entry.chain_hash),
-        "effective_at": entry.effective_at,
-        "entry_hash": hex_hash(entry.entry_hash),
-        "kind": entry.kind,
-        "payload": orjson.Fragment(entry.payload),
-        "recorded_at": entry.recorded_at,
-        "seq": entry.seq,
-    }) + b"\n"
+    """The entry's own fields (`chain.entry_object`) plus its two hashes."""
+    line = entry_object(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
+    line.update(chain_hash=hex_hash(entry.chain_hash), entry_hash=hex_hash(entry.entry_hash))
+    return canonical(line) + b"\n"
