@@ -494,26 +494,22 @@ class Writer:
         """For each (kind, subject, effective key) already stored: (seq, payload). Looked up by exact key
         through the unique index, so a batch of new facts costs one indexed probe each."""
         keys = sorted({(e.subject, e.kind, e.effective_key) for e in events})
-        found: dict[tuple[str, str, str], tuple[int, bytes]] = {}
+        probe = ("SELECT e.kind, e.subject, e.effective_key, e.seq, e.payload FROM {keys} JOIN events e "
+                 "ON e.subject = k.subject AND e.kind = k.kind AND e.effective_key = k.effective_key")
+        rows = []
         if self.session.postgres and keys:
             # One query text for any number of keys, so PostgreSQL plans it once (psycopg prepares it).
-            subjects, kinds, effective = (list(column) for column in zip(*keys))
             rows = self.session.execute(
-                "SELECT e.kind, e.subject, e.effective_key, e.seq, e.payload FROM "
-                "unnest(?::text[], ?::text[], ?::text[]) AS k(subject, kind, effective_key) JOIN events e "
-                "ON e.subject = k.subject AND e.kind = k.kind AND e.effective_key = k.effective_key",
-                (subjects, kinds, effective)).fetchall()
-            return {(r[0], r[1], r[2]): (r[3], _blob(r[4])) for r in rows}
-        for start in range(0, len(keys), _KEYS_PER_QUERY):
-            chunk = keys[start:start + _KEYS_PER_QUERY]
-            values = ", ".join(["(?, ?, ?)"] * len(chunk))
-            # A join probes the unique index once per key; `(a, b, c) IN (VALUES ...)` scans it in SQLite.
-            sql = (f"WITH k(subject, kind, effective_key) AS (VALUES {values}) "
-                   "SELECT e.kind, e.subject, e.effective_key, e.seq, e.payload FROM k JOIN events e "
-                   "ON e.subject = k.subject AND e.kind = k.kind AND e.effective_key = k.effective_key")
-            for row in self.session.execute(sql, [v for key in chunk for v in key]).fetchall():
-                found[(row[0], row[1], row[2])] = (row[3], _blob(row[4]))
-        return found
+                probe.format(keys="unnest(?::text[], ?::text[], ?::text[]) AS k(subject, kind, effective_key)"),
+                tuple(list(column) for column in zip(*keys))).fetchall()
+        elif keys:
+            for start in range(0, len(keys), _KEYS_PER_QUERY):
+                chunk = keys[start:start + _KEYS_PER_QUERY]
+                values = ", ".join(["(?, ?, ?)"] * len(chunk))
+                # A join probes the unique index once per key; `(a, b, c) IN (VALUES ...)` scans it in SQLite.
+                rows += self.session.execute(f"WITH k(subject, kind, effective_key) AS (VALUES {values}) "
+                                             + probe.format(keys="k"), [v for key in chunk for v in key]).fetchall()
+        return {(r[0], r[1], r[2]): (r[3], _blob(r[4])) for r in rows}
 
     def append(self, events: list[Event]) -> list[Entry]:
         """Append new events (already de-duplicated) with the chain continued; returns their entries."""
