@@ -70,17 +70,12 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: st
         if fact.effective_key > cutoff:
             continue
         payload = orjson.loads(fact.payload)
-        if fact.kind == PAPER_SNAPSHOT:
-            if payload["arxiv_id"] != paper_id:
-                continue
-            subject = paper_id
-        elif fact.kind in (SOURCE_CHECKED, MEASUREMENTS_CHECKED):
-            if payload["paper"] != paper_id:
-                continue
-            subject = payload["source"] if fact.kind == SOURCE_CHECKED else ""
-        else:
-            subject = payload["observation_id"]
-        key = (fact.kind, subject)
+        if fact.kind == PAPER_SNAPSHOT and payload["arxiv_id"] != paper_id:
+            continue
+        if fact.kind in (SOURCE_CHECKED, MEASUREMENTS_CHECKED) and payload["paper"] != paper_id:
+            continue
+        # The subject derived when the fact was appended; one measurement slot, whatever its source.
+        key = (fact.kind, "" if fact.kind == MEASUREMENTS_CHECKED else fact.subject)
         current = newest.get(key)
         if current is None or (fact.effective_key, fact.seq) > current[:2]:
             newest[key] = (fact.effective_key, fact.seq, payload)
