@@ -21,7 +21,7 @@ from .chain import Entry, entry_bytes, hex_hash, link
 from .errors import InputError, IntegrityError, NotFoundError
 from .events import Event, make_event, record_events
 from .record import check_record, verify_digests
-from .store import Store, Writer
+from .store import FactStored, Store, Writer
 from .times import TimeError, instant_key
 
 STDIN = "-"
@@ -173,9 +173,24 @@ def _contradiction(name: str, line: int, event: Event, what: str) -> InputError:
     return InputError(f"{where}{event.kind} of {event.subject} effective {event.effective_at} contradicts {what}")
 
 
-def _fresh(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[list[Event], int]:
-    """Drop facts already stored (identical kind, effective time and payload); refuse contradictions."""
-    stored = writer.existing(e for _, e in events)
+def append_events(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[int, int]:
+    """Append new facts; a fact stored already is skipped when identical (kind, effective time and payload)
+    and refused when it contradicts. Returns (appended, present).
+
+    New facts are the common case, so they are appended without looking anything up: the database's unique
+    fact key refuses the append whole if one is stored (FactStored), and only then are they looked up."""
+    fresh, present = _fresh(name, events, {})
+    try:
+        writer.append(fresh)
+    except FactStored:
+        fresh, present = _fresh(name, events, writer.existing(e for _, e in events))
+        writer.append(fresh)
+    return len(fresh), present
+
+
+def _fresh(name: str, events: list[tuple[int, Event]], stored: dict) -> tuple[list[Event], int]:
+    """Drop facts already `stored` or given twice (identical kind, effective time and payload); refuse
+    contradictions."""
     fresh: dict[tuple[str, str, str], Event] = {}
     present = 0
     for line, event in events:
@@ -198,6 +213,7 @@ def _fresh(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[
 def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, Event]]) -> tuple[int, int]:
     """Continue the chain with exported entries, re-computing each hash; entries already held are skipped."""
     batch: list[tuple[Entry, Event, bytes]] = []
+    lines: list[int] = []
     seq, chain, recorded = writer.seq, writer.chain, writer.last_recorded or ""
     present = 0
     for line, entry, event in entries:
@@ -223,8 +239,18 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
             raise IntegrityError(f"{where}: seq {entry.seq}: chain hash does not re-compute "
                                  f"(line says {hex_hash(entry.chain_hash)}, re-computed {hex_hash(chain)})")
         batch.append((entry, event, data))
+        lines.append(line)
         seq, recorded = entry.seq, entry.recorded_at
-    writer.append_entries(batch)
+    try:
+        writer.append_entries(batch)
+    except FactStored:  # a line repeats a fact held under another seq, in the ledger or in the log: name it
+        held = {key: seq for key, (seq, _) in writer.existing(event for _, event, _ in batch).items()}
+        for line, (entry, event, _) in zip(lines, batch):
+            if event.key in held:
+                raise _contradiction(name, line, event, f"event seq {held[event.key]} (a fact is held once; "
+                                                        f"this line repeats it as seq {entry.seq})") from None
+            held[event.key] = entry.seq
+        raise
     return len(batch), present
 
 
@@ -237,9 +263,8 @@ def import_inputs(store: Store, parsed: list[Parsed]) -> ImportResult:
                 added, held = _append_entries(writer, item.name, item.entries)
                 appended, present = appended + added, present + held
             if item.events:
-                fresh, held = _fresh(writer, item.name, item.events)
-                writer.append(fresh)
-                appended, present = appended + len(fresh), present + held
+                added, held = append_events(writer, item.name, item.events)
+                appended, present = appended + added, present + held
             if item.record is not None:
                 _check_rebuild(writer, item.name, item.record)
         head = (writer.seq, writer.chain)

@@ -1,11 +1,14 @@
 """Import: all-or-nothing, idempotent, refusing contradictions and records it cannot reproduce."""
 
 import io
+import json
 import sys
 
 import pytest
 
+from ledger.chain import verify_entries
 from ledger.errors import InputError, IntegrityError
+from ledger.export import export_line
 from ledger.importer import import_files
 from projections.record import build_record, record_bytes
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
@@ -154,3 +157,39 @@ def test_log_lines_keep_recorded_time_in_the_ledgers_form_and_order(store, tmp_p
         import_files(store, [str(path)])
     assert problem in str(caught.value)
     assert store.head()[0] == 0
+
+
+def test_new_facts_among_stored_ones_are_appended_and_the_rest_counted(seeded, tmp_path):
+    # New facts are appended without a look-up; when the database refuses the batch because one is stored,
+    # the importer looks them up and appends the others on an unbroken chain.
+    resolution = {"observed_at": "2026-08-20T10:00:00Z", "resolver_source": "arxiv_id", "status": "verified_exact"}
+    stored = next(line for line in export_lines(seeded) if line["kind"] == "resolution.recorded")
+    lines = tmp_path / "events.jsonl"
+    lines.write_bytes(event_line("resolution.recorded", {"observation_id": OBS, "resolution": resolution})
+                      + event_line(stored["kind"], stored["payload"], stored["effective_at"])
+                      + event_line("paper.snapshot", {"arxiv_id": "2601.00001", "snapshot_observed_at": "2026-01-01T00:00:00Z"}))
+    result = import_files(seeded, [str(lines)])
+    assert (result.appended, result.present, result.head[0]) == (2, 1, 42)
+    assert verify_entries(seeded.entries())[0] == 42
+
+
+def export_lines(store) -> list[dict]:
+    return [json.loads(export_line(entry)) for entry in store.entries()]
+
+
+def test_a_log_line_repeating_a_held_fact_under_another_seq_is_refused_naming_it(store, tmp_path):
+    # A forged log that states one fact twice; the database's unique fact key refuses it, the importer names it.
+    first = log_line(1, "2026-02-01T00:00:00.000000Z")
+    again = {**first, "seq": 2}
+    path = tmp_path / "forged.jsonl"
+    path.write_bytes(rehashed_log([first, again]))
+    with pytest.raises(InputError, match=r"forged.jsonl: line 2: paper.snapshot of 2601.00001 .*contradicts event "
+                                         r"seq 1 \(a fact is held once; this line repeats it as seq 2\)"):
+        import_files(store, [str(path)])
+    assert store.head()[0] == 0
+    path.write_bytes(rehashed_log([first]))
+    import_files(store, [str(path)])
+    path.write_bytes(rehashed_log([first, again]))  # seq 1 is held already: skipped; seq 2 repeats it
+    with pytest.raises(InputError, match=r"line 2: .*contradicts event seq 1 \(a fact is held once"):
+        import_files(store, [str(path)])
+    assert store.head()[0] == 1

@@ -1,14 +1,18 @@
 """The storage contract: every backend passes every test here (SQLite always, PostgreSQL when configured)."""
 
+import sqlite3
+
 import pytest
 from sqlalchemy import text
 
-from ledger.chain import GENESIS, verify_entries
+from ledger.chain import GENESIS, entry_bytes, verify_entries
 from ledger.errors import InputError, IntegrityError, StoreError
 from ledger.events import make_event
 from ledger.importer import import_files
-from ledger.store import Store
+from ledger.merkle import root
+from ledger.store import FactStored, Store
 from tests.conftest import PAPER_004, SEED_004
+from tests.ledger.test_merkle import rfc_mth
 
 
 def snapshot(arxiv_id: str, when: str, title: str = "T") -> object:
@@ -104,11 +108,33 @@ def test_the_guard_lets_the_next_events_in(seeded):
 
 
 def test_one_fact_per_kind_subject_and_effective_time(seeded):
-    # The importer refuses this as a contradiction before the database sees it; the database refuses it too.
-    with pytest.raises(StoreError, match="(?i)unique"):
+    # The database refuses a second fact under one key (the importer relies on it instead of a look-up).
+    with pytest.raises(FactStored):
         with seeded.writing() as w:
             w.append([snapshot(PAPER_004, "2026-07-06T18:53:22.585501Z", title="another title")])
     assert seeded.head()[0] == 40
+
+
+@pytest.mark.parametrize("rows_per_statement", [None, 3])
+def test_a_refused_append_leaves_nothing_and_the_transaction_goes_on(seeded, rows_per_statement):
+    # A stored fact in the middle of a batch: the rows before it are not kept either (on SQLite also when the
+    # batch needs several statements), the writer is as before, and the same transaction appends on an
+    # unbroken chain and Merkle tree.
+    new = [snapshot(f"2501.{n:05d}", "2026-01-01T00:00:00Z") for n in range(20)]
+    stored = snapshot(PAPER_004, "2026-07-06T18:53:22.585501Z", title="another title")
+    with seeded.writing() as w:
+        if rows_per_statement and seeded.dialect == "sqlite":
+            w.session.cursor.connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 10 * rows_per_statement)
+        before = (w.seq, w.chain, dict(w.frontier))
+        with pytest.raises(FactStored):
+            w.append(new[:10] + [stored] + new[10:])
+        assert (w.seq, w.chain, w.frontier) == before
+        appended = w.append(new)
+    assert [e.seq for e in appended] == list(range(41, 61))
+    assert verify_entries(seeded.entries()) == (60, appended[-1].chain_hash)
+    leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in seeded.entries()]
+    with seeded.reading() as session:
+        assert root(session.node_source(), 60) == rfc_mth(leaves)
 
 
 def test_a_row_changed_behind_the_guard_is_caught_by_verify(seeded):
