@@ -6,8 +6,10 @@ PostgreSQL each statement), and UPDATE, DELETE (and TRUNCATE on PostgreSQL) of a
 Appends are serialized by a write lock taken before the head is read (SQLite BEGIN IMMEDIATE, a PostgreSQL
 advisory lock), so concurrent writers wait and never fork the chain. SQLAlchemy owns URLs and the schema
 (SQLModel tables); statements run on the store's DBAPI connection, written once with `?` placeholders,
-because the append path is measured against raw `executemany` (benchmarks/); batches go to PostgreSQL as
-COPY. This module never decides what a fact means; it stores and returns rows.
+because the append path is measured against raw `executemany` (benchmarks/); a batch goes to SQLite as one
+multi-row INSERT and to PostgreSQL as COPY. The unique fact key refuses a batch that repeats a stored fact,
+whole (FactStored), so appends need no look-up first. This module never decides what a fact means; it
+stores and returns rows.
 """
 
 from __future__ import annotations
@@ -522,7 +524,7 @@ class Writer:
 
     def existing(self, events: Iterable[Event]) -> dict[tuple[str, str, str], tuple[int, bytes]]:
         """For each (kind, subject, effective key) already stored: (seq, payload). Looked up by exact key
-        through the unique index, so a batch of new facts costs one indexed probe each."""
+        through the unique index, one indexed probe each; the importer asks only after a FactStored."""
         keys = sorted({(e.subject, e.kind, e.effective_key) for e in events})
         probe = ("SELECT e.kind, e.subject, e.effective_key, e.seq, e.payload FROM {keys} JOIN events e "
                  "ON e.subject = k.subject AND e.kind = k.kind AND e.effective_key = k.effective_key")
