@@ -135,6 +135,10 @@ _POSTGRES_GUARDS = (
 
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
 _ENTRY_COLUMNS = "seq, kind, effective_at, recorded_at, payload, entry_hash, chain_hash"
+# SQLite returns whatever type a hand edit stored; CAST makes every payload and hash bytes (a number as its
+# text, which will not re-compute), as PostgreSQL's bytea always is, so rows become Entries without checks.
+_SQLITE_ENTRY_COLUMNS = ("seq, kind, effective_at, recorded_at, CAST(payload AS BLOB), CAST(entry_hash AS BLOB), "
+                         "CAST(chain_hash AS BLOB)")
 _EVENT_COLUMNS = ("seq", "kind", "subject", "paper", "effective_at", "effective_key", "recorded_at", "payload",
                   "entry_hash", "chain_hash")
 _OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.checked')"
@@ -164,12 +168,6 @@ def _fact(r) -> Fact:
     return Fact(r[0], r[1], r[2], r[3], r[4], r[5], _blob(r[6]))
 
 
-def _entry(r) -> Entry:
-    if type(r[4]) is bytes and type(r[5]) is bytes and type(r[6]) is bytes:  # the common case, without calls
-        return Entry._make(r)
-    return Entry(r[0], r[1], r[2], r[3], _blob(r[4]), _blob(r[5]), _blob(r[6]))
-
-
 class Session:
     """One DBAPI connection's cursor, counting statements; `?` placeholders on every backend."""
 
@@ -177,6 +175,7 @@ class Session:
         self.store = store
         self.cursor = connection.cursor()
         self.postgres = store.dialect == "postgresql"
+        self.entry_columns = _ENTRY_COLUMNS if self.postgres else _SQLITE_ENTRY_COLUMNS
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.postgres else sql
@@ -233,7 +232,7 @@ class Session:
         return (0, GENESIS, None) if row is None else (row[0], _blob(row[1]), row[2])
 
     def entry(self, seq: int) -> Entry:
-        return _entry(self.execute(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone())
+        return Entry._make(self.execute(f"SELECT {self.entry_columns} FROM events WHERE seq = ?", (seq,)).fetchone())
 
     def tree_nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         """Merkle nodes by (level, index), in one statement: stored ones for level >= 4, and the smaller
@@ -472,9 +471,9 @@ class Store:
         after = 0
         while True:
             with self.reading() as session:
-                rows = session.execute(f"SELECT {_ENTRY_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-                                       (after, batch)).fetchall()
-            yield from map(_entry, rows)
+                rows = session.execute(f"SELECT {session.entry_columns} FROM events WHERE seq > ? ORDER BY seq "
+                                       "LIMIT ?", (after, batch)).fetchall()
+            yield from map(Entry._make, rows)
             if len(rows) < batch:
                 return
             after = rows[-1][0]
