@@ -28,7 +28,7 @@ from pathlib import Path
 
 from benchmarks.generate import PROBE, generate
 from ledger.chain import GENESIS, entry_hash, link, verify_entries
-from ledger.importer import append_events
+from ledger.importer import Parsed, import_inputs
 from ledger.store import Store
 from projections.record import build_record
 
@@ -55,8 +55,7 @@ def ours_append(events, batch: int, folder: Path) -> float:
     store = Store.create(str(folder / f"ours-{uuid.uuid4().hex}.db"))
     started = time.perf_counter()
     for i in range(0, len(events), batch):
-        with store.writing() as writer:
-            append_events(writer, "bench", [(0, e) for e in events[i:i + batch]])
+        import_inputs(store, [Parsed("bench", events=[(0, e) for e in events[i:i + batch]])])
     elapsed = time.perf_counter() - started
     entries = list(store.entries())
     gate([e.seq for e in entries] == list(range(1, len(events) + 1)), "ours: sequence numbers not contiguous")
@@ -145,8 +144,7 @@ def footprint(events, folder: Path) -> dict[str, float]:
 def build_ledger(events, path: Path) -> Store:
     store = Store.create(str(path))
     for i in range(0, len(events), 5000):
-        with store.writing() as writer:
-            append_events(writer, "bench", [(0, e) for e in events[i:i + 5000]])
+        import_inputs(store, [Parsed("bench", events=[(0, e) for e in events[i:i + 5000]])])
     return store
 
 
@@ -210,7 +208,7 @@ def peak_memory(path: Path) -> tuple[int, int, int, int]:
 # -- PostgreSQL ------------------------------------------------------------------------------------------
 PG_WRITER = """
 import sys, pickle
-from ledger.importer import append_events
+from ledger.importer import Parsed, import_inputs
 from ledger.store import Store
 store = Store.open(sys.argv[1])
 events = pickle.load(open(sys.argv[2], "rb"))
@@ -218,8 +216,7 @@ store.head()  # connected
 print("ready", flush=True)
 sys.stdin.readline()  # the clock starts when every writer is ready: interpreter start-up is not measured
 for i in range(0, len(events), 100):
-    with store.writing() as w:
-        append_events(w, "bench", [(0, e) for e in events[i:i + 100]])
+    import_inputs(store, [Parsed("bench", events=[(0, e) for e in events[i:i + 100]])])
 """
 
 

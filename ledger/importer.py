@@ -173,21 +173,6 @@ def _contradiction(name: str, line: int, event: Event, what: str) -> InputError:
     return InputError(f"{where}{event.kind} of {event.subject} effective {event.effective_at} contradicts {what}")
 
 
-def append_events(writer: Writer, name: str, events: list[tuple[int, Event]]) -> tuple[int, int]:
-    """Append new facts; a fact stored already is skipped when identical (kind, effective time and payload)
-    and refused when it contradicts. Returns (appended, present).
-
-    New facts are the common case, so they are appended without looking anything up: the database's unique
-    fact key refuses the append whole if one is stored (FactStored), and only then are they looked up."""
-    fresh, present = _fresh(name, events, {})
-    try:
-        writer.append(fresh)
-    except FactStored:
-        fresh, present = _fresh(name, events, writer.existing(e for _, e in events))
-        writer.append(fresh)
-    return len(fresh), present
-
-
 def _fresh(name: str, events: list[tuple[int, Event]], stored: dict) -> tuple[list[Event], int]:
     """Drop facts already `stored` or given twice (identical kind, effective time and payload); refuse
     contradictions."""
@@ -210,8 +195,9 @@ def _fresh(name: str, events: list[tuple[int, Event]], stored: dict) -> tuple[li
     return list(fresh.values()), present
 
 
-def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, Event]]) -> tuple[int, int]:
-    """Continue the chain with exported entries, re-computing each hash; entries already held are skipped."""
+def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, Event]], look_up: bool) -> tuple[int, int]:
+    """Continue the chain with exported entries, re-computing each hash; entries already held are skipped.
+    With `look_up`, a line repeating a fact held under another seq (in the ledger or the log) is refused."""
     batch: list[tuple[Entry, Event, bytes]] = []
     lines: list[int] = []
     seq, chain, recorded = writer.seq, writer.chain, writer.last_recorded or ""
@@ -241,30 +227,41 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
         batch.append((entry, event, data))
         lines.append(line)
         seq, recorded = entry.seq, entry.recorded_at
-    try:
-        writer.append_entries(batch)
-    except FactStored:  # a line repeats a fact held under another seq, in the ledger or in the log: name it
-        held = {key: seq for key, (seq, _) in writer.existing(event for _, event, _ in batch).items()}
+    if look_up:
+        facts = {key: found[0] for key, found in writer.existing(event for _, event, _ in batch).items()}
         for line, (entry, event, _) in zip(lines, batch):
-            if event.key in held:
-                raise _contradiction(name, line, event, f"event seq {held[event.key]} (a fact is held once; "
-                                                        f"this line repeats it as seq {entry.seq})") from None
-            held[event.key] = entry.seq
-        raise
+            if event.key in facts:
+                raise _contradiction(name, line, event, f"event seq {facts[event.key]} (a fact is held once; "
+                                                        f"this line repeats it as seq {entry.seq})")
+            facts[event.key] = entry.seq
+    writer.append_entries(batch)
     return len(batch), present
 
 
 def import_inputs(store: Store, parsed: list[Parsed]) -> ImportResult:
-    """Append everything in `parsed` in one transaction, or nothing."""
+    """Append everything in `parsed` in one transaction, or nothing.
+
+    New facts are the common case, so they are appended without looking anything up first: the database's
+    unique fact key refuses a transaction that repeats a stored fact (FactStored), which is then rolled back
+    and run again, looking every fact up before appending it."""
+    try:
+        return _import(store, parsed, look_up=False)
+    except FactStored:
+        return _import(store, parsed, look_up=True)
+
+
+def _import(store: Store, parsed: list[Parsed], look_up: bool) -> ImportResult:
     appended = present = 0
     with store.writing() as writer:
         for item in parsed:
             if item.entries:
-                added, held = _append_entries(writer, item.name, item.entries)
+                added, held = _append_entries(writer, item.name, item.entries, look_up)
                 appended, present = appended + added, present + held
             if item.events:
-                added, held = append_events(writer, item.name, item.events)
-                appended, present = appended + added, present + held
+                stored = writer.existing(e for _, e in item.events) if look_up else {}
+                fresh, held = _fresh(item.name, item.events, stored)
+                writer.append(fresh)
+                appended, present = appended + len(fresh), present + held
             if item.record is not None:
                 _check_rebuild(writer, item.name, item.record)
         head = (writer.seq, writer.chain)

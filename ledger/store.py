@@ -6,18 +6,15 @@ PostgreSQL each statement), and UPDATE, DELETE (and TRUNCATE on PostgreSQL) of a
 Appends are serialized by a write lock taken before the head is read (SQLite BEGIN IMMEDIATE, a PostgreSQL
 advisory lock), so concurrent writers wait and never fork the chain. SQLAlchemy owns URLs and the schema
 (SQLModel tables); statements run on the store's DBAPI connection, written once with `?` placeholders,
-because the append path is measured against raw `executemany` (benchmarks/); a batch goes to SQLite as one
-multi-row INSERT and to PostgreSQL as COPY. The unique fact key refuses a batch that repeats a stored fact,
-whole (FactStored), so appends need no look-up first. This module never decides what a fact means; it
-stores and returns rows.
+because the append path is measured against raw `executemany` (benchmarks/); batches go to PostgreSQL as
+COPY. The unique fact key refuses an append that repeats a stored fact (FactStored), so appends need no
+look-up first. This module never decides what a fact means; it stores and returns rows.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 from contextlib import contextmanager
-from functools import partial
 from datetime import datetime, timezone
 from typing import Iterable, Iterator
 
@@ -189,43 +186,21 @@ class Session:
         self.store.statements += 1
         self.cursor.executemany(self._sql(sql), rows)
 
-    def insert(self, table: str, columns: tuple[str, ...], rows: list[tuple], undoable: bool = False) -> None:
-        """Insert rows in as few statements as the backend allows: binary COPY on PostgreSQL (one round trip;
-        triggers fire as for INSERT); on SQLite multi-row INSERTs, as fast as executemany (measured) and each
-        all or none, where executemany keeps the rows before a refused one. `undoable`: when the database
-        refuses a row, none of them is left and the transaction goes on (a savepoint, unless one SQLite
-        statement holds them all)."""
-        names = ", ".join(columns)
+    def insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+        """Insert rows in one statement: COPY on PostgreSQL (one round trip for the batch; triggers fire as
+        for INSERT), executemany on SQLite (in process: no round trips to save)."""
+        self.store.statements += 1
         if self.postgres:
-            def copy_rows() -> None:
-                self.store.statements += 1
-                # Binary COPY (bytea travels as bytes, not hex text); column types come from the SQLModel tables.
-                columns_of = SQLModel.metadata.tables[table].columns
-                types = [columns_of[name].type.compile(dialect=self.store.engine.dialect).lower() for name in columns]
-                with self.cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
-                    copy.set_types(types)
-                    for row in rows:
-                        copy.write_row(row)
-            steps = [copy_rows]
+            # Binary COPY (bytea travels as bytes, not hex text); the column types come from the SQLModel tables.
+            columns_of = SQLModel.metadata.tables[table].columns
+            types = [columns_of[name].type.compile(dialect=self.store.engine.dialect).lower() for name in columns]
+            with self.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                for row in rows:
+                    copy.write_row(row)
         else:
-            per = self.cursor.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(columns)
-            values = f"({', '.join('?' * len(columns))})"
-            steps = [partial(self.execute, f"INSERT INTO {table} ({names}) VALUES {', '.join([values] * len(chunk))}",
-                             [value for row in chunk for value in row])
-                     for chunk in (rows[start:start + per] for start in range(0, len(rows), per))]
-        savepoint = undoable and (self.postgres or len(steps) > 1)
-        if savepoint:
-            self.execute("SAVEPOINT ledger_insert")
-        try:
-            for step in steps:
-                step()
-        except self.store.engine.dialect.dbapi.Error:
-            if savepoint:
-                self.execute("ROLLBACK TO SAVEPOINT ledger_insert")
-                self.execute("RELEASE SAVEPOINT ledger_insert")
-            raise
-        if savepoint:
-            self.execute("RELEASE SAVEPOINT ledger_insert")
+            self.cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                                    f"({', '.join('?' * len(columns))})", rows)
 
     def head(self) -> tuple[int, bytes, str | None]:
         row = self.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
@@ -496,8 +471,8 @@ class Store:
 
 class FactStored(StoreError):
     """An append met a fact the ledger holds already (same subject, kind and effective time; the unique key
-    events_one_fact). Nothing of that append was written and the transaction goes on: the importer then
-    looks the facts up and skips or refuses each. Exit 3 should one ever reach the command line."""
+    events_one_fact). The transaction cannot go on (rows before the refused one may be in it): let it roll
+    back; the importer then runs again, looking facts up first. Exit 3 should one reach the command line."""
 
 
 class Writer:
@@ -544,7 +519,7 @@ class Writer:
 
     def append(self, events: list[Event]) -> list[Entry]:
         """Append events, each a distinct fact, with the chain continued; returns their entries. Raises
-        FactStored, having appended nothing, when one of them is stored already."""
+        FactStored when one of them is stored already."""
         seq, chain, recorded_at = self.seq, self.chain, self.recorded_at
         entries = []
         for ev in events:
@@ -558,34 +533,31 @@ class Writer:
 
     def append_entries(self, entries: list[tuple[Entry, Event, bytes]]) -> None:
         """Append entries whose hashes are already computed: new ones (`append`), or lines of an exported log
-        the importer has re-checked. Each comes with its entry bytes, which are its Merkle leaf. All or none:
-        raises FactStored, with the writer and the transaction as they were, if a fact is already stored."""
+        the importer has re-checked. Each comes with its entry bytes, which are its Merkle leaf. Raises
+        FactStored when a fact is already stored."""
         rows, nodes = [], []
-        frontier = dict(self.frontier)  # the tree's edge moves only once the rows are in
         for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
-            grow(frontier, entry.seq - 1, leaf_hash(data), nodes, _STORED_FROM_LEVEL)
-        if not entries:
-            return
-        try:
-            # The unique fact key decides, not a look-up first: new facts, the common case, cost no probe.
-            self.session.insert("events", _EVENT_COLUMNS, rows, undoable=True)
-        except self.session.store.engine.dialect.dbapi.Error as exc:
-            if "events_one_fact" in str(exc) or "events.subject, events.kind, events.effective_key" in str(exc):
-                raise FactStored("a fact of this append is already stored (same subject, kind and effective "
-                                 "time): nothing of it was appended") from None
-            raise
+            grow(self.frontier, entry.seq - 1, leaf_hash(data), nodes, _STORED_FROM_LEVEL)
+        self._insert(rows, [ev for _, ev, _ in entries], nodes)
+        if entries:
+            last = entries[-1][0]
+            self.seq, self.chain, self.last_recorded = last.seq, last.chain_hash, last.recorded_at
+            # New facts later in this transaction are never recorded before copied ones.
+            self.recorded_at = max(self.recorded_at, last.recorded_at)
+
+    def _insert(self, rows: list[tuple], events: list[Event], nodes: list[tuple[int, int, bytes]]) -> None:
+        if rows:
+            try:  # the unique fact key decides, not a look-up first: new facts, the common case, cost no probe
+                self.session.insert("events", _EVENT_COLUMNS, rows)
+            except self.session.store.engine.dialect.dbapi.IntegrityError as exc:
+                if "events_one_fact" in str(exc) or "events.subject, events.kind, events.effective_key" in str(exc):
+                    raise FactStored("a fact of this append is already stored (same subject, kind and effective "
+                                     "time)") from None
+                raise
         if nodes:
             self.session.insert("merkle_nodes", ("level", "idx", "hash"), nodes)
-        self._link_papers([ev for _, ev, _ in entries])
-        last = entries[-1][0]
-        self.frontier = frontier
-        self.seq, self.chain, self.last_recorded = last.seq, last.chain_hash, last.recorded_at
-        # New facts later in this transaction are never recorded before copied ones.
-        self.recorded_at = max(self.recorded_at, last.recorded_at)
-
-    def _link_papers(self, events: list[Event]) -> None:
         links = [(p, ev.subject) for ev in events for p in ev.papers]  # only citations name papers
         if links and self.session.postgres:  # text arrays: one statement, one round trip
             self.session.execute("INSERT INTO observation_papers (paper, observation) SELECT * FROM "
