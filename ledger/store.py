@@ -35,6 +35,10 @@ from .times import format_utc
 SCHEMA_VERSION = "1"
 LOCK_TIMEOUT_SECONDS = float(os.environ.get("LEDGER_LOCK_TIMEOUT", "60"))
 _PG_LOCK_ID = 0x1ED6E2  # the advisory lock every PostgreSQL writer takes
+_BEGIN_WRITING = {  # a write transaction begins by taking the write lock
+    "sqlite": "BEGIN IMMEDIATE",
+    "postgresql": f"BEGIN; SELECT pg_advisory_xact_lock({_PG_LOCK_ID})",  # one round trip (simple query protocol)
+}
 
 
 # 64-bit on PostgreSQL; exactly INTEGER on SQLite, where only that type makes the key the rowid.
@@ -385,19 +389,16 @@ class Store:
             if self._held is None:
                 self._held = self.engine.raw_connection()
                 self._session = Session(self, self._held)
-                if self.dialect == "postgresql":  # how long a writer waits for the write lock
+                if self.dialect == "postgresql":  # transactions are begun explicitly, as on SQLite
+                    self._held.driver_connection.autocommit = True
                     self._session.execute(f"SET lock_timeout = '{int(LOCK_TIMEOUT_SECONDS * 1000)}ms'")
-                    self._held.commit()
             connection, session = self._held, self._session
-            postgres = self.dialect == "postgresql"
             try:
-                if postgres:
-                    connection.driver_connection.autocommit = not write
-                elif write:
-                    session.execute("BEGIN IMMEDIATE")
+                if write:
+                    session.execute(_BEGIN_WRITING[self.dialect])
                 yield session
                 if write:
-                    connection.commit() if postgres else session.execute("COMMIT")
+                    connection.commit()
             except BaseException:
                 self._held = self._session = None  # after any error: rolled back, closed, opened afresh next time
                 try:
@@ -467,8 +468,6 @@ class Store:
         if self.read_only:
             raise InputError(f"{self.read_only}: an exported log is read-only; import it into a ledger instead")
         with self._connection("append", write=True) as session:
-            if self.dialect == "postgresql":
-                session.execute(f"SELECT pg_advisory_xact_lock({_PG_LOCK_ID})")
             edge, self._edge = self._edge, None  # until this transaction commits
             writer = Writer(session, edge)
             yield writer
