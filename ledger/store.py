@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from functools import cache
 from datetime import datetime, timezone
+from functools import cache
 from typing import Iterable, Iterator
 
 from sqlalchemy import BigInteger, Index, Integer, LargeBinary, UniqueConstraint, create_engine, event, text
@@ -562,19 +562,20 @@ class Writer:
                                      "time)") from None
                 raise
         links = [(p, ev.subject) for ev in events for p in ev.papers]  # only citations name papers
-        if self.session.postgres and (nodes or links):  # column arrays, both tables in one round trip
-            columns = (tuple(map(list, zip(*nodes))) if nodes else ([], [], [])) + \
-                      (tuple(map(list, zip(*links))) if links else ([], []))
-            self.session.execute("WITH nodes AS (INSERT INTO merkle_nodes (level, idx, hash) SELECT * FROM "
-                                 "unnest(?::integer[], ?::bigint[], ?::bytea[])) INSERT INTO observation_papers "
-                                 "(paper, observation) SELECT * FROM unnest(?::text[], ?::text[]) ON CONFLICT DO NOTHING",
-                                 columns)
-            return
-        if nodes:
-            self.session.insert("merkle_nodes", ("level", "idx", "hash"), nodes)
-        if links:
-            self.session.executemany("INSERT OR IGNORE INTO observation_papers (paper, observation) VALUES (?, ?)",
-                                     links)
+        if self.session.postgres:
+            if nodes or links:  # column arrays, both tables in one statement: one round trip
+                columns = (tuple(map(list, zip(*nodes))) if nodes else ([], [], [])) + \
+                          (tuple(map(list, zip(*links))) if links else ([], []))
+                self.session.execute(
+                    "WITH nodes AS (INSERT INTO merkle_nodes (level, idx, hash) SELECT * FROM unnest(?::integer[], "
+                    "?::bigint[], ?::bytea[])) INSERT INTO observation_papers (paper, observation) SELECT * FROM "
+                    "unnest(?::text[], ?::text[]) ON CONFLICT DO NOTHING", columns)
+        else:
+            if nodes:
+                self.session.insert("merkle_nodes", ("level", "idx", "hash"), nodes)
+            if links:
+                self.session.executemany("INSERT OR IGNORE INTO observation_papers (paper, observation) "
+                                         "VALUES (?, ?)", links)
 
 
 def _blob(value: object) -> bytes:

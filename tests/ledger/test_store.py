@@ -212,3 +212,19 @@ def test_import_twice_appends_nothing(store):
     second = import_files(store, [str(SEED_004)])
     assert (first.appended, second.appended, second.present) == (40, 0, 40)
     assert second.head == first.head
+
+
+def test_a_citation_appended_alone_is_read_with_both_papers(store):
+    # Links to both papers without a Merkle node completing in the same append, then with one completing.
+    def citation(n: int):
+        paper = {"arxiv_id": f"2601.{n:05d}", "snapshot_observed_at": "2026-01-01T00:00:00Z", "title": "T", "version": 1}
+        cited = {**paper, "arxiv_id": "2601.99999"}
+        return make_event("citation.observed", {"observation_id": f"obs-{n}", "citation": {
+            "cited_paper": cited, "cited_work": {"title": None}, "citing_paper": paper, "reference_index": 1,
+            "source": "pdf_text", "source_observed_at": "2026-01-02T00:00:00Z"}})
+
+    for n in range(1, 17):  # the 16th completes a stored subtree
+        with store.writing() as w:
+            w.append([citation(n)])
+        assert [f.subject for f in store.paper_facts(f"2601.{n:05d}")] == [f"obs-{n}"]
+        assert len(store.paper_facts("2601.99999")) == n
