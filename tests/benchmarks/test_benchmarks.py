@@ -41,3 +41,7 @@ def test_the_no_tree_variant_appends_a_verifiable_chain_without_nodes(tmp_path):
 def test_a_failed_gate_stops_the_run():
     with pytest.raises(GateError, match="rows missing"):
         gate(False, "rows missing")
+
+
+def test_importing_the_same_batches_again_appends_nothing(tmp_path):
+    assert ours_append(generate(300, seed=3), 100, tmp_path, again=True) > 0  # its gate: 0 appended
