@@ -135,6 +135,17 @@ _POSTGRES_GUARDS = (
        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
 )
 
+# Appends look nothing up first: the unique key on (subject, kind, effective_key) is what refuses a repeated
+# fact. A writer makes sure some unique, complete index on exactly those columns is still there.
+_FACT_KEY_PRESENT = {
+    "sqlite": """SELECT 1 FROM pragma_index_list('events') AS l JOIN pragma_index_info(l.name) AS i
+                 WHERE l."unique" AND NOT l.partial GROUP BY l.name
+                 HAVING COUNT(*) = 3 AND SUM(i.name IN ('subject', 'kind', 'effective_key')) = 3""",
+    "postgresql": """SELECT 1 FROM pg_index x WHERE x.indrelid = 'events'::regclass AND x.indisunique
+                     AND x.indisvalid AND x.indpred IS NULL AND x.indnkeyatts = 3
+                     AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a
+                          WHERE a.attrelid = x.indrelid AND a.attnum = ANY(x.indkey)) = ARRAY['effective_key', 'kind', 'subject']""",
+}
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
 _ENTRY_COLUMNS = "seq, kind, effective_at, recorded_at, payload, entry_hash, chain_hash"
 # SQLite returns whatever type a hand edit stored; CAST makes every payload and hash bytes (a number as its
@@ -290,6 +301,7 @@ class Store:
         self._edge: tuple[int, bytes, dict[int, bytes]] | None = None
         self.statements = 0  # SQL statements sent, for `replay --stats` and the statement budget test
         self._held = self._session = None  # the DBAPI connection every operation uses, opened on first use
+        self._fact_key_checked = False  # by the first write of this Store
 
     # -- opening -------------------------------------------------------------------------------------
     @classmethod
@@ -468,6 +480,11 @@ class Store:
         if self.read_only:
             raise InputError(f"{self.read_only}: an exported log is read-only; import it into a ledger instead")
         with self._connection("append", write=True) as session:
+            if not self._fact_key_checked:
+                if session.execute(_FACT_KEY_PRESENT[self.dialect]).fetchone() is None:
+                    raise StoreError(f"{self.url}: the events table lost its unique fact key (subject, kind, "
+                                     "effective_key): appends could no longer refuse a repeated fact; nothing appended")
+                self._fact_key_checked = True
             edge, self._edge = self._edge, None  # until this transaction commits
             writer = Writer(session, edge)
             yield writer

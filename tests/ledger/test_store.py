@@ -1,5 +1,7 @@
 """The storage contract: every backend passes every test here (SQLite always, PostgreSQL when configured)."""
 
+import re
+
 import pytest
 from sqlalchemy import text
 
@@ -228,3 +230,35 @@ def test_a_citation_appended_alone_is_read_with_both_papers(store):
             w.append([citation(n)])
         assert [f.subject for f in store.paper_facts(f"2601.{n:05d}")] == [f"obs-{n}"]
         assert len(store.paper_facts("2601.99999")) == n
+
+
+def test_appends_refuse_a_database_that_lost_its_unique_fact_key(seeded):
+    # Appends look nothing up first; the unique key is what refuses a repeated fact, so a writer checks it.
+    if seeded.dialect == "sqlite":  # SQLite cannot drop a table constraint: the table is rebuilt without it
+        ddl = raw(seeded, "SELECT sql FROM sqlite_master WHERE name = 'events'").scalar_one()
+        loose = re.sub(r",\s*CONSTRAINT events_one_fact UNIQUE \([^)]*\)", "", ddl)
+        assert loose != ddl
+        for sql in (loose.replace("CREATE TABLE events", "CREATE TABLE events_loose"),
+                    "INSERT INTO events_loose SELECT * FROM events", "DROP TABLE events",
+                    "ALTER TABLE events_loose RENAME TO events"):
+            raw(seeded, sql)
+    else:
+        raw(seeded, "ALTER TABLE events DROP CONSTRAINT events_one_fact")
+    writer = Store.open(seeded.url)  # another process
+    with pytest.raises(StoreError, match="lost its unique fact key"):
+        with writer.writing() as w:
+            w.append([snapshot(PAPER_004, "2026-07-06T18:53:22.585501Z", title="another title")])
+    assert writer.head()[0] == 40
+    writer.close()
+
+
+def test_a_writer_accepts_the_unique_fact_key_under_another_name(seeded):
+    if seeded.dialect == "sqlite":
+        pytest.skip("SQLite cannot drop a table constraint to replace it")
+    raw(seeded, "ALTER TABLE events DROP CONSTRAINT events_one_fact")
+    raw(seeded, "CREATE UNIQUE INDEX events_fact_again ON events (kind, effective_key, subject)")
+    writer = Store.open(seeded.url)
+    with writer.writing() as w:
+        w.append([snapshot("2501.00001", "2026-01-01T00:00:00Z")])
+    assert writer.head()[0] == 41
+    writer.close()
