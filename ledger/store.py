@@ -574,7 +574,7 @@ class Writer:
             try:  # the unique fact key decides, not a look-up first: new facts, the common case, cost no probe
                 self.session.insert("events", _EVENT_COLUMNS, rows)
             except self.session.store.engine.dialect.dbapi.IntegrityError as exc:
-                if "events_one_fact" in str(exc) or "events.subject, events.kind, events.effective_key" in str(exc):
+                if _repeats_a_fact(exc):
                     raise FactStored("a fact of this append is already stored (same subject, kind and effective "
                                      "time)") from None
                 raise
@@ -601,6 +601,15 @@ def _blob(value: object) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     return (value if isinstance(value, str) else repr(value)).encode("utf-8", "surrogateescape")
+
+
+def _repeats_a_fact(exc: Exception) -> bool:
+    """Whether an insert into events broke a unique key other than seq's: the fact key, under any name."""
+    diag = getattr(exc, "diag", None)  # psycopg: SQLSTATE and constraint name, whatever the server's language
+    if diag is not None:
+        return getattr(exc, "sqlstate", None) == "23505" and diag.constraint_name != "events_pkey"
+    message = str(exc)  # SQLite names the columns
+    return message.startswith("UNIQUE constraint failed: events.") and "events.seq" not in message
 
 
 def _is_lock(exc: BaseException) -> bool:

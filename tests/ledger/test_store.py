@@ -260,5 +260,15 @@ def test_a_writer_accepts_the_unique_fact_key_under_another_name(seeded):
     writer = Store.open(seeded.url)
     with writer.writing() as w:
         w.append([snapshot("2501.00001", "2026-01-01T00:00:00Z")])
-    assert writer.head()[0] == 41
+    again = import_files(writer, [str(SEED_004)])  # refused by the renamed key, then looked up
+    assert (again.appended, again.present, writer.head()[0]) == (0, 40, 41)
     writer.close()
+
+
+def test_a_taken_seq_is_a_store_error_not_a_repeated_fact(seeded):
+    with pytest.raises(StoreError) as caught:
+        with seeded.writing() as w:
+            w.seq -= 1  # a writer bug: it would take seq 40 again
+            w.append([snapshot("2501.00001", "2026-01-01T00:00:00Z")])
+    assert not isinstance(caught.value, FactStored)
+    assert seeded.head()[0] == 40
