@@ -62,9 +62,11 @@ def _size(session, size: int | None) -> int:
 def checkpoint(store: Store, signer: Signer) -> str:
     """A signed note of the current tree: origin (the key's name), size, root."""
     with store.reading() as session:
-        size = session.head()[0]
-        nodes = session.node_source()
-        return signer.sign(Checkpoint(signer.name, size, root(nodes, size)).text())
+        return _signed_checkpoint(signer, session.node_source(), session.head()[0])
+
+
+def _signed_checkpoint(signer: Signer, nodes, size: int) -> str:
+    return signer.sign(Checkpoint(signer.name, size, root(nodes, size)).text())
 
 
 def _inclusion(nodes, seq: int, size: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict:
@@ -140,7 +142,7 @@ def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer
         for f in facts:
             proof = _inclusion(nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)
             events.append({"leaf": proof.pop("leaf"), "proof": proof, "seq": f.seq})
-        note = signer.sign(Checkpoint(signer.name, size, root(nodes, size)).text())
+        note = _signed_checkpoint(signer, nodes, size)
     return {"checkpoint": note, "events": events, "record": record}
 
 
