@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cli.main import db_location, open_store, write_json, write_stdout
+from cli.main import Json, db_location, open_store, write_json, write_stdout
 from ledger.chain import hex_hash
 from ledger.errors import NotFoundError
 from ledger.export import export_line
@@ -14,7 +14,6 @@ from ledger.store import Store
 from projections import audit
 
 app = typer.Typer()
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
 @app.command()

@@ -19,6 +19,7 @@ from ledger.errors import IntegrityError, LedgerError
 from ledger.store import Store
 
 DEFAULT_DB = "ledger.db"
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]  # every command's --json
 
 
 class LedgerGroup(TyperGroup):

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.main import open_store, write_json, write_stdout
+from cli.main import Json, open_store, write_json, write_stdout
 from ledger.errors import InputError
 from ledger.importer import read_input
 from ledger.notes import generate_signer, parse_signer, parse_verifier
@@ -16,7 +16,6 @@ from ledger.proofs import checkpoint as signed_checkpoint
 from ledger.proofs import load_json, prove_consistency, prove_inclusion, verify_proof
 
 app = typer.Typer()
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
 
 

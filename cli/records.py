@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.main import db_location, open_store, progress, write_json, write_stdout
+from cli.main import Json, db_location, open_store, progress, write_json, write_stdout
 from cli.proofs import load_signer, load_verifier
 from ledger.canonical import canonical
 from ledger.chain import hex_hash
@@ -27,7 +27,6 @@ app = typer.Typer()
 
 AsOf = Annotated[str, typer.Option("--as-of", help="Effective time: a date (end of that day, UTC) or a timestamp.")]
 KnownAt = Annotated[Optional[str], typer.Option("--known-at", help="Only events the ledger had recorded by then.")]
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
 @app.command("import")
