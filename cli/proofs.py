@@ -26,18 +26,19 @@ def read_text(name: str) -> str:
         raise InputError(f"{name}: not UTF-8 text") from None
 
 
-def load_signer(name: str):
+def _load_key(name: str, parse):
     try:
-        return parse_signer(read_text(name))
+        return parse(read_text(name))
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
+
+
+def load_signer(name: str):
+    return _load_key(name, parse_signer)
 
 
 def load_verifier(name: str):
-    try:
-        return parse_verifier(read_text(name))
-    except InputError as exc:
-        raise InputError(f"{name}: {exc}") from None
+    return _load_key(name, parse_verifier)
 
 
 @app.command()
