@@ -12,8 +12,6 @@ import base64
 import binascii
 from typing import Any
 
-import orjson
-
 from projections.record import build_record
 
 from .canonical import canonical, parse_json
@@ -208,7 +206,11 @@ def verify_bundle(bundle: Any, verifier: Verifier) -> str:
 
 
 def load_json(name: str, data: bytes) -> Any:
+    """Parse a proof or an evidence bundle with the records' strict parser: a key given twice is refused, not
+    read as its last value (a reader who keeps the first would be checking something else)."""
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"{name}: invalid JSON: {exc}") from None
+        return parse_json(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None

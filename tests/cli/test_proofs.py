@@ -116,3 +116,24 @@ def test_another_key_is_refused(keyed, bundle, tmp_path):
     assert keyed("keygen", "example.org/ledger").exit_code == 0
     result = verify_bundle(keyed, tmp_path, bundle)
     assert result.exit_code == 1 and "no signature by the key" in result.stderr
+
+
+def test_a_key_given_twice_in_a_bundle_is_refused_not_read_as_its_last_value(keyed, bundle, tmp_path):
+    # The record's as_of given twice, the first a date no event of the bundle reaches: read with the last
+    # value winning, the bundle would verify while a reader keeping the first sees another record.
+    text = orjson.dumps(bundle).decode().replace('"as_of":', '"as_of":"2000-01-01T00:00:00Z","as_of":', 1)
+    (tmp_path / "check.json").write_text(text)
+    result = keyed("verify", "--evidence", "check.json", "--verifier-key", "ledger.vkey")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip() == "ledger: check.json: duplicate key 'as_of'"
+
+
+def test_a_key_given_twice_in_a_proof_is_refused(keyed, tmp_path):
+    (tmp_path / "checkpoint.txt").write_text(keyed("checkpoint", "--key", "ledger.key").stdout)
+    proof = keyed("prove", "17", "--json").stdout.strip()
+    (tmp_path / "proof.json").write_text(proof[:-1] + ',"leaf_index":3}')
+    result = keyed("verify-proof", "proof.json", "--checkpoint", "checkpoint.txt", "--verifier-key", "ledger.vkey")
+    assert result.exit_code == 2 and "proof.json: duplicate key 'leaf_index'" in result.stderr, result.stderr
+    (tmp_path / "proof.json").write_bytes(b"\xff" + proof.encode())
+    result = keyed("verify-proof", "proof.json", "--checkpoint", "checkpoint.txt", "--verifier-key", "ledger.vkey")
+    assert result.exit_code == 2 and "proof.json: not UTF-8 text" in result.stderr, result.stderr
