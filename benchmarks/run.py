@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.run                 # 10k and 100k events (a few minutes on 2 cores)
     .venv/bin/python -m benchmarks.run --million       # adds the 1M-event ledger
-    .venv/bin/python -m benchmarks.run --postgres URL  # adds 4 concurrent PostgreSQL writers
+    .venv/bin/python -m benchmarks.run --postgres URL  # adds 1, 2, 4 and 8 concurrent PostgreSQL writers
 
 Every figure is the median of --reps repetitions (at least 5). Contenders run interleaved, on the same
 file system with the same `synchronous` setting, and every comparison is the median of the ratios taken
@@ -437,14 +437,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.postgres:
             say("## PostgreSQL, batched (100 events/transaction)\n")
             pg_events = generate(20_000, seed=5)
+            counts = (1, 2, 4, 8)
             for _ in range(args.reps):
-                figures.setdefault("pg1", []).append(postgres_writers(args.postgres, pg_events, 1, folder))
-                figures.setdefault("pg4", []).append(postgres_writers(args.postgres, pg_events, 4, folder))
-            one, four = statistics.median(figures["pg1"]), statistics.median(figures["pg4"])
-            say(f"| writers | events/s (median) |\n|---|---|\n| 1 | {one:,.0f} |\n| 4 concurrent processes | {four:,.0f} |\n")
+                for n in counts:
+                    figures.setdefault(f"pg{n}", []).append(postgres_writers(args.postgres, pg_events, n, folder))
+            say("| concurrent writer processes | events/s (median) | vs 1 writer (paired) |\n|---|---|---|")
+            for n in counts:
+                say(f"| {n} | {statistics.median(figures[f'pg{n}']):,.0f} | {paired(f'pg{n}', 'pg1'):.2f} |")
+            say()
             ratio = paired("pg4", "pg1")
-            target("PostgreSQL 4 writers vs 1 (the lock must not collapse throughput, >= 0.8)", ratio >= 0.8,
-                   f"{ratio:.2f}")
+            target("PostgreSQL 4 writers vs 1 (>= 0.8)", ratio >= 0.8, f"{ratio:.2f}")
+            # Appends are serialized: past the writers it takes to keep the lock busy, more writers queue. The
+            # lock collapses throughput if the rate keeps falling as they are added.
+            plateau = paired("pg8", "pg2")
+            target("PostgreSQL 8 writers vs 2: a plateau, not a collapse (>= 0.8)", plateau >= 0.8, f"{plateau:.2f}")
         say("## Targets\n")
         say("| target | ratio | met |\n|---|---|---|")
         for name, ok, detail in verdicts:

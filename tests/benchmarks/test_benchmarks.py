@@ -4,8 +4,9 @@
 import pytest
 
 from benchmarks.generate import PROBE, generate
-from benchmarks.run import GateError, floor_append, gate, ours_append, sql_alone, without_tree
+from benchmarks.run import GateError, floor_append, gate, ours_append, postgres_writers, sql_alone, without_tree
 from ledger.store import Store
+from tests.conftest import POSTGRES
 
 
 def test_the_generator_is_deterministic_and_holds_the_probe_record():
@@ -62,3 +63,10 @@ def test_sql_alone_replays_an_imports_exact_rows(tmp_path):
     finally:
         store.close()
     assert links > 0 and nodes == 600 // 16 + 600 // 32 + 600 // 64 + 600 // 128 + 600 // 256 + 600 // 512
+
+
+@pytest.mark.skipif(not POSTGRES, reason="needs LEDGER_TEST_POSTGRES")
+def test_concurrent_postgres_writers_build_one_verifiable_chain(tmp_path):
+    # Its gates: every writer exits 0, the sequence is contiguous, the chain verifies; the schema is dropped.
+    events = generate(800, seed=4)
+    assert postgres_writers(POSTGRES, events, 4, tmp_path) > 0
