@@ -273,6 +273,22 @@ def test_two_writers_interleaved_keep_one_tree(store):
     other.close()
 
 
+def test_a_writer_whose_edge_is_stale_reads_it_with_the_head_at_every_size(store):
+    # Two writers alternate appends of 1 to 37 events, so each of them finds the tree moved on and reads its
+    # right edge back with the head: stored subtrees at several levels and partial blocks of every length.
+    # After each append, the root the ledger proves from is the RFC's root of all leaves so far.
+    from ledger.store import Store
+
+    other, sizes, n = Store.open(store.url), [1, 37, 16, 5, 15, 32, 2, 31, 17, 64, 3, 9], 0
+    for turn, count in enumerate(sizes * 2):
+        with (store if turn % 2 else other).writing() as w:
+            w.append([snapshot(1000 + n + i) for i in range(count)])
+        n += count
+        assert bytes.fromhex(prove_inclusion(store, 1)["root"]) == rfc_mth(leaves_of(store)), f"after {n} events"
+    assert n == 2 * sum(sizes)
+    other.close()
+
+
 def _delete_behind_the_guard(store, table: str, where: str) -> None:
     """Someone with database access disables the append-only guard and deletes rows."""
     from sqlalchemy import text
