@@ -59,9 +59,9 @@ def read_input(name: str) -> bytes:
         raise InputError(f"{name}: cannot read: {exc.strerror}") from None
 
 
-def decode_input(name: str, data: bytes) -> str:
+def decode_input(name: str, data: bytes, expected: str = "a record or event lines") -> str:
     if not data.strip():
-        raise InputError(f"{name}: empty file, expected a record or event lines")
+        raise InputError(f"{name}: empty file, expected {expected}")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -18,6 +18,7 @@ from .canonical import canonical, parse_json
 from .chain import entry_bytes
 from .errors import InputError, IntegrityError, NotFoundError
 from .events import Fact, make_event
+from .importer import decode_input
 from .merkle import consistency_path, inclusion_path, leaf_hash, root, verify_consistency, verify_inclusion
 from .notes import Checkpoint, Signer, Verifier, verify_checkpoint
 from .record import check_record, digest_mismatches
@@ -208,9 +209,8 @@ def verify_bundle(bundle: Any, verifier: Verifier) -> str:
 def load_json(name: str, data: bytes) -> Any:
     """Parse a proof or an evidence bundle with the records' strict parser: a key given twice is refused, not
     read as its last value (a reader who keeps the first would be checking something else)."""
+    text = decode_input(name, data, expected="a proof or an evidence bundle")
     try:
-        return parse_json(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        return parse_json(text)
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None

@@ -137,3 +137,7 @@ def test_a_key_given_twice_in_a_proof_is_refused(keyed, tmp_path):
     (tmp_path / "proof.json").write_bytes(b"\xff" + proof.encode())
     result = keyed("verify-proof", "proof.json", "--checkpoint", "checkpoint.txt", "--verifier-key", "ledger.vkey")
     assert result.exit_code == 2 and "proof.json: not UTF-8 text" in result.stderr, result.stderr
+    (tmp_path / "proof.json").write_bytes(b"")
+    result = keyed("verify-proof", "proof.json", "--checkpoint", "checkpoint.txt", "--verifier-key", "ledger.vkey")
+    assert result.exit_code == 2, result.stderr
+    assert "proof.json: empty file, expected a proof or an evidence bundle" in result.stderr
