@@ -51,6 +51,11 @@ def median_of(reps: int, run) -> float:
 
 
 # -- appends -------------------------------------------------------------------------------------------
+def import_batch(store: Store, events) -> int:
+    """One import of generated events: one transaction, through the real import path; events appended."""
+    return import_inputs(store, [Parsed("bench", events=[(0, e) for e in events])]).appended
+
+
 def ours_append(events, batch: int, folder: Path, again: bool = False) -> float:
     """Events/s of the import path. `again`: of importing the same batches a second time, every fact present
     (each transaction is refused by the unique fact key, then runs again looking its facts up)."""
@@ -58,7 +63,7 @@ def ours_append(events, batch: int, folder: Path, again: bool = False) -> float:
     for _ in range(2 if again else 1):  # only the last round is timed
         started, appended = time.perf_counter(), 0
         for i in range(0, len(events), batch):
-            appended += import_inputs(store, [Parsed("bench", events=[(0, e) for e in events[i:i + batch]])]).appended
+            appended += import_batch(store, events[i:i + batch])
         elapsed = time.perf_counter() - started
     gate(appended == (0 if again else len(events)), f"ours: {appended} events appended")
     entries = list(store.entries())
@@ -156,7 +161,7 @@ def sql_alone(events, batch: int, folder: Path) -> float:
     source._session.cursor = recording = _Recording(source._session.cursor)
     transactions = []
     for i in range(0, len(events), batch):
-        import_inputs(source, [Parsed("bench", events=[(0, e) for e in events[i:i + batch]])])
+        import_batch(source, events[i:i + batch])
         transactions.append(recording.calls)
         recording.calls = []
     source.close()
@@ -195,7 +200,7 @@ def footprint(events, folder: Path) -> dict[str, float]:
 def build_ledger(events, path: Path) -> Store:
     store = Store.create(str(path))
     for i in range(0, len(events), 5000):
-        import_inputs(store, [Parsed("bench", events=[(0, e) for e in events[i:i + 5000]])])
+        import_batch(store, events[i:i + 5000])
     return store
 
 
@@ -268,7 +273,7 @@ def peak_memory(path: Path) -> tuple[int, int, int, int]:
 # -- PostgreSQL ------------------------------------------------------------------------------------------
 PG_WRITER = """
 import pickle, sys, time
-from ledger.importer import Parsed, import_inputs
+from benchmarks.run import import_batch
 from ledger.store import Store
 store = Store.open(sys.argv[1])
 events = pickle.load(open(sys.argv[2], "rb"))
@@ -276,7 +281,7 @@ store.head()  # connected
 print("ready", flush=True)
 sys.stdin.readline()  # the clock starts when every writer is ready: interpreter start-up is not measured
 for i in range(0, len(events), 100):
-    import_inputs(store, [Parsed("bench", events=[(0, e) for e in events[i:i + 100]])])
+    import_batch(store, events[i:i + 100])
 print(time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)  # and stops at the last append, not at exit
 """
 
