@@ -42,13 +42,13 @@ def start_import(location: str, *files: str) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("round_", range(3))
-def test_concurrent_appenders_keep_one_gap_free_chain(store, tmp_path, round_):
+def test_concurrent_appenders_keep_one_gap_free_chain(store, ledger_location, tmp_path, round_):
     files = []
     for worker in range(4):
         path = tmp_path / f"worker-{worker}.jsonl"
         path.write_bytes(stream(f"26{round_}{worker}", papers=60))
         files.append(str(path))
-    location = store.url[len("sqlite:///"):] if store.dialect == "sqlite" else store.url
+    location = ledger_location  # where the store was created: a SQLite path or a PostgreSQL URL
     # Four event streams, and the same published record from two processes at once.
     procs = [start_import(location, f) for f in files] + [start_import(location, str(SEED_004)) for _ in range(2)]
     outcomes = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
@@ -65,9 +65,9 @@ def test_concurrent_appenders_keep_one_gap_free_chain(store, tmp_path, round_):
     assert appended == [0, 40, 360, 360, 360, 360]
 
 
-def test_a_killed_import_leaves_everything_or_nothing(store, tmp_path):
+def test_a_killed_import_leaves_everything_or_nothing(store, ledger_location, tmp_path):
     rng = random.Random(20261129)
-    location = store.url[len("sqlite:///"):] if store.dialect == "sqlite" else store.url
+    location = ledger_location  # where the store was created: a SQLite path or a PostgreSQL URL
     outcomes = {"nothing": 0, "everything": 0}
     for attempt in range(8):
         path = tmp_path / f"attempt-{attempt}.jsonl"
@@ -96,8 +96,8 @@ def test_sqlite_runs_with_durable_settings(tmp_path):
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
 
 
-def test_a_writer_kept_waiting_past_the_lock_timeout_exits_3_and_appends_nothing(store, tmp_path):
-    location = store.url[len("sqlite:///"):] if store.dialect == "sqlite" else store.url
+def test_a_writer_kept_waiting_past_the_lock_timeout_exits_3_and_appends_nothing(store, ledger_location, tmp_path):
+    location = ledger_location  # where the store was created: a SQLite path or a PostgreSQL URL
     path = tmp_path / "waiting.jsonl"
     path.write_bytes(stream("2800", papers=2))
     holder = Store.open(location)
@@ -114,8 +114,8 @@ def test_a_writer_kept_waiting_past_the_lock_timeout_exits_3_and_appends_nothing
     assert store.head()[0] == 0
 
 
-def test_readers_do_not_wait_for_a_writer(seeded, tmp_path):
-    location = seeded.url[len("sqlite:///"):] if seeded.dialect == "sqlite" else seeded.url
+def test_readers_do_not_wait_for_a_writer(seeded, ledger_location, tmp_path):
+    location = ledger_location  # where the store was created: a SQLite path or a PostgreSQL URL
     holder = Store.open(location)
     with holder.writing() as writer:  # a writer holds the lock, with an append not yet committed
         writer.append([make_event("paper.snapshot", {"arxiv_id": "2801.00001", "title": "Uncommitted",
