@@ -273,9 +273,9 @@ def test_two_writers_interleaved_keep_one_tree(store):
     other.close()
 
 
-def test_a_writer_whose_edge_is_stale_reads_it_with_the_head_at_every_size(store):
-    # Two writers alternate appends of 1 to 37 events, so each of them finds the tree moved on and reads its
-    # right edge back with the head: stored subtrees at several levels and partial blocks of every length.
+def test_a_writer_whose_edge_is_stale_reads_it_back_at_every_size(store):
+    # Two writers alternate appends of 1 to 64 events, so each of them finds the tree moved on and reads its
+    # right edge back: stored subtrees at several levels and partial blocks of every length.
     # After each append, the root the ledger proves from is the RFC's root of all leaves so far.
     from ledger.store import Store
 
