@@ -129,7 +129,7 @@ def _derive(kind: str, payload: dict):
             raise InputError("field payload.observation_id: empty")
     if kind == CITATION_OBSERVED:
         citation = check_citation(field(payload, "citation", dict, "payload"), "payload.citation")
-        when = latest(list(observed_times(citation)))
+        when = latest(observed_times(citation))
         return lambda _: _event(kind, when, payload, obs, papers=citation_papers(citation))
     if kind == RESOLUTION_RECORDED:
         resolution = check_resolution(field(payload, "resolution", dict, "payload"), "payload.resolution")
