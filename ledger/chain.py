@@ -35,7 +35,7 @@ class Entry(NamedTuple):
 
 
 def entry_object(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict:
-    """The fields of an entry, as hashed (and, with its hashes added, as exported)."""
+    """The fields of an entry, as hashed (and, with its hashes added, as exported). Raises nothing."""
     return {
         "effective_at": effective_at,
         "kind": kind,
@@ -46,19 +46,34 @@ def entry_object(seq: int, kind: str, effective_at: str, recorded_at: str, paylo
 
 
 def entry_bytes(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:
-    """The canonical byte string whose blake3 is the entry hash (and which is the Merkle leaf)."""
+    """The canonical byte string whose blake3 is the entry hash (and which is the Merkle leaf).
+
+    Raises CanonicalError only if a field cannot be encoded (the payload is trusted to be canonical bytes)."""
     return canonical(entry_object(seq, kind, effective_at, recorded_at, payload), floats=False)
 
 
 def entry_hash(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:
+    """blake3 of `entry_bytes`. Raises nothing for a payload that is canonical bytes."""
     return blake3(entry_bytes(seq, kind, effective_at, recorded_at, payload)).digest()
 
 
 def link(previous: bytes, entry_digest: bytes) -> bytes:
+    """chain(n) from chain(n-1) and entry_hash(n). Raises nothing."""
     return blake3(previous + entry_digest).digest()
 
 
+def seal(previous: bytes, seq: int, kind: str, effective_at: str, recorded_at: str,
+         payload: bytes) -> tuple[bytes, bytes, bytes]:
+    """(entry bytes, entry hash, chain hash) of event `seq` continuing the chain at `previous`: the one place
+    an entry is hashed and linked (appending, importing an exported log, verifying). Raises nothing for a
+    payload that is canonical bytes."""
+    data = entry_bytes(seq, kind, effective_at, recorded_at, payload)
+    digest = blake3(data).digest()
+    return data, digest, blake3(previous + digest).digest()
+
+
 def hex_hash(digest: bytes) -> str:
+    """`blake3:<hex>`, the printed form of a chain or entry hash. Raises nothing."""
     return "blake3:" + digest.hex()
 
 
@@ -80,12 +95,12 @@ def verify_entries(entries: Iterable[Entry], previous: bytes = GENESIS, start: i
         if seq != expected_seq:
             failure, first_bad = f"sequence gap: expected seq {expected_seq}, found seq {seq}", seq
             continue
-        recomputed = entry_hash(seq, kind, effective_at, recorded_at, payload)
+        _, recomputed, linked = seal(chain, seq, kind, effective_at, recorded_at, payload)
         if recomputed != stored_entry:
             failure, first_bad = (f"seq {seq}: entry hash does not re-compute (stored "
                                   f"{hex_hash(stored_entry)}, re-computed {hex_hash(recomputed)})"), seq
             continue
-        chain = link(chain, recomputed)
+        chain = linked
         if chain != stored_chain:
             failure, first_bad = (f"seq {seq}: chain hash does not re-compute (stored "
                                   f"{hex_hash(stored_chain)}, re-computed {hex_hash(chain)})"), seq
