@@ -158,7 +158,7 @@ def sql_alone(events, batch: int, folder: Path) -> float:
     What the database work of an append costs, against the peer's whole append."""
     source = Store.create(str(folder / f"recorded-{uuid.uuid4().hex}.db"))
     source.head()  # opens the connection the imports use
-    source._session.cursor = recording = _Recording(source._session.cursor)
+    source._cursor.raw = recording = _Recording(source._cursor.raw)
     transactions = []
     for i in range(0, len(events), batch):
         import_batch(source, events[i:i + batch])

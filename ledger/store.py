@@ -1,14 +1,13 @@
-"""Where events live: SQLModel tables on SQLite (the embedded default) or PostgreSQL (psycopg 3).
+"""Where events live: one Store and one Writer over SQLite (the embedded default) or PostgreSQL (psycopg 3).
 
-One interface for every backend, proven by one contract test suite. The database, not Python, guards
-the log: a trigger refuses any insert that would leave the log other than seq 1..n (SQLite checks each row,
-PostgreSQL each statement), and UPDATE, DELETE (and TRUNCATE on PostgreSQL) of an event are refused.
-Appends are serialized by a write lock taken before the head is read (SQLite BEGIN IMMEDIATE, a PostgreSQL
-advisory lock), so concurrent writers wait and never fork the chain. SQLAlchemy owns URLs and the schema
-(SQLModel tables); statements run on the store's DBAPI connection, written once with `?` placeholders,
-because the append path is measured against raw `executemany` (benchmarks/); batches go to PostgreSQL as
-COPY. The unique fact key refuses an append that repeats a stored fact (FactStored), so appends need no
-look-up first. This module never decides what a fact means; it stores and returns rows.
+The database, not Python, guards the log: the backend's triggers refuse any insert that would leave the log
+other than seq 1..n, and UPDATE, DELETE (and TRUNCATE on PostgreSQL) of an event. Appends are serialized by
+a write lock taken before the head is read, so concurrent writers wait and never fork the chain. SQLAlchemy
+owns URLs and the schema (`ledger.tables`); statements run on the store's DBAPI connection, written once
+with `?` placeholders, because the append path is measured against raw `executemany` (benchmarks/). What
+differs by database lives in `ledger.backends`. The unique fact key refuses an append that repeats a stored
+fact (FactStored), so appends need no look-up first. This module never decides what a fact means; it
+stores and returns rows.
 """
 
 from __future__ import annotations
@@ -16,224 +15,94 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from functools import cache
 from typing import Iterable, Iterator
 
-from sqlalchemy import BigInteger, Index, Integer, LargeBinary, UniqueConstraint, create_engine, event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
-from sqlmodel import Field, SQLModel
+from sqlmodel import SQLModel
 
-from blake3 import blake3
-
-from .chain import GENESIS, Entry, entry_bytes, link
-from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
+from .backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for
+from .chain import GENESIS, Entry, entry_bytes, seal
 from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
+from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
+from .tables import EVENT_COLUMNS, SCHEMA_VERSION, TABLES, LedgerMeta
 from .times import format_utc
 
-SCHEMA_VERSION = "1"
-LOCK_TIMEOUT_SECONDS = float(os.environ.get("LEDGER_LOCK_TIMEOUT", "60"))
-_PG_LOCK_ID = 0x1ED6E2  # the advisory lock every PostgreSQL writer takes
-_BEGIN_WRITING = {  # a write transaction begins by taking the write lock
-    "sqlite": "BEGIN IMMEDIATE",
-    "postgresql": f"BEGIN; SELECT pg_advisory_xact_lock({_PG_LOCK_ID})",  # one round trip (simple query protocol)
-}
-
-
-# 64-bit on PostgreSQL; exactly INTEGER on SQLite, where only that type makes the key the rowid.
-SEQUENCE = BigInteger().with_variant(Integer(), "sqlite")
-
-
-class EventRow(SQLModel, table=True):
-    __tablename__ = "events"
-    # Two indexes besides the sequence, a measured choice (benchmarks/): the unique fact key leads with the
-    # subject, so it also finds an observation's events; the paper index holds paper-level rows only.
-    __table_args__ = (
-        UniqueConstraint("subject", "kind", "effective_key", name="events_one_fact"),
-        Index("events_paper", "paper", "seq", sqlite_where=text("paper IS NOT NULL"),
-              postgresql_where=text("paper IS NOT NULL")),
-    )
-    seq: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
-    kind: str
-    subject: str  # the observation id for observation kinds; the paper (and source) otherwise
-    paper: str | None = None  # set for paper-level kinds only
-    effective_at: str
-    effective_key: str  # UTC, microseconds: sorts as text
-    recorded_at: str  # UTC, microseconds, written by the ledger: sorts as text
-    payload: bytes = Field(sa_type=LargeBinary)
-    entry_hash: bytes = Field(sa_type=LargeBinary)
-    chain_hash: bytes = Field(sa_type=LargeBinary)
-
-
-class ObservationPaper(SQLModel, table=True):
-    """Which papers' records an observation appears in: lets a rebuild read one paper's events only."""
-
-    __tablename__ = "observation_papers"
-    __table_args__ = {"sqlite_with_rowid": False}  # the key is the row: one B-tree per insert, not two
-    paper: str = Field(primary_key=True)
-    observation: str = Field(primary_key=True)
-
-
-class MerkleNode(SQLModel, table=True):
-    """Every perfect subtree of 16 or more leaves of the RFC 9162 tree over the log: (level, index) covers
-    2**level leaves. Smaller ones are re-computed from their block's event rows (`Session.tree_nodes`), so
-    an append writes one node per 8 events, amortized, instead of two per event (benchmarks/RESULTS.md)."""
-
-    __tablename__ = "merkle_nodes"
-    __table_args__ = {"sqlite_with_rowid": False}  # the key is the row: one B-tree per insert, not two
-    level: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
-    idx: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
-    hash: bytes = Field(sa_type=LargeBinary)
-
-
-class LedgerMeta(SQLModel, table=True):
-    __tablename__ = "ledger_meta"
-    key: str = Field(primary_key=True)
-    value: str
-
-
-_SQLITE_GUARDS = (
-    """CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
-       BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END""",
-    """CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
-       BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END""",
-    """CREATE TRIGGER events_gap_free BEFORE INSERT ON events
-       WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM events)
-       BEGIN SELECT RAISE(ABORT, 'events must be appended in sequence'); END""",
-    """CREATE TRIGGER observation_papers_append_only BEFORE DELETE ON observation_papers
-       BEGIN SELECT RAISE(ABORT, 'observation_papers is append-only'); END""",
-    """CREATE TRIGGER merkle_nodes_no_update BEFORE UPDATE ON merkle_nodes
-       BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
-    """CREATE TRIGGER merkle_nodes_no_delete BEFORE DELETE ON merkle_nodes
-       BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
-)
-_POSTGRES_GUARDS = (
-    """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN RAISE EXCEPTION 'events are append-only: %% refused', TG_OP; END $$""",  # %% : DBAPI paramstyle
-    # Checked once per statement over the rows it inserted (a transition table), not once per row: the new
-    # seqs are contiguous and the first follows an existing event (or is 1). With seq unique, the log stays
-    # exactly 1..n.
-    """CREATE FUNCTION ledger_gap_free() RETURNS trigger LANGUAGE plpgsql AS $$
-       DECLARE lo bigint; hi bigint; n bigint;
-       BEGIN
-         SELECT MIN(seq), MAX(seq), COUNT(*) INTO lo, hi, n FROM new_events;
-         IF n > 0 AND (hi - lo + 1 <> n OR NOT (lo = 1 OR EXISTS (SELECT 1 FROM events WHERE seq = lo - 1))) THEN
-           RAISE EXCEPTION 'events must be appended in sequence';
-         END IF;
-         RETURN NULL;
-       END $$""",
-    """CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
-       FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
-    """CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
-       FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_rewrite()""",
-    """CREATE TRIGGER events_gap_free AFTER INSERT ON events REFERENCING NEW TABLE AS new_events
-       FOR EACH STATEMENT EXECUTE FUNCTION ledger_gap_free()""",
-    """CREATE TRIGGER observation_papers_append_only BEFORE UPDATE OR DELETE ON observation_papers
-       FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
-    """CREATE TRIGGER merkle_nodes_append_only BEFORE UPDATE OR DELETE ON merkle_nodes
-       FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
-)
-
-# Appends look nothing up first: the unique key on (subject, kind, effective_key) is what refuses a repeated
-# fact. A writer makes sure some unique, complete index on exactly those columns is still there.
-_FACT_KEY_PRESENT = {
-    "sqlite": """SELECT 1 FROM pragma_index_list('events') AS l JOIN pragma_index_info(l.name) AS i
-                 WHERE l."unique" AND NOT l.partial GROUP BY l.name
-                 HAVING COUNT(*) = 3 AND SUM(i.name IN ('subject', 'kind', 'effective_key')) = 3""",
-    "postgresql": """SELECT 1 FROM pg_index x WHERE x.indrelid = 'events'::regclass AND x.indisunique
-                     AND x.indisvalid AND x.indpred IS NULL AND x.indnkeyatts = 3
-                     AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a
-                          WHERE a.attrelid = x.indrelid AND a.attnum = ANY(x.indkey)) = ARRAY['effective_key', 'kind', 'subject']""",
-}
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
-_ENTRY_COLUMNS = "seq, kind, effective_at, recorded_at, payload, entry_hash, chain_hash"
-# SQLite returns whatever type a hand edit stored; CAST makes every payload and hash bytes (a number as its
-# text, which will not re-compute), as PostgreSQL's bytea always is, so rows become Entries without checks.
-_SQLITE_ENTRY_COLUMNS = ("seq, kind, effective_at, recorded_at, CAST(payload AS BLOB), CAST(entry_hash AS BLOB), "
-                         "CAST(chain_hash AS BLOB)")
-_EVENT_COLUMNS = ("seq", "kind", "subject", "paper", "effective_at", "effective_key", "recorded_at", "payload",
-                  "entry_hash", "chain_hash")
 _OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.checked')"
-_KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
 # Merkle subtrees of 16 leaves and more are stored as appended; smaller ones are re-computed from their
 # block's event rows when a proof needs them. Storing every level cost an append about one more row.
 _STORED_FROM_LEVEL = 4
 
 
 def now_utc() -> str:
+    """The current instant in the ledger's recorded-time form. Raises nothing."""
     return format_utc(datetime.now(timezone.utc))
 
 
 def database_url(location: str) -> str:
-    """`--db` takes a SQLAlchemy URL or a path to a SQLite file."""
+    """`--db` takes a SQLAlchemy URL or a path to a SQLite file; the URL either way. Raises nothing."""
     return location if "://" in location else f"sqlite:///{location}"
 
 
-def _sqlite_path(url: str) -> str | None:
+def sqlite_path(location: str) -> str | None:
+    """The file behind a `--db` location when it names a SQLite file (None for a server or an in-memory
+    database). Raises nothing."""
+    url = database_url(location)
     if not url.startswith("sqlite:///"):
         return None
     path = url[len("sqlite:///"):]
     return None if path in ("", ":memory:") else path
 
 
-@cache
-def _column_types(table: str, columns: tuple[str, ...], dialect) -> list[str]:
-    """The database types of a table's columns, from the SQLModel tables (compiled once: ~50 us each time)."""
-    columns_of = SQLModel.metadata.tables[table].columns
-    return [columns_of[name].type.compile(dialect=dialect).lower() for name in columns]
-
-
 def _fact(r) -> Fact:
     return Fact(r[0], r[1], r[2], r[3], r[4], r[5], _blob(r[6]))
 
 
-class Session:
-    """One DBAPI connection's cursor, counting statements; `?` placeholders on every backend."""
+class Cursor:
+    """The store's one DBAPI cursor, with the ledger's queries: every statement goes through `execute`,
+    which counts it (`replay --stats`, the statement budget) and translates `?` placeholders."""
 
     def __init__(self, store: "Store", connection):
         self.store = store
-        self.cursor = connection.cursor()
-        self.postgres = store.dialect == "postgresql"
-        self.entry_columns = _ENTRY_COLUMNS if self.postgres else _SQLITE_ENTRY_COLUMNS
+        self.raw = connection.cursor()
+        self.dialect = store.engine.dialect
 
-    def _sql(self, sql: str) -> str:
-        return sql.replace("?", "%s") if self.postgres else sql
+    @property
+    def statements(self) -> int:
+        return self.store.statements
+
+    @statements.setter
+    def statements(self, value: int) -> None:
+        self.store.statements = value
 
     def execute(self, sql: str, params: tuple | list = ()):
+        """Run one statement; returns the DBAPI cursor. Raises the driver's errors."""
         self.store.statements += 1
-        self.cursor.execute(self._sql(sql), params)
-        return self.cursor
+        self.raw.execute(self.store.backend.sql(sql), params)
+        return self.raw
 
     def executemany(self, sql: str, rows: list) -> None:
+        """Run one statement over many rows. Raises the driver's errors."""
         self.store.statements += 1
-        self.cursor.executemany(self._sql(sql), rows)
-
-    def insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
-        """Insert rows in one statement: COPY on PostgreSQL (one round trip for the batch; triggers fire as
-        for INSERT), executemany on SQLite (in process: no round trips to save)."""
-        self.store.statements += 1
-        if self.postgres:
-            # Binary COPY (bytea travels as bytes, not hex text)
-            with self.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(_column_types(table, columns, self.store.engine.dialect))
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            self.cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
-                                    f"({', '.join('?' * len(columns))})", rows)
+        self.raw.executemany(self.store.backend.sql(sql), rows)
 
     def head(self) -> tuple[int, bytes, str | None]:
+        """(seq, chain hash, recorded time) of the last event. Raises the driver's errors."""
         row = self.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (0, GENESIS, None) if row is None else (row[0], _blob(row[1]), row[2])
 
     def entry(self, seq: int) -> Entry:
-        return Entry._make(self.execute(f"SELECT {self.entry_columns} FROM events WHERE seq = ?", (seq,)).fetchone())
+        """The stored entry `seq`. Raises the driver's errors."""
+        return Entry._make(self.execute(f"SELECT {self.store.backend.entry_columns} FROM events WHERE seq = ?",
+                                        (seq,)).fetchone())
 
     def tree_nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         """Merkle nodes by (level, index), in one statement: stored ones for level >= 4, and the smaller
         ones re-computed from the (at most 16) event rows of their block. May return more nodes than asked
-        for: the block's other small subtrees."""
+        for: the block's other small subtrees.
+        Raises IntegrityError when event rows of a block are missing, and the driver's errors."""
         stored = [pair for pair in wanted if pair[0] >= _STORED_FROM_LEVEL]
         blocks = sorted({index >> (_STORED_FROM_LEVEL - level) for level, index in wanted if level < _STORED_FROM_LEVEL})
         width = 1 << _STORED_FROM_LEVEL
@@ -265,7 +134,8 @@ class Session:
         return found
 
     def node_source(self):
-        """A Merkle node source for proofs: each node read once, then remembered."""
+        """A Merkle node source for proofs: each node read once, then remembered.
+        Its nodes raise IntegrityError for a node the ledger cannot give."""
         cache: dict[tuple[int, int], bytes] = {}
 
         def node(level: int, index: int) -> bytes:
@@ -278,7 +148,8 @@ class Session:
         return node
 
     def paper_facts(self, paper: str, known_at: str | None = None) -> list[Fact]:
-        """Every event of one paper's record, in ledger order, in one indexed statement."""
+        """Every event of one paper's record, in ledger order, in one indexed statement. Raises the driver's
+        errors."""
         sql = (f"SELECT {_COLUMNS} FROM events WHERE (paper = ? OR subject IN "
                "(SELECT observation FROM observation_papers WHERE paper = ?))")
         params: list = [paper, paper]
@@ -288,82 +159,72 @@ class Session:
         return [_fact(r) for r in self.execute(sql + " ORDER BY seq", params).fetchall()]
 
 
+
 class Store:
     """A ledger database. Open an existing one with `Store.open`, create one with `Store.create`."""
 
-    def __init__(self, url: str, engine: Engine):
+    def __init__(self, url: str, backend: Backend, engine: Engine):
         self.url = url
+        self.backend = backend
         self.engine = engine
-        self.dialect = engine.dialect.name
-        self.read_only: str | None = None  # set for an exported log standing in for the database
+        self.dialect = backend.name
+        self.exported_log: str | None = None  # the file, when an exported log stands in for the database
         # The Merkle tree's right edge as this process left it, keyed by the head it left: when no other
         # writer appended since (same seq and chain hash), the next append need not read it again.
         self._edge: tuple[int, bytes, dict[int, bytes]] | None = None
         self.statements = 0  # SQL statements sent, for `replay --stats` and the statement budget test
-        self._held = self._session = None  # the DBAPI connection every operation uses, opened on first use
+        self._held = self._cursor = None  # the DBAPI connection every operation uses, opened on first use
         self._fact_key_checked = False  # by the first write of this Store
 
     # -- opening -------------------------------------------------------------------------------------
     @classmethod
-    def _engine(cls, url: str) -> Engine:
+    def _connect(cls, url: str) -> "Store":
+        backend = backend_for(url)
         try:
-            if url.startswith("sqlite"):
-                engine = create_engine(url, connect_args={"timeout": LOCK_TIMEOUT_SECONDS})
-
-                @event.listens_for(engine, "connect")
-                def _sqlite_connect(dbapi_connection, _record):
-                    dbapi_connection.isolation_level = None  # transactions are begun explicitly
-                    cursor = dbapi_connection.cursor()
-                    cursor.execute("PRAGMA journal_mode=WAL")
-                    # FULL: a committed import survives power loss, not only a process crash.
-                    cursor.execute(f"PRAGMA synchronous={os.environ.get('LEDGER_SQLITE_SYNCHRONOUS', 'FULL')}")
-                    cursor.close()
-            else:
-                engine = create_engine(url)
+            engine = backend.engine(url)
+        except InputError:
+            raise
         except Exception as exc:  # bad URL, missing driver
             raise InputError(f"--db {url}: cannot open: {exc}") from None
-        return engine
+        return cls(url, backend, engine)
 
     @classmethod
     def create(cls, location: str) -> "Store":
-        url = database_url(location)
-        path = _sqlite_path(url)
+        """Create an empty ledger at `location`. Raises InputError when one (or a file) is already there,
+        StoreError when the database cannot be reached."""
+        path = sqlite_path(location)
         if path is not None and os.path.exists(path):
             raise InputError(f"{path}: already exists; a ledger is created only once")
-        store = cls(url, cls._engine(url))
+        store = cls._connect(database_url(location))
         with store._failures("create"):
             with store.engine.connect() as conn, conn.begin():
-                exists = conn.exec_driver_sql(
-                    "SELECT 1 FROM information_schema.tables WHERE table_name = 'ledger_meta' "
-                    "AND table_schema = current_schema()"
-                ).first() if store.dialect == "postgresql" else None
-                if exists:
-                    raise InputError(f"{url}: already holds a ledger")
-                SQLModel.metadata.create_all(conn, tables=[EventRow.__table__, ObservationPaper.__table__,
-                                                           MerkleNode.__table__, LedgerMeta.__table__])
-                for ddl in _SQLITE_GUARDS if store.dialect == "sqlite" else _POSTGRES_GUARDS:
+                if store.backend.holds_ledger(conn):
+                    raise InputError(f"{store.url}: already holds a ledger")
+                SQLModel.metadata.create_all(conn, tables=TABLES)
+                for ddl in store.backend.guards:
                     conn.exec_driver_sql(ddl)
                 conn.execute(LedgerMeta.__table__.insert(), [{"key": "schema_version", "value": SCHEMA_VERSION}])
         return store
 
     @classmethod
     def open(cls, location: str) -> "Store":
-        """Open an existing ledger; never creates one (a typo in --db must not make a new database)."""
-        url = database_url(location)
-        path = _sqlite_path(url)
+        """Open an existing ledger; never creates one (a typo in --db must not make a new database).
+        Raises InputError when there is no ledger of this version there, StoreError when it cannot be read."""
+        path = sqlite_path(location)
         if path is not None and not os.path.isfile(path):
             raise InputError(f"{path}: no ledger here; create one with `ledger init`")
-        store = cls(url, cls._engine(url))
+        store = cls._connect(database_url(location))
         store.check_version()
         return store
 
     def check_version(self) -> None:
+        """Raise InputError unless the database is a ledger of this schema version (StoreError: unreadable)."""
         dbapi_error = self.engine.dialect.dbapi.Error
-        with self.reading() as session:
+        with self.reading() as cursor:
             try:
-                row = session.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
+                row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
             except dbapi_error as exc:
-                if _is_lock(exc) or "not a database" in str(exc):
+                if self.backend.is_locked(exc) or self.backend.is_not_a_database(exc):
                     raise
                 raise InputError(f"{self.url}: not a ledger (no ledger_meta table)") from None
         if row is None or row[0] != SCHEMA_VERSION:
@@ -371,9 +232,10 @@ class Store:
             raise InputError(f"{self.url}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}")
 
     def close(self) -> None:
+        """Close the connection and dispose of the engine. Raises nothing the caller can act on."""
         if self._held is not None:
             self._held.close()
-            self._held = self._session = None
+            self._held = self._cursor = None
         self.engine.dispose()
 
     @contextmanager
@@ -384,15 +246,15 @@ class Store:
         except (DBAPIError, self.engine.dialect.dbapi.Error) as exc:
             original = getattr(exc, "orig", None) or exc
             message = (str(original).strip().splitlines() or [type(original).__name__])[0]
-            if _is_lock(original):
+            if self.backend.is_locked(original):
                 raise StoreError(f"{self.url}: locked by another writer for more than "
                                  f"{LOCK_TIMEOUT_SECONDS:g}s ({doing})") from None
-            if "not a database" in message:
+            if self.backend.is_not_a_database(original):
                 raise InputError(f"{self.url}: not a ledger ({message})") from None
             raise StoreError(f"{self.url}: cannot {doing}: {message}") from None
 
     @contextmanager
-    def _connection(self, doing: str, write: bool) -> Iterator[Session]:
+    def _connection(self, doing: str, write: bool) -> Iterator[Cursor]:
         """The store's DBAPI connection, held from first use to `close` (a pool checkout per operation cost
         a single-event append more than its statements; benchmarks/). Reads run in autocommit (each is one
         statement, atomic by itself); a write is one transaction holding the write lock, committed at the
@@ -400,19 +262,17 @@ class Store:
         with self._failures(doing):
             if self._held is None:
                 self._held = self.engine.raw_connection()
-                self._session = Session(self, self._held)
-                if self.dialect == "postgresql":  # transactions are begun explicitly, as on SQLite
-                    self._held.driver_connection.autocommit = True
-                    self._session.execute(f"SET lock_timeout = '{int(LOCK_TIMEOUT_SECONDS * 1000)}ms'")
-            connection, session = self._held, self._session
+                self._cursor = Cursor(self, self._held)
+                self.backend.connected(self._held, self._cursor)
+            connection, cursor = self._held, self._cursor
             try:
                 if write:
-                    session.execute(_BEGIN_WRITING[self.dialect])
-                yield session
+                    cursor.execute(self.backend.begin_write)
+                yield cursor
                 if write:
                     connection.commit()
             except BaseException:
-                self._held = self._session = None  # after any error: rolled back, closed, opened afresh next time
+                self._held = self._cursor = None  # after any error: rolled back, closed, opened afresh next time
                 try:
                     connection.rollback()
                 finally:
@@ -421,29 +281,35 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------------------
     @contextmanager
-    def reading(self) -> Iterator[Session]:
-        """Reads never take the write lock; each read method is one statement."""
-        with self._connection("read", write=False) as session:
-            yield session
+    def reading(self) -> Iterator[Cursor]:
+        """A cursor for reads, which never take the write lock; each read method is one statement (several
+        under one `reading` see one snapshot only where the backend gives one: use `snapshot` for that).
+        Raises StoreError (or InputError: not a ledger) for driver errors."""
+        with self._connection("read", write=False) as cursor:
+            yield cursor
 
     def head(self) -> tuple[int, bytes, str | None]:
-        """(seq, chain hash, recorded time) of the last event; (0, 32 zero bytes, None) when empty."""
-        with self.reading() as session:
-            return session.head()
+        """(seq, chain hash, recorded time) of the last event; (0, 32 zero bytes, None) when empty.
+        Raises StoreError."""
+        with self.reading() as cursor:
+            return cursor.head()
 
     def paper_facts(self, paper: str, known_at: str | None = None) -> list[Fact]:
-        with self.reading() as session:
-            return session.paper_facts(paper, known_at)
+        """Every event of one paper's record, in ledger order (recorded by `known_at`, when given).
+        Raises StoreError."""
+        with self.reading() as cursor:
+            return cursor.paper_facts(paper, known_at)
 
     def observation_facts(self, observation: str) -> list[Fact]:
-        with self.reading() as session:
-            rows = session.execute(f"SELECT {_COLUMNS} FROM events WHERE subject = ? AND kind IN "
-                                   f"{_OBSERVATION_KINDS} ORDER BY seq", (observation,)).fetchall()
+        """Every event of one observation, in ledger order. Raises StoreError."""
+        with self.reading() as cursor:
+            rows = cursor.execute(f"SELECT {_COLUMNS} FROM events WHERE subject = ? AND kind IN "
+                                  f"{_OBSERVATION_KINDS} ORDER BY seq", (observation,)).fetchall()
         return [_fact(r) for r in rows]
 
     def papers(self, as_of_key: str, known_at: str | None = None, batch: int = 500) -> Iterator[str]:
         """Papers with a snapshot effective by `as_of_key` (and recorded by `known_at`), sorted, read in
-        keyset pages so that replaying every paper never holds the whole list."""
+        keyset pages so that replaying every paper never holds the whole list. Raises StoreError."""
         sql = ("SELECT DISTINCT paper FROM events WHERE kind = 'paper.snapshot' AND effective_key <= ? "
                "AND paper > ?")
         if known_at is not None:
@@ -452,8 +318,8 @@ class Store:
         after = ""
         while True:
             params = [as_of_key, after] + ([known_at] if known_at is not None else []) + [batch]
-            with self.reading() as session:
-                page = [row[0] for row in session.execute(sql, params).fetchall()]
+            with self.reading() as cursor:
+                page = [row[0] for row in cursor.execute(sql, params).fetchall()]
             yield from page
             if len(page) < batch:
                 return
@@ -461,12 +327,12 @@ class Store:
             del page  # before the next page is read: one page held at a time
 
     def entries(self, batch: int = 2000) -> Iterator[Entry]:
-        """Every entry in ledger order, read in pages by seq so memory stays flat."""
+        """Every entry in ledger order, read in pages by seq so memory stays flat. Raises StoreError."""
         after = 0
         while True:
-            with self.reading() as session:
-                rows = session.execute(f"SELECT {session.entry_columns} FROM events WHERE seq > ? ORDER BY seq "
-                                       "LIMIT ?", (after, batch)).fetchall()
+            with self.reading() as cursor:
+                rows = cursor.execute(f"SELECT {self.backend.entry_columns} FROM events WHERE seq > ? ORDER BY seq "
+                                      "LIMIT ?", (after, batch)).fetchall()
             yield from map(Entry._make, rows)
             if len(rows) < batch:
                 return
@@ -476,17 +342,18 @@ class Store:
     # -- writing -------------------------------------------------------------------------------------
     @contextmanager
     def writing(self) -> Iterator["Writer"]:
-        """One all-or-nothing append transaction holding the write lock."""
-        if self.read_only:
-            raise InputError(f"{self.read_only}: an exported log is read-only; import it into a ledger instead")
-        with self._connection("append", write=True) as session:
+        """One all-or-nothing append transaction holding the write lock. Raises InputError on an exported
+        log (read-only), StoreError when the lock is not had in time or the fact key is missing."""
+        if self.exported_log:
+            raise InputError(f"{self.exported_log}: an exported log is read-only; import it into a ledger instead")
+        with self._connection("append", write=True) as cursor:
             if not self._fact_key_checked:
-                if session.execute(_FACT_KEY_PRESENT[self.dialect]).fetchone() is None:
+                if cursor.execute(self.backend.fact_key_present).fetchone() is None:
                     raise StoreError(f"{self.url}: the events table lost its unique fact key (subject, kind, "
                                      "effective_key): appends could no longer refuse a repeated fact; nothing appended")
                 self._fact_key_checked = True
             edge, self._edge = self._edge, None  # until this transaction commits
-            writer = Writer(session, edge)
+            writer = Writer(cursor, edge)
             yield writer
         self._edge = (writer.seq, writer.chain, writer.frontier)
 
@@ -500,9 +367,9 @@ class FactStored(StoreError):
 class Writer:
     """Appends inside one transaction. The chain continues from the head read under the lock."""
 
-    def __init__(self, session: Session, edge: tuple[int, bytes, dict[int, bytes]] | None = None):
-        self.session = session
-        self.seq, self.chain, self.last_recorded = session.head()
+    def __init__(self, cursor: Cursor, edge: tuple[int, bytes, dict[int, bytes]] | None = None):
+        self.cursor = cursor
+        self.seq, self.chain, self.last_recorded = cursor.head()
         # One recorded time per import, never earlier than the head's: recorded time follows ledger order,
         # so "known at K" is always a prefix of the log.
         now = now_utc()
@@ -512,31 +379,23 @@ class Writer:
             self.frontier = edge[2]  # handed over: the store forgets it until this transaction commits
         else:
             wanted = frontier_nodes(self.seq)
-            stored = session.tree_nodes(wanted)
+            stored = cursor.tree_nodes(wanted)
             self.frontier = {level: stored[(level, index)] for level, index in wanted}
 
     def paper_facts(self, paper: str) -> list[Fact]:
-        return self.session.paper_facts(paper)
+        """Every event of a paper's record, this transaction's appends included. Raises the driver's errors."""
+        return self.cursor.paper_facts(paper)
+
+    def entry(self, seq: int) -> Entry:
+        """The stored entry `seq`. Raises the driver's errors."""
+        return self.cursor.entry(seq)
 
     def existing(self, events: Iterable[Event]) -> dict[tuple[str, str, str], tuple[int, bytes]]:
         """For each (kind, subject, effective key) already stored: (seq, payload). Looked up by exact key
-        through the unique index, one indexed probe each; the importer asks only after a FactStored."""
+        through the unique index, one indexed probe each; the importer asks only after a FactStored.
+        Raises the driver's errors."""
         keys = sorted({(e.subject, e.kind, e.effective_key) for e in events})
-        probe = ("SELECT e.kind, e.subject, e.effective_key, e.seq, e.payload FROM {keys} JOIN events e "
-                 "ON e.subject = k.subject AND e.kind = k.kind AND e.effective_key = k.effective_key")
-        rows = []
-        if self.session.postgres and keys:
-            # One query text for any number of keys, so PostgreSQL plans it once (psycopg prepares it).
-            rows = self.session.execute(
-                probe.format(keys="unnest(?::text[], ?::text[], ?::text[]) AS k(subject, kind, effective_key)"),
-                tuple(list(column) for column in zip(*keys))).fetchall()
-        elif keys:
-            for start in range(0, len(keys), _KEYS_PER_QUERY):
-                chunk = keys[start:start + _KEYS_PER_QUERY]
-                values = ", ".join(["(?, ?, ?)"] * len(chunk))
-                # A join probes the unique index once per key; `(a, b, c) IN (VALUES ...)` scans it in SQLite.
-                rows += self.session.execute(f"WITH k(subject, kind, effective_key) AS (VALUES {values}) "
-                                             + probe.format(keys="k"), [v for key in chunk for v in key]).fetchall()
+        rows = self.cursor.store.backend.stored_facts(self.cursor, keys) if keys else []
         return {(r[0], r[1], r[2]): (r[3], _blob(r[4])) for r in rows}
 
     def append(self, events: list[Event]) -> list[Entry]:
@@ -546,9 +405,7 @@ class Writer:
         entries = []
         for ev in events:
             seq += 1
-            data = entry_bytes(seq, ev.kind, ev.effective_at, recorded_at, ev.payload)
-            digest = blake3(data).digest()
-            chain = link(chain, digest)
+            data, digest, chain = seal(chain, seq, ev.kind, ev.effective_at, recorded_at, ev.payload)
             entries.append((Entry(seq, ev.kind, ev.effective_at, recorded_at, ev.payload, digest, chain), ev, data))
         self.append_entries(entries)
         return [entry for entry, _, _ in entries]
@@ -570,29 +427,17 @@ class Writer:
             self.recorded_at = max(self.recorded_at, last.recorded_at)
 
     def _insert(self, rows: list[tuple], events: list[Event], nodes: list[tuple[int, int, bytes]]) -> None:
+        backend = self.cursor.store.backend
         if rows:
             try:  # the unique fact key decides, not a look-up first: new facts, the common case, cost no probe
-                self.session.insert("events", _EVENT_COLUMNS, rows)
-            except self.session.store.engine.dialect.dbapi.IntegrityError as exc:
-                if _repeats_a_fact(exc):
+                backend.insert(self.cursor, "events", EVENT_COLUMNS, rows)
+            except self.cursor.store.engine.dialect.dbapi.IntegrityError as exc:
+                if backend.repeats_a_fact(exc):
                     raise FactStored("a fact of this append is already stored (same subject, kind and effective "
                                      "time)") from None
                 raise
         links = [(p, ev.subject) for ev in events for p in ev.papers]  # only citations name papers
-        if self.session.postgres:
-            if nodes or links:  # column arrays, both tables in one statement: one round trip
-                columns = (tuple(map(list, zip(*nodes))) if nodes else ([], [], [])) + \
-                          (tuple(map(list, zip(*links))) if links else ([], []))
-                self.session.execute(
-                    "WITH nodes AS (INSERT INTO merkle_nodes (level, idx, hash) SELECT * FROM unnest(?::integer[], "
-                    "?::bigint[], ?::bytea[])) INSERT INTO observation_papers (paper, observation) SELECT * FROM "
-                    "unnest(?::text[], ?::text[]) ON CONFLICT DO NOTHING", columns)
-        else:
-            if nodes:
-                self.session.insert("merkle_nodes", ("level", "idx", "hash"), nodes)
-            if links:
-                self.session.executemany("INSERT OR IGNORE INTO observation_papers (paper, observation) "
-                                         "VALUES (?, ?)", links)
+        backend.insert_nodes_and_links(self.cursor, nodes, links)
 
 
 def _blob(value: object) -> bytes:
@@ -601,17 +446,3 @@ def _blob(value: object) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     return (value if isinstance(value, str) else repr(value)).encode("utf-8", "surrogateescape")
-
-
-def _repeats_a_fact(exc: Exception) -> bool:
-    """Whether an insert into events broke a unique key other than seq's: the fact key, under any name."""
-    diag = getattr(exc, "diag", None)  # psycopg: SQLSTATE and constraint name, whatever the server's language
-    if diag is not None:
-        return getattr(exc, "sqlstate", None) == "23505" and diag.constraint_name != "events_pkey"
-    message = str(exc)  # SQLite names the columns
-    return message.startswith("UNIQUE constraint failed: events.") and "events.seq" not in message
-
-
-def _is_lock(exc: BaseException) -> bool:
-    message = str(exc).lower()
-    return "database is locked" in message or "lock timeout" in message or "could not obtain lock" in message

@@ -30,13 +30,13 @@ def test_the_no_tree_variant_appends_a_verifiable_chain_without_nodes(tmp_path):
         store = Store.create(str(tmp_path / "bare.db"))
         with store.writing() as writer:
             writer.append(events[:40])
-        with store.reading() as session:
-            assert session.execute("SELECT COUNT(*) FROM merkle_nodes").fetchone()[0] == 0
+        with store.reading() as cursor:
+            assert cursor.execute("SELECT COUNT(*) FROM merkle_nodes").fetchone()[0] == 0
     again = Store.create(str(tmp_path / "tree.db"))  # the tree is back once the variant ends
     with again.writing() as writer:
         writer.append(events[:40])
-    with again.reading() as session:
-        assert session.execute("SELECT COUNT(*) FROM merkle_nodes").fetchone()[0] == 2 + 1  # 2 of 16, 1 of 32
+    with again.reading() as cursor:
+        assert cursor.execute("SELECT COUNT(*) FROM merkle_nodes").fetchone()[0] == 2 + 1  # 2 of 16, 1 of 32
 
 
 def test_a_failed_gate_stops_the_run():
@@ -57,9 +57,9 @@ def test_sql_alone_replays_an_imports_exact_rows(tmp_path):
     assert len(replayed) == 1
     store = Store.open(str(replayed[0]))
     try:
-        with store.reading() as session:
-            links = session.execute("SELECT COUNT(*) FROM observation_papers").fetchone()[0]
-            nodes = session.execute("SELECT COUNT(*) FROM merkle_nodes").fetchone()[0]
+        with store.reading() as cursor:
+            links = cursor.execute("SELECT COUNT(*) FROM observation_papers").fetchone()[0]
+            nodes = cursor.execute("SELECT COUNT(*) FROM merkle_nodes").fetchone()[0]
     finally:
         store.close()
     assert links > 0 and nodes == 600 // 16 + 600 // 32 + 600 // 64 + 600 // 128 + 600 // 256 + 600 // 512

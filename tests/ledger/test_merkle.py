@@ -11,8 +11,9 @@ import pytest
 from ledger.chain import entry_bytes
 from ledger.errors import IntegrityError
 from ledger.events import make_event
-from ledger.notes import Checkpoint, generate_signer, verify_checkpoint
-from ledger.proofs import prove_consistency, prove_inclusion, verify_proof
+from ledger.signed_notes import Checkpoint, generate_signer, verify_checkpoint
+from ledger.auditor import verify_proof
+from ledger.proofs import prove_consistency, prove_inclusion
 from ledger.proofs import checkpoint as make_checkpoint
 
 
@@ -125,8 +126,8 @@ def test_every_leaf_of_every_tree_size_up_to_64(grown):
 def test_the_tree_is_kept_incrementally(grown):
     # Every perfect subtree of 16 or more leaves is stored once, as it completes: 4 + 2 + 1 nodes for 64
     # leaves (smaller ones are re-computed from their block's event rows).
-    with grown.reading() as session:
-        rows = session.execute("SELECT level, idx FROM merkle_nodes ORDER BY level, idx").fetchall()
+    with grown.reading() as cursor:
+        rows = cursor.execute("SELECT level, idx FROM merkle_nodes ORDER BY level, idx").fetchall()
     assert [tuple(r) for r in rows] == [(4, 0), (4, 1), (4, 2), (4, 3), (5, 0), (5, 1), (6, 0)]
 
 

@@ -1,0 +1,65 @@
+"""The interface every backend implements (see `ledger.backends`), and the lock timeout they share."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from sqlalchemy.engine import Engine
+
+# How long a writer waits for the write lock (and SQLite for a busy file) before giving up with exit 3.
+LOCK_TIMEOUT_SECONDS = float(os.environ.get("LEDGER_LOCK_TIMEOUT", "60"))
+
+
+class Backend:
+    """The database-specific half of a store. Subclasses fill in every attribute and method below."""
+
+    name: str  # SQLAlchemy's dialect name
+    guards: tuple[str, ...]  # DDL run once by `ledger init`, after the tables: the append-only guards
+    begin_write: str  # begins a write transaction and takes the write lock
+    fact_key_present: str  # a query returning a row while the unique fact key is in place
+    entry_columns: str  # the select list of an Entry, in its field order, every hash and payload as bytes
+
+    def engine(self, url: str) -> Engine:
+        """A SQLAlchemy engine for `url`. Raises InputError for a setting the user got wrong."""
+        raise NotImplementedError
+
+    def connected(self, connection: Any, cursor: Any) -> None:
+        """Prepare a newly opened DBAPI connection (through the statement-counting `cursor`). Raises the
+        driver's errors."""
+
+    def sql(self, statement: str) -> str:
+        """A statement written with `?` placeholders, in this driver's paramstyle. Raises nothing."""
+        return statement
+
+    def holds_ledger(self, connection: Any) -> bool:
+        """Whether the database behind a SQLAlchemy connection already holds a ledger (checked by
+        `ledger init` where no file says so). Raises the driver's errors."""
+        return False
+
+    def insert(self, cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
+        """Insert rows in one statement. Raises the driver's errors (IntegrityError on a repeated key)."""
+        raise NotImplementedError
+
+    def insert_nodes_and_links(self, cursor: Any, nodes: list[tuple], links: list[tuple]) -> None:
+        """Store new Merkle nodes (level, idx, hash) and paper links (paper, observation); a link already
+        stored is skipped. Raises the driver's errors."""
+        raise NotImplementedError
+
+    def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:
+        """(kind, subject, effective_key, seq, payload) of each (subject, kind, effective_key) in `keys`
+        already stored, through the unique fact key. Raises the driver's errors."""
+        raise NotImplementedError
+
+    def repeats_a_fact(self, error: BaseException) -> bool:
+        """Whether an insert into events broke a unique key other than seq's: the fact key, under any name.
+        Raises nothing."""
+        raise NotImplementedError
+
+    def is_locked(self, error: BaseException) -> bool:
+        """Whether a driver error means another writer held the lock past the timeout. Raises nothing."""
+        raise NotImplementedError
+
+    def is_not_a_database(self, error: BaseException) -> bool:
+        """Whether a driver error means the file or server is not a database at all. Raises nothing."""
+        return False

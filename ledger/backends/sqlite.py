@@ -1,0 +1,104 @@
+"""The SQLite backend, the embedded default: WAL, `synchronous=FULL`, `BEGIN IMMEDIATE` for appends.
+
+Triggers check each inserted row against the log (seq must be MAX(seq) + 1) and refuse UPDATE and DELETE.
+Driver errors are recognised by their extended result code (`sqlite_errorname`), never by message text.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine
+
+from ..errors import InputError
+from .base import LOCK_TIMEOUT_SECONDS, Backend
+
+SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")  # SQLite's own values; nothing else reaches the PRAGMA
+_KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
+
+
+def synchronous_setting() -> str:
+    """`LEDGER_SQLITE_SYNCHRONOUS` (default FULL: a committed import survives power loss, not only a crash).
+    Raises InputError for anything but OFF, NORMAL, FULL or EXTRA: the value is never spliced unchecked."""
+    value = os.environ.get("LEDGER_SQLITE_SYNCHRONOUS", "FULL")
+    if value.upper() not in SYNCHRONOUS:
+        raise InputError(f"LEDGER_SQLITE_SYNCHRONOUS: expected one of {', '.join(SYNCHRONOUS)}, found {value!r}")
+    return value.upper()
+
+
+class SQLite(Backend):
+    name = "sqlite"
+    begin_write = "BEGIN IMMEDIATE"
+    guards = (
+        """CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+           BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END""",
+        """CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+           BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END""",
+        """CREATE TRIGGER events_gap_free BEFORE INSERT ON events
+           WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM events)
+           BEGIN SELECT RAISE(ABORT, 'events must be appended in sequence'); END""",
+        """CREATE TRIGGER observation_papers_append_only BEFORE DELETE ON observation_papers
+           BEGIN SELECT RAISE(ABORT, 'observation_papers is append-only'); END""",
+        """CREATE TRIGGER merkle_nodes_no_update BEFORE UPDATE ON merkle_nodes
+           BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
+        """CREATE TRIGGER merkle_nodes_no_delete BEFORE DELETE ON merkle_nodes
+           BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
+    )
+    fact_key_present = """SELECT 1 FROM pragma_index_list('events') AS l JOIN pragma_index_info(l.name) AS i
+                          WHERE l."unique" AND NOT l.partial GROUP BY l.name
+                          HAVING COUNT(*) = 3 AND SUM(i.name IN ('subject', 'kind', 'effective_key')) = 3"""
+    # SQLite returns whatever type a hand edit stored; CAST makes every payload and hash bytes (a number as its
+    # text, which will not re-compute), as PostgreSQL's bytea always is, so rows become Entries without checks.
+    entry_columns = ("seq, kind, effective_at, recorded_at, CAST(payload AS BLOB), CAST(entry_hash AS BLOB), "
+                     "CAST(chain_hash AS BLOB)")
+
+    def engine(self, url: str) -> Engine:
+        synchronous = synchronous_setting()
+        engine = create_engine(url, connect_args={"timeout": LOCK_TIMEOUT_SECONDS})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_connect(dbapi_connection, _record):
+            dbapi_connection.isolation_level = None  # transactions are begun explicitly
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA synchronous={synchronous}")  # one of SYNCHRONOUS, checked above
+            cursor.close()
+
+        return engine
+
+    def insert(self, cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
+        # In process: no round trips to save, executemany is the fastest path.
+        cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                           rows)
+
+    def insert_nodes_and_links(self, cursor: Any, nodes: list[tuple], links: list[tuple]) -> None:
+        if nodes:
+            self.insert(cursor, "merkle_nodes", ("level", "idx", "hash"), nodes)
+        if links:
+            cursor.executemany("INSERT OR IGNORE INTO observation_papers (paper, observation) VALUES (?, ?)", links)
+
+    def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:
+        rows: list[tuple] = []
+        for start in range(0, len(keys), _KEYS_PER_QUERY):
+            chunk = keys[start:start + _KEYS_PER_QUERY]
+            values = ", ".join(["(?, ?, ?)"] * len(chunk))
+            # A join probes the unique index once per key; `(a, b, c) IN (VALUES ...)` scans it in SQLite.
+            rows += cursor.execute(
+                f"WITH k(subject, kind, effective_key) AS (VALUES {values}) SELECT e.kind, e.subject, "
+                "e.effective_key, e.seq, e.payload FROM k JOIN events e ON e.subject = k.subject AND e.kind = k.kind "
+                "AND e.effective_key = k.effective_key", [v for key in chunk for v in key]).fetchall()
+        return rows
+
+    def repeats_a_fact(self, error: BaseException) -> bool:
+        # The fact key is a UNIQUE index (under any name); a taken seq is the rowid's PRIMARYKEY constraint.
+        return getattr(error, "sqlite_errorname", None) == "SQLITE_CONSTRAINT_UNIQUE"
+
+    def is_locked(self, error: BaseException) -> bool:
+        name = getattr(error, "sqlite_errorname", "") or ""
+        return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+
+    def is_not_a_database(self, error: BaseException) -> bool:
+        return getattr(error, "sqlite_errorname", None) == "SQLITE_NOTADB"
+
