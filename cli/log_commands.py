@@ -1,17 +1,13 @@
-"""Commands about the log itself: init, head, export, history."""
+"""Commands about the log itself: create it (init), read its head, export it."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from cli.main import Json, db_location, open_store, write_json, write_stdout
+from cli.common import Json, db_location, open_store, write_json, write_stdout
 from ledger.chain import hex_hash
-from ledger.errors import NotFoundError
 from ledger.export import export_line
 from ledger.store import Store
-from projections import audit
 
 app = typer.Typer()
 
@@ -39,22 +35,3 @@ def export(ctx: typer.Context) -> None:
     """The whole log as JSON lines, every hash included, oldest first."""
     for entry in open_store(ctx).entries():
         write_stdout(export_line(entry))
-
-
-@app.command()
-def history(
-    ctx: typer.Context,
-    subject: Annotated[str, typer.Argument(metavar="ID", help="An observation id or an arXiv id.")],
-    json: Json = False,
-) -> None:
-    """Every event of an observation or a paper, oldest first, with what each changed."""
-    store = open_store(ctx)
-    facts = store.observation_facts(subject) or store.paper_facts(subject)
-    if not facts:
-        raise NotFoundError(f"no events of {subject} in this ledger")
-    rows = audit.history(facts)
-    if json:
-        write_json(rows)
-        return
-    for row in rows:
-        typer.echo(f"{row['seq']}\t{row['effective_at']}\trecorded {row['recorded_at']}\t{row['kind']}\t{row['account']}")

@@ -1,4 +1,5 @@
-"""The typer application, its global options, and the one place where errors become exit codes.
+"""The typer application: its global options, the command modules joined into one app, and the one place
+where errors become exit codes. It only assembles: shared helpers live in `cli.common`.
 
 Exit codes: 0 success; 1 a verification failed or nothing exists as of that date; 2 bad input or usage;
 3 the check could not run (store unreachable, locked past its timeout, or an internal error).
@@ -14,12 +15,9 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from ledger.canonical import canonical
+from cli import log_commands, proof_commands, record_commands
+from cli.common import DEFAULT_DB
 from ledger.errors import IntegrityError, LedgerError
-from ledger.store import Store
-
-DEFAULT_DB = "ledger.db"
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]  # every command's --json
 
 
 class LedgerGroup(TyperGroup):
@@ -68,45 +66,9 @@ def _options(
     ctx.obj = {"db": db, "verbose": verbose}
 
 
-def db_location(ctx: typer.Context) -> str:
-    return ctx.obj["db"]
-
-
-def open_store(ctx: typer.Context) -> Store:
-    """The ledger named by --db; never creates one."""
-    location = db_location(ctx)
-    if location.endswith(".jsonl"):
-        from ledger.logfile import open_log
-
-        return open_log(location)
-    return Store.open(location)
-
-
-def progress(message: str) -> None:
-    """Progress goes to stderr, and only when a person is watching."""
-    if sys.stderr.isatty():
-        typer.echo(message, err=True)
-
-
-def write_stdout(data: bytes) -> None:
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
-def write_json(value: object) -> None:
-    """`--json` output: one canonical line (stable, sorted keys) on stdout."""
-    write_stdout(canonical(value) + b"\n")
-
-
-def register() -> None:
-    from cli import log, proofs, records
-
-    app.add_typer(records.app)
-    app.add_typer(log.app)
-    app.add_typer(proofs.app)
-
-
-register()
+app.add_typer(record_commands.app)
+app.add_typer(log_commands.app)
+app.add_typer(proof_commands.app)
 
 
 def main() -> None:

@@ -8,37 +8,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.main import Json, open_store, write_json, write_stdout
+from cli.common import Json, load_signer, load_verifier, open_store, read_text, write_json, write_stdout
+from ledger.auditor import load_json, verify_proof
 from ledger.errors import InputError
-from ledger.importer import read_input
-from ledger.notes import generate_signer, parse_signer, parse_verifier
+from ledger.inputs import read_input
 from ledger.proofs import checkpoint as signed_checkpoint
-from ledger.proofs import load_json, prove_consistency, prove_inclusion, verify_proof
+from ledger.proofs import prove_consistency, prove_inclusion
+from ledger.signed_notes import generate_signer
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
-
-
-def read_text(name: str) -> str:
-    try:
-        return read_input(name).decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{name}: not UTF-8 text") from None
-
-
-def _load_key(name: str, parse):
-    try:
-        return parse(read_text(name))
-    except InputError as exc:
-        raise InputError(f"{name}: {exc}") from None
-
-
-def load_signer(name: str):
-    return _load_key(name, parse_signer)
-
-
-def load_verifier(name: str):
-    return _load_key(name, parse_verifier)
 
 
 @app.command()
@@ -95,4 +74,4 @@ def verify_proof_command(
 ) -> None:
     """Check a proof against a signed checkpoint, with no database."""
     data = load_json(proof, read_input(proof))
-    typer.echo(verify_proof(data, read_text(checkpoint_file), load_verifier(verifier_key)))
+    typer.echo(verify_proof(data, read_text(checkpoint_file, "a signed checkpoint"), load_verifier(verifier_key)))

@@ -1,4 +1,4 @@
-"""Commands about records: import, replay, verify, diff."""
+"""Commands about records: import, replay, verify, and the audit views history and diff."""
 
 from __future__ import annotations
 
@@ -8,19 +8,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.main import Json, db_location, open_store, progress, write_json, write_stdout
-from cli.proofs import load_signer, load_verifier
+from cli.common import Json, db_location, load_signer, load_verifier, open_store, progress, when, write_json, write_stdout
+from ledger.auditor import load_json, verify_bundle
 from ledger.canonical import canonical
 from ledger.chain import hex_hash
 from ledger.errors import InputError, IntegrityError, NotFoundError
-from ledger.importer import import_files, read_input
-from ledger.proofs import evidence_bundle, load_json, verify_bundle
+from ledger.importer import import_files
+from ledger.inputs import read_input
+from ledger.logfile import is_exported_log, log_entries
+from ledger.proofs import evidence_bundle
 from ledger.replay import records_as_of
-from ledger.store import Store
-from ledger.times import parse_when
+from ledger.store import Store, sqlite_path
 from ledger.verify import verify_chain, verify_record
 from projections import audit
-from projections.record import build_record, record_bytes
+from projections.record import build_record
 from projections.text import render_text
 
 app = typer.Typer()
@@ -46,17 +47,8 @@ def import_(
         typer.echo(f"appended {result.appended} events ({result.present} already present); head {seq} {hex_hash(chain)}")
 
 
-def _when(option: str, value: str | None) -> tuple[str, str] | None:
-    if value is None:
-        return None
-    try:
-        return parse_when(value)
-    except InputError as exc:
-        raise InputError(f"{option}: {exc}") from None
-
-
 def _render(record: dict, fmt: str) -> bytes:
-    return record_bytes(record) if fmt == "json" else render_text(record).encode()
+    return canonical(record) if fmt == "json" else render_text(record).encode()
 
 
 @app.command()
@@ -74,8 +66,8 @@ def replay(
     """Rebuild records as of a date, byte for byte as published."""
     if fmt not in ("json", "text"):
         raise InputError(f"--format: expected json or text, found {fmt!r}")
-    as_of_text, as_of_key = _when("--as-of", as_of)
-    known = _when("--known-at", known_at)
+    as_of_text, as_of_key = when("--as-of", as_of)
+    known = when("--known-at", known_at)
     known_key = known[1] if known else None
     store = open_store(ctx)
     if evidence is not None:
@@ -144,10 +136,8 @@ def verify(
         return
     location = db_location(ctx)
     if not records:
-        if location.endswith(".jsonl"):
-            from ledger.logfile import iter_log
-
-            account = verify_chain(iter_log(location), progress)
+        if is_exported_log(location):
+            account = verify_chain(log_entries(location), progress)
         else:
             store = open_store(ctx)
             account = verify_chain(store.entries(), progress)
@@ -175,7 +165,8 @@ def verify(
 def _store_if_any(ctx: typer.Context) -> Store | None:
     """Records re-check without a ledger; with one, they are also compared with its history."""
     location = db_location(ctx)
-    if "://" not in location and not Path(location).exists():
+    path = sqlite_path(location)
+    if path is not None and not Path(path).exists():
         progress(f"no ledger at {location}: checking published digests only")
         return None
     return open_store(ctx)
@@ -198,9 +189,9 @@ def diff(
     json: Json = False,
 ) -> None:
     """What changed in a paper's record between two dates."""
-    start_text, start_key = _when("--from", start)
-    end_text, end_key = _when("--to", end)
-    known = _when("--known-at", known_at)
+    start_text, start_key = when("--from", start)
+    end_text, end_key = when("--to", end)
+    known = when("--known-at", known_at)
     facts = open_store(ctx).paper_facts(paper, known[1] if known else None)
     after = build_record(paper, facts, end_text, end_key)
     try:
@@ -229,3 +220,22 @@ def _lane(lane: dict | None) -> str:
         return "none"
     observed = f", observed {lane['source_observed_at']}" if lane["source_observed_at"] else ""
     return f"{lane['records_observed']} of {lane['denominator']} ({lane['source']}{observed})"
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(metavar="ID", help="An observation id or an arXiv id.")],
+    json: Json = False,
+) -> None:
+    """Every event of an observation or a paper, oldest first, with what each changed."""
+    store = open_store(ctx)
+    facts = store.observation_facts(subject) or store.paper_facts(subject)
+    if not facts:
+        raise NotFoundError(f"no events of {subject} in this ledger")
+    rows = audit.history(facts)
+    if json:
+        write_json(rows)
+        return
+    for row in rows:
+        typer.echo(f"{row['seq']}\t{row['effective_at']}\trecorded {row['recorded_at']}\t{row['kind']}\t{row['account']}")

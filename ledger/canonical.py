@@ -70,7 +70,8 @@ def canonical(value: Any, floats: bool = True) -> bytes:
 
 
 def sha256_digest(value: Any) -> str:
-    """`sha256:<hex>` of the canonical bytes of `value`."""
+    """`sha256:<hex>` of the canonical bytes of `value`.
+    Raises CanonicalError (an InputError) for a value with no canonical form."""
     return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
 
 

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from .canonical import canonical
 from .errors import InputError
-from .record import (
+from .published import (
     _type_name,
     check_citation,
     check_notice,
@@ -70,12 +70,14 @@ class Fact(NamedTuple):
 
 
 def latest(times: Iterable[str]) -> str | None:
-    """The latest of several timestamp strings, returned as written; None when there are none."""
+    """The latest of several timestamp strings, returned as written; None when there are none.
+    Raises TimeError for a string that is not a timestamp."""
     return max(times, key=instant_key, default=None)
 
 
 def observed_times(value: Any) -> Iterator[str]:
-    """Every `*_observed_at` / `observed_at` string inside a value (paper dates are not observations)."""
+    """Every `*_observed_at` / `observed_at` string inside a value (paper dates are not observations).
+    Raises nothing."""
     if isinstance(value, dict):
         for key, item in value.items():
             if (key == "observed_at" or key.endswith("_observed_at")) and isinstance(item, str):
@@ -88,6 +90,7 @@ def observed_times(value: Any) -> Iterator[str]:
 
 
 def citation_papers(citation: dict) -> tuple[str, ...]:
+    """Raises KeyError only for a citation `published.check_citation` would refuse."""
     papers = [citation["citing_paper"]["arxiv_id"]]
     cited = citation.get("cited_paper")
     if cited is not None and cited["arxiv_id"] not in papers:
@@ -163,6 +166,7 @@ def record_events(record: dict) -> list[Event]:
     Derived fields (thesis, coverage counts, links, digests) become no event: they are re-computed.
     Defaults (an unresolved resolution with no time, an unchecked notice, no measurement) are the absence
     of an event, so they are not stored either.
+    Raises InputError naming the field of a fact that cannot be an event.
     """
     paper = record["paper"]
     arxiv_id = paper["arxiv_id"]

@@ -8,23 +8,19 @@ appended unless everything is accepted.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from blake3 import blake3
+from projections.record import rebuild_mismatch
 
-from projections.record import build_record, first_difference
-
-from .canonical import canonical, parse_json
-from .chain import Entry, entry_bytes, hex_hash, link
+from .canonical import parse_json
+from .chain import Entry, hex_hash, seal
 from .errors import InputError, IntegrityError, NotFoundError
 from .events import Event, make_event, record_events
-from .record import check_record, verify_digests
+from .inputs import decode_input, read_input
+from .published import check_record, verify_digests
 from .store import FactStored, Store, Writer
 from .times import TimeError, instant_key
 
-STDIN = "-"
 _ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
 
 
@@ -43,32 +39,6 @@ class ImportResult:
     appended: int
     present: int
     head: tuple[int, bytes]
-
-
-def read_input(name: str) -> bytes:
-    if name == STDIN:
-        return sys.stdin.buffer.read()
-    path = Path(name)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, expected a file") from None
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read: {exc.strerror}") from None
-
-
-def decode_input(name: str, data: bytes, expected: str = "a record or event lines") -> str:
-    if not data.strip():
-        raise InputError(f"{name}: empty file, expected {expected}")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: not UTF-8 text (byte {exc.start}): binary file?") from None
-    if "\x00" in text:
-        raise InputError(f"{name}: contains NUL bytes: binary file?")
-    return text
 
 
 def parse_input(name: str, data: bytes) -> Parsed:
@@ -148,7 +118,8 @@ def _hash_field(obj: dict, key: str) -> bytes:
 
 
 def parse_entry(obj: dict) -> tuple[Entry, Event]:
-    """An exported log line: the event plus the ledger's own seq, recorded time and hashes."""
+    """An exported log line: the event plus the ledger's own seq, recorded time and hashes.
+    Raises InputError naming the field."""
     missing = [k for k in _ENTRY_FIELDS if k not in obj]
     if missing:
         raise InputError(f"field {missing[0]}: missing (a log line carries {', '.join(_ENTRY_FIELDS)})")
@@ -205,7 +176,7 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
     for line, entry, event in entries:
         where = f"{name}: line {line}"
         if entry.seq <= seq:
-            held = batch[entry.seq - writer.seq - 1][0] if entry.seq > writer.seq else writer.session.entry(entry.seq)
+            held = batch[entry.seq - writer.seq - 1][0] if entry.seq > writer.seq else writer.entry(entry.seq)
             if held.entry_hash != entry.entry_hash or held.chain_hash != entry.chain_hash:
                 raise InputError(f"{where}: seq {entry.seq} is already taken by another event in this ledger")
             present += 1
@@ -215,12 +186,10 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
         if entry.recorded_at < recorded:  # known-at is a prefix of the log only while recorded time never falls
             raise InputError(f"{where}: seq {entry.seq}: recorded_at {entry.recorded_at} is earlier than "
                              f"seq {seq}'s ({recorded})")
-        data = entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
-        digest = blake3(data).digest()
+        data, digest, chain = seal(chain, entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
         if digest != entry.entry_hash:
             raise IntegrityError(f"{where}: seq {entry.seq}: entry hash does not re-compute "
                                  f"(line says {hex_hash(entry.entry_hash)}, re-computed {hex_hash(digest)})")
-        chain = link(chain, digest)
         if chain != entry.chain_hash:
             raise IntegrityError(f"{where}: seq {entry.seq}: chain hash does not re-compute "
                                  f"(line says {hex_hash(entry.chain_hash)}, re-computed {hex_hash(chain)})")
@@ -243,7 +212,8 @@ def import_inputs(store: Store, parsed: list[Parsed]) -> ImportResult:
 
     New facts are the common case, so they are appended without looking anything up first: the database's
     unique fact key refuses a transaction that repeats a stored fact (FactStored), which is then rolled back
-    and run again, looking every fact up before appending it."""
+    and run again, looking every fact up before appending it.
+    Raises InputError (a contradiction, a record the ledger cannot reproduce), IntegrityError (an exported line whose hashes do not re-compute) or StoreError; nothing is appended then."""
     try:
         return _import(store, parsed, look_up=False)
     except FactStored:
@@ -270,15 +240,13 @@ def _import(store: Store, parsed: list[Parsed], look_up: bool) -> ImportResult:
 
 def _check_rebuild(writer: Writer, name: str, record: dict) -> None:
     """The ledger must give back this record's exact bytes at its as_of, or the import is refused."""
-    paper = record["paper"]["arxiv_id"]
     try:
-        rebuilt = build_record(paper, writer.paper_facts(paper), record["as_of"])
+        mismatch = rebuild_mismatch(writer.paper_facts(record["paper"]["arxiv_id"]), record)
     except NotFoundError as exc:
         raise InputError(f"{name}: the ledger cannot rebuild this record: {exc}") from None
-    if canonical(rebuilt) != canonical(record):
-        difference = first_difference(rebuilt, record)
+    if mismatch is not None:
         raise InputError(f"{name}: the ledger cannot reproduce this record at its as_of {record['as_of']}: "
-                         f"first difference at {difference}")
+                         f"first difference at {mismatch.first()}")
 
 
 def import_files(store: Store, names: list[str], progress=None) -> ImportResult:
@@ -286,6 +254,7 @@ def import_files(store: Store, names: list[str], progress=None) -> ImportResult:
 
     `progress`, when given, is called with a short line as each file is validated (the CLI shows it on a
     terminal); this module never prints.
+    Raises InputError or IntegrityError naming the file (nothing appended), StoreError.
     """
     parsed = []
     for name in names:

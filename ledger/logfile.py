@@ -13,8 +13,16 @@ from .errors import InputError
 from .importer import Parsed, import_inputs, parse_input, read_input
 from .store import Store
 
+SUFFIX = ".jsonl"
+
+
+def is_exported_log(location: str) -> bool:
+    """Whether a `--db` location names an exported log rather than a database. Raises nothing."""
+    return location.endswith(SUFFIX)
+
 
 def read_log(path: str) -> Parsed:
+    """Parse an exported log. Raises InputError for a file that is not one (naming the line)."""
     parsed = parse_input(path, read_input(path))
     if parsed.record is not None or parsed.events:
         line = parsed.events[0][0] if parsed.events else 1
@@ -22,12 +30,15 @@ def read_log(path: str) -> Parsed:
     return parsed
 
 
-def iter_log(path: str) -> list[Entry]:
+def log_entries(path: str) -> list[Entry]:
+    """Every entry of an exported log, as written (not yet re-checked). Raises InputError."""
     return [entry for _, entry, _ in read_log(path).entries]
 
 
 def open_log(path: str) -> Store:
+    """A read-only in-memory store holding an exported log, every hash re-computed on the way in.
+    Raises InputError (malformed) or IntegrityError (a hash that does not re-compute)."""
     store = Store.create("sqlite://")
     import_inputs(store, [read_log(path)])
-    store.read_only = path
+    store.exported_log = path
     return store

@@ -21,10 +21,12 @@ NodeSource = Callable[[int, int], bytes]  # (level, index) -> the stored hash of
 
 
 def leaf_hash(leaf: bytes) -> bytes:
+    """SHA-256(0x00 || leaf), RFC 9162's leaf hash. Raises nothing."""
     return hashlib.sha256(b"\x00" + leaf).digest()
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
+    """SHA-256(0x01 || left || right), RFC 9162's interior node hash. Raises nothing."""
     return hashlib.sha256(b"\x01" + left + right).digest()
 
 
@@ -42,6 +44,7 @@ def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes, kept: list, 
     `frontier` maps level -> hash of the right-most perfect subtree at that level (it is updated in place).
     The leaf and every perfect subtree it completes, (level, index, hash), are added to `kept` when their
     level is at least `keep_from`.
+    Raises nothing.
     """
     level, index, digest = 0, size, leaf_digest
     if keep_from == 0:
@@ -57,7 +60,7 @@ def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes, kept: list, 
 
 def perfect_subtrees(first: int, leaf_digests: list[bytes], below: int) -> dict[tuple[int, int], bytes]:
     """Every perfect subtree of fewer than 2**below leaves among consecutive leaves from index `first`
-    (a multiple of 2**below), by (level, index)."""
+    (a multiple of 2**below), by (level, index). Raises nothing."""
     found: dict[tuple[int, int], bytes] = {}
     row = leaf_digests
     for level in range(below):
@@ -68,7 +71,8 @@ def perfect_subtrees(first: int, leaf_digests: list[bytes], below: int) -> dict[
 
 
 def frontier_nodes(size: int) -> list[tuple[int, int]]:
-    """The (level, index) of the perfect subtrees a tree of `size` leaves decomposes into, left to right."""
+    """The (level, index) of the perfect subtrees a tree of `size` leaves decomposes into, left to right.
+    Raises nothing."""
     nodes, start = [], 0
     for level in range(size.bit_length() - 1, -1, -1):
         if size & (1 << level):
@@ -78,7 +82,8 @@ def frontier_nodes(size: int) -> list[tuple[int, int]]:
 
 
 def subtree(nodes: NodeSource, lo: int, hi: int) -> bytes:
-    """MTH(D[lo:hi]) from stored perfect subtrees (lo is aligned as in the RFC's recursion)."""
+    """MTH(D[lo:hi]) from stored perfect subtrees (lo is aligned as in the RFC's recursion).
+    Raises whatever `nodes` raises for a node it does not hold."""
     n = hi - lo
     if n == 0:
         return EMPTY_ROOT
@@ -89,11 +94,13 @@ def subtree(nodes: NodeSource, lo: int, hi: int) -> bytes:
 
 
 def root(nodes: NodeSource, size: int) -> bytes:
+    """MTH(D[size]), the tree's root. Raises whatever `nodes` raises for a node it does not hold."""
     return subtree(nodes, 0, size)
 
 
 def inclusion_path(nodes: NodeSource, index: int, size: int) -> list[bytes]:
-    """PATH(m, D[n]) of RFC 9162 2.1.3.1, leaf first."""
+    """PATH(m, D[n]) of RFC 9162 2.1.3.1, leaf first.
+    Raises IntegrityError for an index outside the tree, or whatever `nodes` raises."""
     if not 0 <= index < size:
         raise IntegrityError(f"leaf index {index} is not in a tree of size {size}")
 
@@ -110,7 +117,8 @@ def inclusion_path(nodes: NodeSource, index: int, size: int) -> list[bytes]:
 
 
 def consistency_path(nodes: NodeSource, old: int, new: int) -> list[bytes]:
-    """PROOF(m, D[n]) of RFC 9162 2.1.4.1."""
+    """PROOF(m, D[n]) of RFC 9162 2.1.4.1.
+    Raises IntegrityError for sizes that are not an old and a new tree, or whatever `nodes` raises."""
     if not 0 < old <= new:
         raise IntegrityError(f"no consistency proof from size {old} to size {new}")
 

@@ -14,7 +14,7 @@ from typing import Any
 from . import SCHEMA
 from .canonical import sha256_digest
 from .errors import InputError, IntegrityError
-from .notices import NOTICE_STATES
+from .standing_notices import NOTICE_STATES
 from .times import parse_instant
 
 RESOLUTION_STATES = (
@@ -25,7 +25,6 @@ RESOLUTION_STATES = (
     "malformed_identifier",
     "metadata_mismatch",
 )
-LANES = ("reference_resolution", "standing_notices", "inbound_itemization", "external_citation_measurements")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 RECORD_FIELDS = (
@@ -40,7 +39,7 @@ def _type_name(value: Any) -> str:
 
 
 def field(obj: dict, key: str, kind: type | tuple, path: str, nullable: bool = False) -> Any:
-    """Return obj[key] after checking it exists and has the expected JSON type."""
+    """Return obj[key] after checking it exists and has the expected JSON type. Raises InputError naming the field."""
     where = f"{path}.{key}" if path else key
     if key not in obj:
         raise InputError(f"field {where}: missing")
@@ -56,6 +55,7 @@ def field(obj: dict, key: str, kind: type | tuple, path: str, nullable: bool = F
 
 
 def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | None:
+    """Return obj[key], a timestamp string (or None when nullable). Raises InputError naming the field."""
     value = field(obj, key, str, path, nullable)
     if value is not None:
         try:
@@ -66,6 +66,7 @@ def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | N
 
 
 def check_paper_snapshot(paper: Any, path: str) -> dict:
+    """Return a paper block after checking its id and snapshot time. Raises InputError naming the field."""
     if not isinstance(paper, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(paper)}")
     field(paper, "arxiv_id", str, path)
@@ -74,6 +75,7 @@ def check_paper_snapshot(paper: Any, path: str) -> dict:
 
 
 def check_citation(citation: Any, path: str) -> dict:
+    """Return a citation after checking its shape. Raises InputError naming the field."""
     if not isinstance(citation, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(citation)}")
     check_paper_snapshot(field(citation, "citing_paper", dict, path), f"{path}.citing_paper")
@@ -90,6 +92,7 @@ def check_citation(citation: Any, path: str) -> dict:
 
 
 def check_resolution(resolution: Any, path: str) -> dict:
+    """Return a resolution after checking its shape and state. Raises InputError naming the field."""
     if not isinstance(resolution, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(resolution)}")
     timestamp(resolution, "observed_at", path, nullable=True)
@@ -101,6 +104,7 @@ def check_resolution(resolution: Any, path: str) -> dict:
 
 
 def check_receipts(receipts: list, path: str) -> None:
+    """Check a list of source receipts. Raises InputError naming the field."""
     for index, receipt in enumerate(receipts):
         where = f"{path}[{index}]"
         if not isinstance(receipt, dict):
@@ -110,6 +114,7 @@ def check_receipts(receipts: list, path: str) -> None:
 
 
 def check_notice(notice: Any, path: str) -> dict:
+    """Return a standing notice after checking its shape and state. Raises InputError naming the field."""
     if not isinstance(notice, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(notice)}")
     state = field(notice, "state", str, path)
@@ -129,6 +134,7 @@ def check_notice(notice: Any, path: str) -> dict:
 
 
 def check_observation(obs: Any, path: str) -> dict:
+    """Return an observation after checking its shape. Raises InputError naming the field."""
     if not isinstance(obs, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(obs)}")
     if not field(obs, "observation_id", str, path):
@@ -183,17 +189,20 @@ def check_record(record: Any) -> dict:
 
 
 def observation_digest(obs: dict) -> str:
-    """sha256 of the canonical observation without its `observation_digest`."""
+    """sha256 of the canonical observation without its `observation_digest`.
+    Raises CanonicalError for a value with no canonical form."""
     return sha256_digest({k: v for k, v in obs.items() if k != "observation_digest"})
 
 
 def context_digest(record: dict) -> str:
-    """sha256 of the canonical record without `context_digest` and `as_of` (SPEC 1)."""
+    """sha256 of the canonical record without `context_digest` and `as_of` (SPEC 1).
+    Raises CanonicalError for a value with no canonical form."""
     return sha256_digest({k: v for k, v in record.items() if k not in ("context_digest", "as_of")})
 
 
 def digest_mismatches(record: dict) -> list[str]:
-    """One line per digest that does not re-check; empty when all do."""
+    """One line per digest that does not re-check; empty when all do.
+    Raises nothing for a record `check_record` accepted."""
     problems = []
     for direction in ("inbound", "outbound"):
         for obs in record[direction]:

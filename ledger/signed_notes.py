@@ -37,6 +37,7 @@ def _b64decode(text: str, what: str) -> bytes:
 
 
 def key_id(name: str, public: bytes) -> bytes:
+    """The 4-byte key id of a signed-note Ed25519 key. Raises nothing."""
     return hashlib.sha256(name.encode() + b"\n" + bytes([ED25519]) + public).digest()[:4]
 
 
@@ -65,7 +66,8 @@ class Signer:
         return f"PRIVATE+KEY+{self.name}+{v.id.hex()}+{base64.b64encode(bytes([ED25519]) + self.seed).decode()}"
 
     def sign(self, text: str) -> str:
-        """The signed note: `text` (ending in a newline), a blank line, one signature line."""
+        """The signed note: `text` (ending in a newline), a blank line, one signature line.
+        Raises InputError when the text does not end with a newline."""
         if not text.endswith("\n"):
             raise InputError("a note's text must end with a newline")
         signature = Ed25519PrivateKey.from_private_bytes(self.seed).sign(text.encode())
@@ -74,12 +76,14 @@ class Signer:
 
 
 def generate_signer(name: str) -> Signer:
+    """A new Ed25519 signing key named `name`. Raises InputError for a name with spaces or "+"."""
     if not _NAME.fullmatch(name):
         raise InputError(f"key name {name!r}: must be non-empty, without spaces or '+'")
     return Signer(name, Ed25519PrivateKey.generate().private_bytes_raw())
 
 
 def parse_signer(text: str) -> Signer:
+    """A signing key from its text form. Raises InputError when it is not one."""
     parts = text.strip().split("+", 4)  # the base64 key itself may contain '+'
     if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
         raise InputError("signer key: expected PRIVATE+KEY+<name>+<id>+<key>")
@@ -93,6 +97,7 @@ def parse_signer(text: str) -> Signer:
 
 
 def parse_verifier(text: str) -> Verifier:
+    """A verifier key from its text form. Raises InputError when it is not one."""
     parts = text.strip().split("+", 2)  # the base64 key itself may contain '+'
     if len(parts) != 3:
         raise InputError("verifier key: expected <name>+<id>+<key>")
@@ -134,10 +139,12 @@ class Checkpoint:
     root: bytes
 
     def text(self) -> str:
+        """The checkpoint body (origin, size, base64 root), each line ending in a newline. Raises nothing."""
         return f"{self.origin}\n{self.size}\n{base64.b64encode(self.root).decode()}\n"
 
 
 def parse_checkpoint(text: str) -> Checkpoint:
+    """The checkpoint in a note body. Raises InputError when it is not one."""
     lines = text.split("\n")
     if len(lines) < 4 or not lines[0] or not re.fullmatch(r"0|[1-9][0-9]*", lines[1]):
         raise InputError("checkpoint: expected origin, tree size and root hash lines")
@@ -148,7 +155,8 @@ def parse_checkpoint(text: str) -> Checkpoint:
 
 
 def verify_checkpoint(note: str, verifier: Verifier) -> Checkpoint:
-    """The checkpoint a signed note carries, after checking its signature and that its origin is the key's."""
+    """The checkpoint a signed note carries, after checking its signature and that its origin is the key's.
+    Raises InputError for a malformed note, IntegrityError for a bad or missing signature or another origin."""
     checkpoint = parse_checkpoint(open_note(note, verifier))
     if checkpoint.origin != verifier.name:
         raise IntegrityError(f"checkpoint: origin {checkpoint.origin!r} is not the verifier key's {verifier.name!r}")

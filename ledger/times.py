@@ -39,12 +39,13 @@ def parse_instant(text: object) -> datetime:
 
 
 def instant_key(text: object) -> str:
-    """The sortable UTC key of a timestamp string (microsecond precision)."""
+    """The sortable UTC key of a timestamp string (microsecond precision). Raises TimeError."""
     return format_utc(parse_instant(text))
 
 
 def format_utc(moment: datetime) -> str:
     # isoformat, not strftime: strftime writes the year 5 as "5", which sorts after "2026".
+    """Raises nothing."""
     return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
@@ -52,6 +53,7 @@ def parse_when(text: str) -> tuple[str, str]:
     """A command-line date: returns (as written in a record, ordering key).
 
     A bare date means the end of that day in UTC, inclusive (SPEC 4); a full timestamp is used as given.
+    Raises TimeError (an InputError).
     """
     if _DATE.fullmatch(text):
         try:
@@ -65,6 +67,6 @@ def parse_when(text: str) -> tuple[str, str]:
 
 
 def long_date(text: str) -> str:
-    """'2026-08-09T16:41:00Z' -> '9 August 2026' (the UTC day)."""
+    """'2026-08-09T16:41:00Z' -> '9 August 2026' (the UTC day). Raises TimeError."""
     moment = parse_instant(text)
     return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"

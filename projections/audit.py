@@ -18,7 +18,7 @@ from ledger.events import (
     UNRESOLVED,
     Fact,
 )
-from ledger.notices import describe_notice
+from ledger.standing_notices import describe_notice
 
 from .text import UNTITLED, cited_label
 

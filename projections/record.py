@@ -7,14 +7,14 @@ It never reads storage and never shows a fact observed after `as_of`.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import orjson
 
 from ledger import SCHEMA
 from ledger.canonical import canonical
 from ledger.errors import NotFoundError
-from ledger.notices import CHECK_FAILED
+from ledger.standing_notices import CHECK_FAILED
 from ledger.events import (
     CITATION_OBSERVED,
     Fact,
@@ -28,14 +28,14 @@ from ledger.events import (
     SOURCE_CHECKED,
     UNRESOLVED,
 )
-from ledger.record import RESOLUTION_STATES, context_digest, observation_digest
+from ledger.published import RESOLUTION_STATES, context_digest, observation_digest
 from ledger.times import instant_key, long_date
 
 CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
 REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."
 CITATION_SOURCE = "paper_references, paper_reference_links"
 NOTICE_SOURCE = "scholarly_work_events, retraction_status_cache"
-NOTES = {
+LANE_NOTES = {
     "reference_resolution": "Typed states for the displayed outbound observations.",
     "standing_notices": "One-hop event checks from named stored sources.",
     "inbound_itemization": "Pith citing papers itemized under the disclosed page cap.",
@@ -44,7 +44,7 @@ NOTES = {
 
 
 def _lane(lane: str, denominator: int, observed: int, source: str, when: str | None) -> dict:
-    return {"denominator": denominator, "lane": lane, "note": NOTES[lane], "records_observed": observed,
+    return {"denominator": denominator, "lane": lane, "note": LANE_NOTES[lane], "records_observed": observed,
             "source": source, "source_observed_at": when, "state": "measured"}
 
 
@@ -156,13 +156,56 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: st
     return record
 
 
-def record_bytes(record: dict) -> bytes:
-    """The published JSON form: exactly the canonical encoding, no trailing newline."""
-    return canonical(record)
+class Mismatch(NamedTuple):
+    """A record and the ledger's rebuild of it at its own as_of, which differ."""
+
+    rebuilt: dict
+    record: dict
+
+    def first(self) -> str:
+        """The first place they differ, in canonical key order (digests last)."""
+        return first_difference(self.rebuilt, self.record) or "record"
+
+    def each(self) -> list[str]:
+        """One line per observation or field that differs (at least one line)."""
+        return history_differences(self.rebuilt, self.record) or [self.first()]
+
+
+def rebuild_mismatch(facts: Iterable[Fact], record: dict) -> Mismatch | None:
+    """Rebuild `record`'s paper from `facts` at the record's own `as_of`: None when the rebuild is the record
+    byte for byte, else the Mismatch. The one rebuild-and-compare of import, verify and evidence bundles.
+
+    Raises NotFoundError when the facts hold no snapshot of the paper by then.
+    """
+    rebuilt = build_record(record["paper"]["arxiv_id"], facts, record["as_of"])
+    return None if canonical(rebuilt) == canonical(record) else Mismatch(rebuilt, record)
+
+
+def history_differences(rebuilt: dict, record: dict) -> list[str]:
+    """What a record says that the ledger's rebuild at the same as_of does not, one line per finding (empty
+    when they agree but for the order of observations). Raises nothing."""
+    problems = []
+    for direction in ("inbound", "outbound"):
+        ours = {o["observation_id"]: o for o in rebuilt[direction]}
+        theirs = {o["observation_id"]: o for o in record[direction]}
+        for oid, obs in theirs.items():
+            if oid not in ours:
+                problems.append(f"observation {oid} ({direction}): not in the ledger's history as of {record['as_of']}")
+            elif ours[oid] != obs:
+                problems.append(f"observation {oid} ({direction}): differs from the ledger's history at "
+                                f"{first_difference(ours[oid], obs)}")
+        for oid in ours.keys() - theirs.keys():
+            problems.append(f"observation {oid} ({direction}): in the ledger's history but missing from the record")
+    for key in sorted(set(rebuilt) | set(record)):
+        if key in ("inbound", "outbound") or rebuilt.get(key) == record.get(key):
+            continue
+        problems.append(f"{first_difference(rebuilt.get(key), record.get(key), key)}")
+    return problems
 
 
 def first_difference(expected: object, found: object, path: str = "") -> str | None:
-    """The first place two JSON values differ, in canonical key order (digests last); None when equal."""
+    """The first place two JSON values differ, in canonical key order (digests last); None when equal.
+    Raises nothing."""
     if type(expected) is not type(found):
         return f"{path or 'record'}: ledger has {_show(expected)}, record has {_show(found)}"
     if isinstance(expected, dict):

@@ -6,7 +6,7 @@ import copy
 import json
 
 from ledger.canonical import canonical
-from ledger.record import context_digest, observation_digest
+from ledger.published import context_digest, observation_digest
 from tests.conftest import SEED_004
 
 

@@ -139,7 +139,7 @@ def test_verify_catches_a_self_consistent_record_that_history_contradicts(import
 
 
 def run_digests_only(path: str) -> bool:
-    from ledger.record import digest_mismatches
+    from ledger.published import digest_mismatches
 
     return digest_mismatches(json.loads(open(path, "rb").read())) == []
 
@@ -275,12 +275,12 @@ def test_progress_goes_to_a_terminal_only(ready, monkeypatch):
     result = ready("import", str(SEED_004))
     assert result.exit_code == 0 and result.stderr == ""
     # A terminal: the same command reports its work on stderr, results still on stdout only.
-    import cli.main
+    import cli.common
 
     shown = []
-    monkeypatch.setattr(cli.main.sys.stderr, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr(cli.main.typer, "echo", lambda message, err=False: shown.append((message, err)))
-    cli.main.progress("working")
+    monkeypatch.setattr(cli.common.sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(cli.common.typer, "echo", lambda message, err=False: shown.append((message, err)))
+    cli.common.progress("working")
     assert shown == [("working", True)]
 
 

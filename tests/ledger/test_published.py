@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ledger.errors import InputError, IntegrityError
-from ledger.record import check_record, context_digest, digest_mismatches, observation_digest, verify_digests
+from ledger.published import check_record, context_digest, digest_mismatches, observation_digest, verify_digests
 from tests.conftest import SEED_004
 
 

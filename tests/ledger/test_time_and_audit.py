@@ -8,7 +8,8 @@ from freezegun import freeze_time
 
 from ledger.importer import import_files
 from ledger.store import Store
-from projections.record import build_record, record_bytes
+from ledger.canonical import canonical
+from projections.record import build_record
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004, Cli
 from tests.helpers import event_line
 
@@ -63,7 +64,7 @@ def history_ledger(store, tmp_path):
 
 
 def rebuild(store, as_of, known_at=None) -> bytes:
-    return record_bytes(build_record(PAPER_004, store.paper_facts(PAPER_004, known_at), as_of))
+    return canonical(build_record(PAPER_004, store.paper_facts(PAPER_004, known_at), as_of))
 
 
 def test_recorded_time_comes_from_the_clock(history_ledger):

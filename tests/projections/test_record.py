@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from ledger.errors import NotFoundError
 from ledger.events import observed_times
-from ledger.record import RESOLUTION_STATES, digest_mismatches
+from ledger.published import RESOLUTION_STATES, digest_mismatches
 from ledger.times import format_utc, instant_key, parse_instant
-from projections.record import build_record, record_bytes
+from ledger.canonical import canonical
+from projections.record import build_record
 from tests.conftest import AS_OF_004, FIXTURES, PAPER_004
 
 GOLDEN = FIXTURES / "golden"
@@ -109,7 +110,7 @@ GOLDEN_CASES = {
 @pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
 def test_golden_records(facts, name):
     """Regenerate with LEDGER_REGENERATE_GOLDEN=1, then review the diff like code."""
-    data = record_bytes(build_record(PAPER_004, facts, *GOLDEN_CASES[name]))
+    data = canonical(build_record(PAPER_004, facts, *GOLDEN_CASES[name]))
     path: Path = GOLDEN / name
     if os.environ.get("LEDGER_REGENERATE_GOLDEN"):
         GOLDEN.mkdir(exist_ok=True)

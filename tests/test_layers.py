@@ -1,0 +1,129 @@
+"""The house's import rules (README, "Layers"): imports run one way, every module imports alone, and the
+offline verifier never reaches the store.
+
+Layers, bottom up: the pure core, storage, the folds, the services that combine store and fold, and the
+interfaces. A module may import its own layer or any layer below, never one above; the module graph has
+no cycle at all. A module missing from LAYERS fails the test, so a new module must be placed.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("ledger", "projections", "cli", "web")
+CORE, STORAGE, FOLDS, SERVICES, INTERFACES = range(5)
+LAYERS = {
+    "ledger": CORE, "ledger.errors": CORE, "ledger.canonical": CORE, "ledger.times": CORE, "ledger.inputs": CORE,
+    "ledger.standing_notices": CORE, "ledger.published": CORE, "ledger.events": CORE, "ledger.chain": CORE,
+    "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE,
+    "ledger.tables": STORAGE, "ledger.backends": STORAGE, "ledger.backends.sqlite": STORAGE,
+    "ledger.backends.postgres": STORAGE, "ledger.backends.base": STORAGE, "ledger.store": STORAGE,
+    "projections": FOLDS, "projections.record": FOLDS, "projections.text": FOLDS, "projections.audit": FOLDS,
+    "ledger.importer": SERVICES, "ledger.verify": SERVICES, "ledger.replay": SERVICES, "ledger.proofs": SERVICES,
+    "ledger.logfile": SERVICES, "ledger.auditor": SERVICES,
+    "cli": INTERFACES, "cli.__main__": INTERFACES, "cli.main": INTERFACES, "cli.common": INTERFACES,
+    "cli.record_commands": INTERFACES, "cli.log_commands": INTERFACES, "cli.proof_commands": INTERFACES,
+}
+OFFLINE = "ledger.auditor"  # what an auditor vendors: it must not reach the store, even indirectly
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every project module `name` imports, at any depth of its code (function-level imports included)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    wanted = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from package import module` imports the module; `from module import name` the module itself.
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+        else:
+            continue
+        wanted.update(t for t in targets if t.split(".")[0] in PACKAGES and t in MODULES)
+    wanted.discard(name)
+    return wanted
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def test_every_module_has_a_layer():
+    assert sorted(set(MODULES) - set(LAYERS)) == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_run_one_way(name):
+    upward = sorted(t for t in GRAPH[name] if LAYERS[t] > LAYERS[name])
+    assert upward == [], f"{name} (layer {LAYERS[name]}) imports from a higher layer: {upward}"
+
+
+def test_the_module_graph_has_no_cycle():
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        path.append(name)
+        for target in sorted(GRAPH[name]):
+            if state.get(target) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(path[path.index(target):] + [target]))
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[name] = 2
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name)
+
+
+def test_the_offline_verifier_never_reaches_the_store():
+    seen, todo = set(), [OFFLINE]
+    while todo:
+        for target in GRAPH[todo.pop()]:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    assert sorted(t for t in seen if LAYERS[t] == STORAGE) == []
+
+
+def test_the_rule_catches_a_wrong_way_import(tmp_path):
+    # The checker itself must be able to fail: a core module importing the store is reported.
+    fake = tmp_path / "canonical.py"
+    fake.write_text("from .store import Store\nimport projections.record\n")
+    assert _imports("ledger.canonical", fake) == {"ledger.store", "projections.record"}
+
+
+def test_every_module_imports_alone_in_a_fresh_interpreter():
+    # One interpreter per module: a cycle shows only when its module is imported first.
+    failures = []
+    for name in sorted(MODULES):
+        if name == "cli.__main__":  # runs the app when imported
+            continue
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True)
+        if done.returncode:
+            failures.append(f"{name}: {done.stderr.strip().splitlines()[-1]}")
+    assert failures == []
