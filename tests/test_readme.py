@@ -44,3 +44,20 @@ def test_the_readme_lists_every_command():
     assert names >= {"init", "import", "replay", "verify", "head", "export", "history", "diff"}
     for name in names:
         assert f"`{name}" in text, name
+
+
+def test_the_readme_map_names_every_module():
+    # The map at the README's top must match the tree: a module added or renamed without it fails here.
+    from tests.test_layers import MODULES
+
+    text = README.read_text()
+    map_text = text[text.index("## Map of the modules"):text.index("## Commands")]
+    missing = []
+    for name, path in MODULES.items():
+        relative = path.relative_to(README.parent).as_posix()
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        folder = relative.rsplit("/", 1)[0] + "/"
+        if f"`{relative}`" not in map_text and not (folder.count("/") > 1 and f"`{folder}`" in map_text):
+            missing.append(relative)
+    assert missing == []
