@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Index, Integer, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the paper index (index_nodes, index_roots) and observation_papers.seq
 
 # 64-bit on PostgreSQL; exactly INTEGER on SQLite, where only that type makes the key the rowid.
 SEQUENCE = BigInteger().with_variant(Integer(), "sqlite")
@@ -44,6 +44,8 @@ class ObservationPaper(SQLModel, table=True):
     __table_args__ = {"sqlite_with_rowid": False}  # the key is the row: one B-tree per insert, not two
     paper: str = Field(primary_key=True)
     observation: str = Field(primary_key=True)
+    seq: int = Field(sa_type=SEQUENCE)  # the citation that first linked them: the paper index counts from there
+
 
 
 class MerkleNode(SQLModel, table=True):
@@ -58,12 +60,34 @@ class MerkleNode(SQLModel, table=True):
     hash: bytes = Field(sa_type=LargeBinary)
 
 
+class IndexNode(SQLModel, table=True):
+    """The paper index's nodes (`ledger.index_nodes`): written once each, under the tree size of the
+    transaction that changed them. Keyed by size first, so a transaction's rows land together at the end."""
+
+    __tablename__ = "index_nodes"
+    __table_args__ = {"sqlite_with_rowid": False}
+    size: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
+    path: str = Field(primary_key=True)
+    node: bytes = Field(sa_type=LargeBinary)
+
+
+class IndexRoot(SQLModel, table=True):
+    """The paper index's root at every tree size the head had: which root node (none while the index is
+    empty) and its hash, the index root a checkpoint signs."""
+
+    __tablename__ = "index_roots"
+    size: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
+    version: int | None = Field(default=None, sa_type=SEQUENCE, nullable=True)
+    hash: bytes = Field(sa_type=LargeBinary)
+
+
 class LedgerMeta(SQLModel, table=True):
     __tablename__ = "ledger_meta"
     key: str = Field(primary_key=True)
     value: str
 
 
-TABLES = [EventRow.__table__, ObservationPaper.__table__, MerkleNode.__table__, LedgerMeta.__table__]
+TABLES = [EventRow.__table__, ObservationPaper.__table__, MerkleNode.__table__, IndexNode.__table__,
+          IndexRoot.__table__, LedgerMeta.__table__]
 EVENT_COLUMNS = ("seq", "kind", "subject", "paper", "effective_at", "effective_key", "recorded_at", "payload",
                  "entry_hash", "chain_hash")

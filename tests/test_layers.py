@@ -21,8 +21,8 @@ CORE, STORAGE, FOLDS, SERVICES, INTERFACES = range(5)
 LAYERS = {
     "ledger": CORE, "ledger.errors": CORE, "ledger.canonical": CORE, "ledger.times": CORE, "ledger.inputs": CORE,
     "ledger.standing_notices": CORE, "ledger.published": CORE, "ledger.events": CORE, "ledger.chain": CORE,
-    "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE,
-    "ledger.tables": STORAGE, "ledger.backends": STORAGE, "ledger.backends.sqlite": STORAGE,
+    "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE, "ledger.paper_index": CORE,
+    "ledger.tables": STORAGE, "ledger.index_nodes": STORAGE, "ledger.backends": STORAGE, "ledger.backends.sqlite": STORAGE,
     "ledger.backends.postgres": STORAGE, "ledger.backends.base": STORAGE, "ledger.store": STORAGE,
     "projections": FOLDS, "projections.record": FOLDS, "projections.text": FOLDS, "projections.audit": FOLDS,
     "ledger.importer": SERVICES, "ledger.verify": SERVICES, "ledger.replay": SERVICES, "ledger.proofs": SERVICES,

@@ -1,0 +1,453 @@
+"""The paper index as the store keeps it: versioned 16-way nodes of the compact sparse Merkle tree that
+`ledger.paper_index` defines, updated once per append transaction, and read back at any size the head
+ever had.
+
+A node stands for the papers whose key starts with its path (hex digits, "" for the root) and holds up to 16
+slots, one per next hex digit: empty, one paper's leaf (key, count, the right edge of its events tree and
+the leaf hash), or a child node (its hash and the tree size that wrote it). A node exists where two or more
+papers share its path, and the root always: a paper alone under a path is a leaf in its parent's slot. The
+binary tree of `paper_index` is these nodes read four levels at a time. A node is written once, under the
+tree size of the transaction that changed it, and never updated: a transaction writes the nodes its papers'
+paths cross, keyed (size, path), so its rows land together at the end of the table; `index_roots` names the
+root node of every size the head had. Readers follow versions from the root down, one statement per level.
+
+This module never decides what an event means (`paper_index` does) and never opens a connection: it is
+handed the store's cursor.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple
+
+from hashlib import sha256 as _sha256
+
+import orjson
+
+from .errors import InputError, IntegrityError
+from .events import OBSERVATION_KINDS, Event, citation_papers
+from .merkle import leaf_hash as log_leaf_hash
+from .paper_index import (
+    ZERO,
+    IndexProof,
+    Neighbour,
+    extend,
+    frontier_root,
+    leaf_hash,
+    node_hash,
+    paper_key,
+)
+from .chain import entry_bytes
+
+SLOTS = 16
+_IN_LIST = 400  # parameters per IN list: under every SQLite build's limit
+_CACHE_LIMIT = 200_000  # decoded nodes a store keeps; past it the cache starts again (it is only a cache)
+
+
+class Child(NamedTuple):
+    hash: bytes
+    version: int  # the tree size whose transaction wrote the child node
+    data: bytes  # the slot as encoded: hash || version (8 bytes)
+
+
+class Leaf(NamedTuple):
+    hash: bytes
+    key: bytes
+    count: int
+    edge: tuple[bytes, ...]  # the perfect subtrees of the paper's events tree, largest first
+    data: bytes  # the slot as encoded: hash || key || count (8 bytes) || edge
+
+
+def child(digest: bytes, version: int) -> Child:
+    """A child slot. Raises nothing for a version below 2**64."""
+    return Child(digest, version, digest + version.to_bytes(8, "big"))
+
+
+def make_leaf(key: bytes, count: int, frontier: dict[int, bytes]) -> Leaf:
+    """A paper's leaf slot from its count and the right edge of its events tree. Raises KeyError for an edge
+    that does not belong to `count` events."""
+    edge = tuple(frontier[level] for level in range(count.bit_length() - 1, -1, -1) if count >> level & 1)
+    digest = edge[-1]
+    for left in edge[-2::-1]:
+        digest = _sha256(b"\x01" + left + digest).digest()
+    digest = leaf_hash(key, count, digest)
+    return Leaf(digest, key, count, edge, b"".join((digest, key, count.to_bytes(8, "big")) + edge))
+
+
+class Node:
+    """A decoded node: its 16 slots (with bit maps of those in use and those holding a leaf), and the hashes
+    of its inner binary subtrees by heap position (1: all 16 slots, 2 and 3: the halves, ..., 16 + j: slot j
+    alone), computed on first use and then kept."""
+
+    __slots__ = ("slots", "used", "leaves", "inner")
+
+    def __init__(self, slots: list | None = None, used: int = 0, leaves: int = 0, inner: list | None = None):
+        self.slots: list[Child | Leaf | None] = slots if slots is not None else [None] * SLOTS
+        self.used, self.leaves = used, leaves
+        self.inner: list[bytes | None] = inner if inner is not None else [None] * (2 * SLOTS)
+
+    def hash(self) -> bytes:
+        """The node's own hash (the binary subtree over its 16 slots). Raises nothing."""
+        return self.inner[1] if self.inner[1] is not None else self.fill()
+
+    def subtree(self, position: int) -> bytes:
+        """The hash of the binary subtree at a heap position. Raises nothing."""
+        if self.inner[1] is None:
+            self.fill()
+        return self.inner[position]
+
+    def fill(self) -> bytes:
+        """Compute every inner hash, bottom up; returns the node's own. Raises nothing."""
+        inner = self.inner
+        for j, slot in enumerate(self.slots):
+            inner[SLOTS + j] = ZERO if slot is None else slot.hash
+        for position in range(SLOTS - 1, 0, -1):
+            self._inner(position)
+        return inner[1]
+
+    def _inner(self, position: int) -> None:
+        taken = self.used & _MASKS[position]
+        if not taken:
+            self.inner[position] = ZERO
+        elif taken & (taken - 1) == 0 and taken & self.leaves:
+            self.inner[position] = self.slots[taken.bit_length() - 1].hash  # one paper alone is its leaf
+        else:
+            self.inner[position] = _sha256(b"\x03" + self.inner[2 * position] + self.inner[2 * position + 1]).digest()
+
+    def changed(self, slots: dict[int, Child | Leaf]) -> "Node":
+        """A copy with some slots replaced; only the inner hashes above them are computed again. Raises
+        nothing."""
+        if self.inner[1] is None:
+            self.fill()
+        new = Node(self.slots.copy(), self.used, self.leaves, self.inner.copy())
+        dirty = set()
+        for j, slot in slots.items():
+            new.slots[j] = slot
+            new.used |= 1 << j
+            new.leaves = new.leaves | (1 << j) if type(slot) is Leaf else new.leaves & ~(1 << j)
+            new.inner[SLOTS + j] = slot.hash
+            position = (SLOTS + j) >> 1
+            while position and position not in dirty:
+                dirty.add(position)
+                position >>= 1
+        for position in sorted(dirty, reverse=True):  # children before parents
+            new._inner(position)
+        return new
+
+    def taken(self, position: int) -> int:
+        """The bit map of slots in use under a heap position. Raises nothing."""
+        return self.used & _MASKS[position]
+
+
+def encode(node: Node) -> bytes:
+    """Bytes of a node: a 16-bit map of the slots in use, a 16-bit map of those holding a leaf, then per
+    slot in use its hash and either the child's version (8 bytes) or the leaf's key, count (8 bytes) and
+    edge. Raises nothing."""
+    return b"".join([node.used.to_bytes(2, "big"), node.leaves.to_bytes(2, "big")]
+                    + [slot.data for slot in node.slots if slot is not None])
+
+
+def decode(data: bytes) -> Node:
+    """A node from its bytes. Raises IntegrityError for bytes that are not one."""
+    try:
+        used, leaves = int.from_bytes(data[0:2], "big"), int.from_bytes(data[2:4], "big")
+        if len(data) < 4 or leaves & ~used:
+            raise ValueError
+        at, slots = 4, [None] * SLOTS
+        for j in range(SLOTS):
+            if not used >> j & 1:
+                continue
+            if leaves >> j & 1:
+                count = int.from_bytes(data[at + 64:at + 72], "big")
+                end = at + 72 + 32 * count.bit_count()
+                edge = tuple(data[i:i + 32] for i in range(at + 72, end, 32))
+                slots[j] = Leaf(data[at:at + 32], data[at + 32:at + 64], count, edge, data[at:end])
+                at = end
+            else:
+                slots[j] = Child(data[at:at + 32], int.from_bytes(data[at + 32:at + 40], "big"), data[at:at + 40])
+                at += 40
+        if at != len(data):
+            raise ValueError
+    except (ValueError, IndexError):
+        raise IntegrityError("paper index: a stored node is not one") from None
+    return Node(slots, used, leaves)
+
+
+def _mask(position: int) -> int:
+    level = position.bit_length() - 1
+    width = SLOTS >> level
+    return ((1 << width) - 1) << ((position - (1 << level)) * width)
+
+
+_MASKS = [0] + [_mask(position) for position in range(1, 2 * SLOTS)]  # slots under each heap position
+
+
+def _nibble(key: bytes, depth: int) -> int:
+    return (key[depth >> 1] >> (0 if depth & 1 else 4)) & 0xF
+
+
+def _edge_dict(leaf: Leaf | None) -> tuple[int, dict[int, bytes]]:
+    if leaf is None:
+        return 0, {}
+    levels = [level for level in range(leaf.count.bit_length() - 1, -1, -1) if leaf.count >> level & 1]
+    return leaf.count, dict(zip(levels, leaf.edge))
+
+
+def leaf_root(leaf: Leaf) -> bytes:
+    """The events root a leaf commits to. Raises nothing for a decoded leaf."""
+    count, frontier = _edge_dict(leaf)
+    return frontier_root(frontier, count)
+
+
+# -- reading -------------------------------------------------------------------------------------------
+class Nodes:
+    """Decoded nodes by (path, version): a version is written once, so what is cached stays true. Nodes of a
+    transaction that has not committed are added only once it has (`remember`)."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[str, int], Node] = {}
+
+    def get(self, cursor, wanted: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Node]:
+        """The nodes asked for, read in one statement when not held. Raises IntegrityError for a node the
+        ledger does not have, and the driver's errors."""
+        wanted = set(wanted)
+        found = {w: self.known[w] for w in wanted if w in self.known}
+        missing = sorted(wanted - set(found))
+        for start in range(0, len(missing), _IN_LIST // 2):
+            chunk = missing[start:start + _IN_LIST // 2]
+            rows = cursor.execute("SELECT path, size, node FROM index_nodes WHERE "
+                                  + " OR ".join(["(size = ? AND path = ?)"] * len(chunk)),
+                                  [v for path, version in chunk for v in (version, path)]).fetchall()
+            for path, version, data in rows:
+                found[(path, version)] = self.known[(path, version)] = decode(bytes(data))
+        if len(found) != len(wanted):
+            absent = sorted(wanted - set(found))[0]
+            raise IntegrityError(f"paper index: node {absent[0] or 'root'} of size {absent[1]} is missing")
+        if len(self.known) > _CACHE_LIMIT:
+            self.known.clear()
+        return found
+
+    def remember(self, written: dict[tuple[str, int], Node]) -> None:
+        """Keep the nodes a committed transaction wrote. Raises nothing."""
+        self.known.update(written)
+
+
+def root_at(cursor, size: int) -> tuple[int | None, bytes] | None:
+    """(root node version, index root) at a tree size the head had; (None, 32 zero bytes) at size 0; None
+    when the ledger kept no index at that size. Raises the driver's errors."""
+    if size == 0:
+        return None, ZERO
+    row = cursor.execute("SELECT version, hash FROM index_roots WHERE size = ?", (size,)).fetchone()
+    return None if row is None else (row[0], bytes(row[1]))
+
+
+def prove(cursor, nodes: Nodes, paper: str, size: int) -> IndexProof:
+    """The index proof of one paper at a tree size the head had. Raises InputError when the ledger kept no
+    index at that size, IntegrityError for a missing or malformed node, and the driver's errors."""
+    root = root_at(cursor, size)
+    if root is None:
+        raise InputError(f"tree size {size}: the ledger kept no paper index at that size (only at the sizes "
+                         "its head had since the index was built)")
+    version, index_root = root
+    key = paper_key(paper)
+    siblings: list[bytes | None] = []
+    terminal: Leaf | None = None
+    path, node = "", (Node() if version is None else nodes.get(cursor, [("", version)])[("", version)])
+    while True:
+        position, digit, child = 1, _nibble(key, len(path)), None
+        while True:
+            taken = node.taken(position)
+            if not taken:
+                break  # an empty subtree: the paper is absent
+            slot = node.slots[taken.bit_length() - 1]
+            if taken & (taken - 1) == 0 and type(slot) is Leaf:
+                terminal = slot
+                break
+            if position >= SLOTS:
+                child = slot  # a child node: go down
+                break
+            level = position.bit_length() - 1
+            right = digit >> (3 - level) & 1
+            sibling = node.subtree(2 * position + 1 - right)
+            siblings.append(None if sibling == ZERO else sibling)
+            position = 2 * position + right
+        if child is None:
+            break
+        path += f"{digit:x}"
+        node = nodes.get(cursor, [(path, child.version)])[(path, child.version)]
+    if terminal is not None and terminal.key == key:
+        return IndexProof(paper, size, index_root, terminal.count, leaf_root(terminal), tuple(siblings))
+    neighbour = None if terminal is None else Neighbour(terminal.key, terminal.count, leaf_root(terminal))
+    return IndexProof(paper, size, index_root, 0, None, tuple(siblings), neighbour)
+
+
+# -- writing -------------------------------------------------------------------------------------------
+class Edge(NamedTuple):
+    """What a writer learnt that holds only while no other writer appends: the index root it left, and the
+    links of observations it met (observation -> (papers, whether it has events))."""
+
+    root: tuple[int | None, bytes]
+    observations: dict[str, tuple[frozenset[str], bool]]
+
+
+def _observations(cursor, wanted: list[str], size: int) -> dict[str, tuple[frozenset[str], bool]]:
+    """Each observation's linked papers and whether it has events, as of `size`."""
+    found: dict[str, tuple[set[str], bool]] = {o: (set(), False) for o in wanted}
+    for start in range(0, len(wanted), _IN_LIST):
+        chunk = wanted[start:start + _IN_LIST]
+        rows = cursor.execute(
+            "SELECT subject, CASE WHEN kind = 'citation.observed' THEN payload END FROM events WHERE paper IS NULL "
+            f"AND seq <= ? AND subject IN ({', '.join(['?'] * len(chunk))})", [size, *chunk]).fetchall()
+        for subject, payload in rows:
+            papers = found[subject][0]
+            if payload is not None:
+                papers.update(citation_papers(orjson.loads(bytes(payload))["citation"]))
+            found[subject] = (papers, True)
+    return {o: (frozenset(papers), had) for o, (papers, had) in found.items()}
+
+
+def paper_events(cursor, paper: str, size: int) -> list[tuple[int, bytes]]:
+    """A paper's events at a tree size, (seq, leaf hash in the log), from its stored rows. Raises the
+    driver's errors."""
+    return [(f.seq, log_leaf_hash(entry_bytes(f.seq, f.kind, f.effective_at, f.recorded_at, f.payload)))
+            for f in cursor.paper_facts(paper, size=size)]
+
+
+class Update(NamedTuple):
+    """What one transaction writes to the index: node rows (size, path, bytes), the root row, what to
+    remember once it commits."""
+
+    nodes: list[tuple[int, str, bytes]]
+    root: tuple[int, int | None, bytes]
+    written: dict[tuple[str, int], Node]
+    edge: Edge
+
+
+_NOTHING: tuple[frozenset[str], bool] = (frozenset(), False)
+
+
+def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,
+           appended: list[tuple[int, Event, bytes]]) -> Update:
+    """The index at `after` from the index at `before` and the events appended in between (seq, event,
+    log leaf hash), in seq order. `edge` is what this writer left at `before`, when no one appended since.
+    Raises IntegrityError when the stored index is missing or malformed, and the driver's errors."""
+    root = edge.root if edge is not None else root_at(cursor, before)
+    if root is None:
+        raise IntegrityError(f"paper index: no root at tree size {before}; the index was never built here")
+    # The edge was handed over: it is this transaction's to change, and is dropped should it roll back.
+    known = edge.observations if edge is not None else {}
+    # Observation events have no paper of their own (ev.paper is None): their papers come from links.
+    unknown = sorted({ev.subject for _, ev, _ in appended if ev.paper is None and ev.subject not in known})
+    if unknown:
+        known.update(_observations(cursor, unknown, before))
+    # Links at `after`; a new link to an observation with earlier events makes them the paper's too.
+    links: dict[str, set[str]] = {}
+    rebuild: set[str] = set()
+    for _, ev, _ in appended:
+        if ev.papers:  # only citations name papers
+            linked = links.get(ev.subject)
+            if linked is None:
+                papers, had = known.get(ev.subject, _NOTHING)
+                linked = links[ev.subject] = set(papers)
+            else:
+                had = known.get(ev.subject, _NOTHING)[1]
+            for paper in ev.papers:
+                if paper not in linked:
+                    linked.add(paper)
+                    if had:
+                        rebuild.add(paper)
+    added: dict[str, list[bytes]] = {}
+    for _, ev, digest in appended:
+        if ev.paper is not None:
+            papers = (ev.paper,)
+        else:
+            papers = links.get(ev.subject)
+            if papers is None:
+                papers = known.get(ev.subject, _NOTHING)[0]
+                known[ev.subject] = (papers, True)
+        for paper in papers:
+            found = added.get(paper)
+            if found is None:
+                added[paper] = [digest]
+            else:
+                found.append(digest)
+    for subject, linked in links.items():
+        known[subject] = (frozenset(linked), True)
+    if len(known) > _CACHE_LIMIT:
+        known = {}
+    if not added:
+        return Update([], (after, root[0], root[1]), {}, Edge(root, known))
+
+    keyed = {}  # hex key -> paper
+    for paper in added:
+        keyed[paper_key(paper).hex()] = paper
+    current, leaves = _paths(cursor, nodes, root[0], keyed)
+    changes: list[tuple[str, Leaf]] = []
+    for hexkey, paper in keyed.items():
+        key = bytes.fromhex(hexkey)
+        if paper in rebuild:
+            frontier: dict[int, bytes] = {}
+            count = extend(frontier, 0, [digest for _, digest in paper_events(cursor, paper, after)])
+        else:
+            count, frontier = _edge_dict(leaves.get(hexkey))
+            count = extend(frontier, count, added[paper])
+        changes.append((hexkey, make_leaf(key, count, frontier)))
+    rows: list[tuple[int, str, bytes]] = []
+    written: dict[tuple[str, int], Node] = {}
+
+    def apply(path: str, node: Node, group: list[tuple[str, Leaf]]) -> Node:
+        depth = len(path)
+        by_digit: dict[str, list[tuple[str, Leaf]]] = {}
+        for pair in group:
+            below = by_digit.get(pair[0][depth])
+            if below is None:
+                by_digit[pair[0][depth]] = [pair]
+            else:
+                below.append(pair)
+        slots: dict[int, Child | Leaf] = {}
+        for char, below in by_digit.items():
+            digit = int(char, 16)
+            slot = node.slots[digit]
+            child_path = path + char
+            if type(slot) is Child:
+                node_below = apply(child_path, current[child_path], below)
+            else:
+                if slot is not None and all(slot.key != leaf.key for _, leaf in below):
+                    below = below + [(slot.key.hex(), slot)]  # a paper already here moves down beside them
+                if len(below) == 1:
+                    slots[digit] = below[0][1]
+                    continue
+                node_below = apply(child_path, Node(), below)
+            slots[digit] = child(node_below.hash(), after)
+        new = node.changed(slots)
+        rows.append((after, path, encode(new)))
+        written[(path, after)] = new
+        return new
+
+    top = apply("", current[""], changes)
+    new_root = (after, top.hash())
+    return Update(rows, (after, after, new_root[1]), written, Edge(new_root, known))
+
+
+def _paths(cursor, nodes: Nodes, version: int | None, keys: Iterable[str]) -> tuple[dict[str, Node], dict[str, Leaf]]:
+    """The current nodes on the paths of some keys (hex) as path -> node, read level by level, and the
+    leaves found for those keys."""
+    if version is None:
+        return {"": Node()}, {}
+    current: dict[str, Node] = {}
+    leaves: dict[str, Leaf] = {}
+    level: dict[tuple[str, int], list[str]] = {("", version): list(keys)}
+    while level:
+        got = nodes.get(cursor, level)
+        following: dict[tuple[str, int], list[str]] = {}
+        for wanted, waiting in level.items():
+            path = wanted[0]
+            node = current[path] = got[wanted]
+            depth = len(path)
+            for hexkey in waiting:
+                slot = node.slots[int(hexkey[depth], 16)]
+                if type(slot) is Child:
+                    following.setdefault((hexkey[:depth + 1], slot.version), []).append(hexkey)
+                elif slot is not None and slot.key.hex() == hexkey:
+                    leaves[hexkey] = slot
+        level = following
+    return current, leaves
