@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import orjson
 
@@ -145,6 +145,7 @@ class IndexProof:
     root: bytes | None
     siblings: tuple[bytes | None, ...]
     neighbour: Neighbour | None = None
+    key: bytes | None = None  # as the proof states it (None: SHA-256 of the paper id, as built)
 
     def to_json(self) -> dict:
         """The proof as `ledger prove --paper --json` prints it (hex hashes, null for an empty sibling).
@@ -186,8 +187,7 @@ def parse_proof(data: Any, what: str = "index proof") -> IndexProof:
     size, count = _field(data, "tree_size", int, what), _field(data, "count", int, what)
     if not 0 <= size < 2 ** 63 or not 0 <= count < 2 ** 63:
         raise InputError(f"{what}: tree_size and count must be integers from 0")
-    if _hash(data["key"], f"{what}: key") != paper_key(paper):
-        raise InputError(f"{what}: key is not SHA-256 of the paper id {paper!r}")
+    key = _hash(data["key"], f"{what}: key")
     root = None if data["events_root"] is None and count == 0 else _hash(data["events_root"], f"{what}: events_root")
     siblings = _field(data, "siblings", list, what)
     if len(siblings) > KEY_BITS:
@@ -202,13 +202,16 @@ def parse_proof(data: Any, what: str = "index proof") -> IndexProof:
                               _hash(neighbour["root"], f"{what}: neighbour.root"))
         if not 0 < neighbour.count < 2 ** 63:
             raise InputError(f"{what}: neighbour.count must be a positive integer")
-    return IndexProof(paper, size, _hash(data["index_root"], f"{what}: index_root"), count, root, parsed, neighbour)
+    return IndexProof(paper, size, _hash(data["index_root"], f"{what}: index_root"), count, root, parsed, neighbour,
+                      key)
 
 
 def verify_index_proof(proof: IndexProof, signed_root: bytes) -> None:
     """Check that the proof's paper has `count` events with events root `root` (or none at all, count 0) in
     the index whose root is `signed_root`. Returns None or raises IntegrityError."""
     key = paper_key(proof.paper)
+    if proof.key is not None and proof.key != key:
+        raise IntegrityError(f"index proof of arXiv:{proof.paper}: its key is not SHA-256 of the paper id")
     depth = len(proof.siblings)
     if proof.count > 0:
         if proof.root is None or proof.neighbour is not None:
@@ -291,11 +294,20 @@ def log_event(entry: Entry) -> Event:
     return make_event(entry.kind, payload, entry.effective_at)
 
 
-def index_of_log(entries: Iterable[Entry], size: int) -> tuple[bytes, Membership]:
-    """Re-compute the index root at `size` from a log's entries (seq 1 first), and the membership it was
-    computed from. Raises InputError for an entry that is not an event, or when the log is shorter than
-    `size`."""
+class LogIndex(NamedTuple):
+    """The paper index re-computed from a log prefix: its root, the log's own RFC 9162 root, and who is in it."""
+
+    root: bytes
+    log_root: bytes
+    members: Membership
+
+
+def index_of_log(entries: Iterable[Entry], size: int) -> LogIndex:
+    """Re-compute the index root at `size` from a log's entries (seq 1 first), with the log's tree root and
+    the membership it was computed from. Raises InputError for an entry that is not an event, or when the
+    log is shorter than `size`."""
     members = Membership()
+    frontier: dict[int, bytes] = {}
     seen = 0
     for entry in entries:
         if entry.seq > size:
@@ -303,8 +315,9 @@ def index_of_log(entries: Iterable[Entry], size: int) -> tuple[bytes, Membership
         if entry.seq != seen + 1:
             raise InputError(f"log: expected seq {seen + 1}, found seq {entry.seq}")
         seen = entry.seq
-        data = entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
-        members.add(entry.seq, log_event(entry), log_leaf_hash(data))
+        digest = log_leaf_hash(entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload))
+        members.add(entry.seq, log_event(entry), digest)
+        extend(frontier, entry.seq - 1, (digest,))
     if seen < size:
         raise InputError(f"log: holds {seen} events, the checkpoint is of size {size}")
-    return index_root(members.leaves()), members
+    return LogIndex(index_root(members.leaves()), frontier_root(frontier, size), members)
