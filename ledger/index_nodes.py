@@ -333,11 +333,20 @@ def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,
     root = edge.root if edge is not None else root_at(cursor, before)
     if root is None:
         raise IntegrityError(f"paper index: no root at tree size {before}; the index was never built here")
+    known, added, rebuild = _members(cursor, edge, before, appended)
+    if not added:
+        return Update([], (after, root[0], root[1]), {}, Edge(root, known))
+    return write_leaves(cursor, nodes, root, after, added, rebuild, known)
+
+
+def _members(cursor, edge: Edge | None, before: int, appended: list[tuple[int, Event, bytes]]):
+    """Which papers the appended events are added to (paper -> their leaf hashes, in seq order), which papers
+    a link reaching back makes to be read again, and the observations known after them."""
     # The edge was handed over: it is this transaction's to change, and is dropped should it roll back.
     known = edge.observations if edge is not None else {}
     # Observation events have no paper of their own (ev.paper is None): their papers come from links.
     unknown = sorted({ev.subject for _, ev, _ in appended if ev.paper is None and ev.subject not in known})
-    if unknown:
+    if unknown and before > 0:
         known.update(_observations(cursor, unknown, before))
     # Links at `after`; a new link to an observation with earlier events makes them the paper's too.
     links: dict[str, set[str]] = {}
@@ -374,9 +383,14 @@ def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,
         known[subject] = (frozenset(linked), True)
     if len(known) > _CACHE_LIMIT:
         known = {}
-    if not added:
-        return Update([], (after, root[0], root[1]), {}, Edge(root, known))
+    return known, added, rebuild
 
+
+def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: int, added: dict[str, list[bytes]],
+                 rebuild: set[str] = frozenset(), known: dict | None = None) -> Update:
+    """The index at `after`: the index whose root is `root` with each paper of `added` given its new events
+    (leaf hashes in seq order; the papers of `rebuild` read again from the store instead). Raises
+    IntegrityError when a stored node is missing or malformed, and the driver's errors."""
     keyed = {}  # hex key -> paper
     for paper in added:
         keyed[paper_key(paper).hex()] = paper
@@ -425,7 +439,7 @@ def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,
 
     top = apply("", current[""], changes)
     new_root = (after, top.hash())
-    return Update(rows, (after, after, new_root[1]), written, Edge(new_root, known))
+    return Update(rows, (after, after, new_root[1]), written, Edge(new_root, known if known is not None else {}))
 
 
 def _paths(cursor, nodes: Nodes, version: int | None, keys: Iterable[str]) -> tuple[dict[str, Node], dict[str, Leaf]]:

@@ -19,15 +19,17 @@ from typing import Iterable, Iterator
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.schema import CreateTable
 from sqlmodel import SQLModel
 
 from .backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for
 from .chain import GENESIS, Entry, entry_bytes, seal
 from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
-from .index_nodes import Nodes, Update as IndexUpdate, update as index_update
+from .index_nodes import ZERO, Nodes, Update as IndexUpdate, update as index_update, write_leaves
 from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
-from .tables import EVENT_COLUMNS, SCHEMA_VERSION, TABLES, LedgerMeta
+from .paper_index import Membership, log_event
+from .tables import EVENT_COLUMNS, SCHEMA_VERSION, TABLES, IndexNode, IndexRoot, LedgerMeta, ObservationPaper
 from .times import format_utc
 
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
@@ -224,6 +226,65 @@ class Store:
         store = cls._connect(database_url(location))
         store.check_version()
         return store
+
+    @classmethod
+    def upgrade(cls, location: str) -> str:
+        """Bring a ledger of schema version 1 to this version, in one transaction holding the write lock:
+        paper links get the seq of the citation that made them (re-derived from the citations), and the
+        paper index is built at the current head (sizes before it have none). Run it with no writer of the
+        old version left. Returns what was done. Raises InputError when there is no ledger of version 1 or
+        2 there, StoreError when it cannot be read or written."""
+        path = sqlite_path(location)
+        if path is not None and not os.path.isfile(path):
+            raise InputError(f"{path}: no ledger here; create one with `ledger init`")
+        store = cls._connect(database_url(location))
+        try:
+            with store.reading() as cursor:
+                try:
+                    row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
+                except store.engine.dialect.dbapi.Error:
+                    raise InputError(f"{store.url}: not a ledger (no ledger_meta table)") from None
+            found = None if row is None else row[0]
+            if found == SCHEMA_VERSION:
+                return f"{store.url}: already at schema version {SCHEMA_VERSION}"
+            if found != "1":
+                raise InputError(f"{store.url}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
+            with store._connection("upgrade", write=True) as cursor:
+                size = store._upgrade(cursor)
+            return f"{store.url}: upgraded to schema version {SCHEMA_VERSION}; paper index built at size {size}"
+        finally:
+            store.close()
+
+    def _upgrade(self, cursor: Cursor) -> int:
+        tables = (ObservationPaper.__table__, IndexNode.__table__, IndexRoot.__table__)
+        cursor.execute("DROP TABLE observation_papers")  # its rows are re-derived below, with their seq
+        for table in tables:
+            cursor.execute(str(CreateTable(table).compile(dialect=self.engine.dialect)))
+        for ddl in self.backend.guards:
+            if any(f"ON {table.name}" in ddl for table in tables):
+                cursor.execute(ddl)
+        members, links, after = Membership(), {}, 0
+        while True:  # every entry, in pages, on this transaction's cursor
+            rows = cursor.execute(f"SELECT {self.backend.entry_columns} FROM events WHERE seq > ? ORDER BY seq "
+                                  "LIMIT 5000", (after,)).fetchall()
+            for entry in map(Entry._make, rows):
+                event = log_event(entry)
+                members.add(entry.seq, event,
+                            leaf_hash(entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at,
+                                                  entry.payload)))
+                for paper in event.papers:
+                    links.setdefault((paper, event.subject), entry.seq)
+            if len(rows) < 5000:
+                break
+            after = rows[-1][0]
+        size = cursor.head()[0]
+        self.backend.insert_nodes_and_links(cursor, [], [(p, o, seq) for (p, o), seq in links.items()])
+        added = {paper: [digest for _, digest in members.events(paper)] for paper in members.every_paper()}
+        built = write_leaves(cursor, Nodes(), (None, ZERO), size, added) if added else None
+        self.backend.insert_index(cursor, built.nodes if built else [],
+                                  built.root if built else (size, None, ZERO))
+        cursor.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
+        return size
 
     def check_version(self) -> None:
         """Raise InputError unless the database is a ledger of this schema version (StoreError: unreadable)."""

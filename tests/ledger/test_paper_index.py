@@ -334,3 +334,41 @@ def test_the_checkpoint_carries_the_index_line_and_old_ones_still_parse():
         parse_checkpoint(body.replace(base64.b64encode(index).decode(), base64.b64encode(b"\x07" * 31).decode()))
     # A client that knows nothing of the index reads the first three lines and checks the same signature.
     assert signed.text() == body
+
+
+# -- a ledger from before the index -----------------------------------------------------------------------
+def test_upgrade_builds_the_index_of_a_version_1_ledger_at_its_head(ledger_location, backend):
+    from ledger.importer import import_files
+    from ledger.store import Store
+    from tests.conftest import SEED_004
+
+    store = Store.create(ledger_location)
+    import_files(store, [str(SEED_004)])
+    with store.writing() as writer:
+        writer.append(late_links(generate(300, seed=31)))
+    lines = exported(store)
+    with store._connection("downgrade", write=True) as cursor:  # what version 1 had
+        for table in ("index_nodes", "index_roots", "observation_papers"):
+            cursor.execute(f"DROP TABLE {table}")
+        cursor.execute("CREATE TABLE observation_papers (paper VARCHAR NOT NULL, observation VARCHAR NOT NULL, "
+                       "PRIMARY KEY (paper, observation))")
+        cursor.execute("UPDATE ledger_meta SET value = '1' WHERE key = 'schema_version'")
+    store.close()
+    with pytest.raises(InputError, match="schema version 1, this ledger reads version 2"):
+        Store.open(ledger_location)
+    size = len(lines)
+    assert Store.upgrade(ledger_location).endswith(f"upgraded to schema version 2; paper index built at size {size}")
+    assert Store.upgrade(ledger_location).endswith("already at schema version 2")
+    store = Store.open(ledger_location)
+    try:
+        with store.reading() as cursor:
+            assert root_at(cursor, size)[1] == oracle_root(oracle(lines, size))
+            assert root_at(cursor, size - 1) is None  # no index before the upgrade
+        with store.writing() as writer:  # appends go on from the built index
+            writer.append(generate(320, seed=32)[300:])
+        check_every_head(store, [size, size + 20])
+        with store.reading() as cursor:  # the links got the seq of the citation that made them
+            assert cursor.paper_facts("2407.20018", size=size) == store.paper_facts("2407.20018")
+            assert cursor.execute("SELECT COUNT(*) FROM observation_papers WHERE seq IS NULL").fetchone()[0] == 0
+    finally:
+        store.close()
