@@ -69,14 +69,6 @@ class Cursor:
         self.raw = connection.cursor()
         self.dialect = store.engine.dialect
 
-    @property
-    def statements(self) -> int:
-        return self.store.statements
-
-    @statements.setter
-    def statements(self, value: int) -> None:
-        self.store.statements = value
-
     def execute(self, sql: str, params: tuple | list = ()):
         """Run one statement; returns the DBAPI cursor. Raises the driver's errors."""
         self.store.statements += 1
@@ -87,6 +79,11 @@ class Cursor:
         """Run one statement over many rows. Raises the driver's errors."""
         self.store.statements += 1
         self.raw.executemany(self.store.backend.sql(sql), rows)
+
+    def copy(self, sql: str):
+        """A COPY statement (PostgreSQL), counted; use it as a context manager. Raises the driver's errors."""
+        self.store.statements += 1
+        return self.raw.copy(sql)
 
     def head(self) -> tuple[int, bytes, str | None]:
         """(seq, chain hash, recorded time) of the last event. Raises the driver's errors."""

@@ -82,8 +82,7 @@ class PostgreSQL(Backend):
 
     def insert(self, cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
         # Binary COPY: one round trip for the batch, bytea as bytes; triggers fire as for INSERT.
-        cursor.statements += 1
-        with cursor.raw.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+        with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(_column_types(table, tuple(columns), cursor.dialect))
             for row in rows:
                 copy.write_row(row)
