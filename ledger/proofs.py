@@ -2,7 +2,9 @@
 evidence bundles that carry one record with every event that built it.
 
 This module reads the store; checking what it builds needs none: that is `ledger.auditor`, which never
-imports this module or the store.
+imports this module or the store. Everything one call builds comes from one snapshot of the store (one read
+transaction), and every read is bounded by the tree size it proves against: an append landing meanwhile is
+in none of it.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ def _size(cursor, size: int | None) -> int:
 def checkpoint(store: Store, signer: Signer) -> str:
     """A signed note of the current tree: origin (the key's name), size, root.
     Raises StoreError, or IntegrityError when a Merkle node cannot be had."""
-    with store.reading() as cursor:
-        return _signed_checkpoint(signer, cursor.node_source(), cursor.head()[0])
+    with store.snapshot() as cursor:
+        size = cursor.head()[0]
+        return _signed_checkpoint(signer, cursor.node_source(size), size)
 
 
 def _signed_checkpoint(signer: Signer, nodes, size: int) -> str:
@@ -46,12 +49,12 @@ def _inclusion(nodes, seq: int, size: int, kind: str, effective_at: str, recorde
 
 def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
     """An inclusion proof of event `seq` in the tree of `size` (default: now). Raises InputError for a seq or size outside the ledger, StoreError."""
-    with store.reading() as cursor:
+    with store.snapshot() as cursor:
         size = _size(cursor, size)
         if not 0 < seq <= size:
             raise InputError(f"seq {seq}: not in a tree of size {size}")
         entry = cursor.entry(seq)
-        nodes = cursor.node_source()
+        nodes = cursor.node_source(size)
         proof = _inclusion(nodes, seq, size, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
         proof["root"] = root(nodes, size).hex()
         return proof
@@ -59,24 +62,25 @@ def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
 
 def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
     """A consistency proof from the tree of `old` leaves to that of `new` (default: now). Raises InputError for sizes outside the ledger, StoreError."""
-    with store.reading() as cursor:
+    with store.snapshot() as cursor:
         new = _size(cursor, new)
         if not 0 < old <= new:
             raise InputError(f"--consistency {old}: expected a size from 1 to {new}")
-        nodes = cursor.node_source()
+        nodes = cursor.node_source(new)
         return {"new_root": root(nodes, new).hex(), "new_size": new, "old_root": root(nodes, old).hex(),
                 "old_size": old, "path": [p.hex() for p in consistency_path(nodes, old, new)]}
 
 
 def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer: Signer,
                     known_at: str | None = None) -> dict:
-    """The record, every event that built it (each with its leaf and inclusion proof), a signed checkpoint.
+    """The record, every event that built it (each with its leaf and inclusion proof), a signed checkpoint:
+    the head, the facts and the proofs read from one snapshot, the facts bounded by the tree's size.
     Raises NotFoundError when the paper has no record then, StoreError."""
-    with store.reading() as cursor:
+    with store.snapshot() as cursor:
         size = cursor.head()[0]
-        facts = [f for f in cursor.paper_facts(paper, known_at) if f.effective_key <= as_of_key]
+        facts = [f for f in cursor.paper_facts(paper, known_at, size) if f.effective_key <= as_of_key]
         record = build_record(paper, facts, as_of, as_of_key)
-        nodes = cursor.node_source()
+        nodes = cursor.node_source(size)
         events = []
         for f in facts:
             proof = _inclusion(nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)

@@ -32,6 +32,7 @@ def _column_types(table: str, columns: tuple[str, ...], dialect) -> list[str]:
 class PostgreSQL(Backend):
     name = "postgresql"
     begin_write = f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_ID})"  # one round trip (simple query protocol)
+    begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # one snapshot for the whole transaction
     guards = (
         """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
            BEGIN RAISE EXCEPTION 'events are append-only: %% refused', TG_OP; END $$""",  # %% : DBAPI paramstyle

@@ -15,8 +15,9 @@ import pytest
 
 from ledger.chain import verify_entries
 from ledger.events import make_event
+from ledger.proofs import evidence_bundle
 from ledger.store import Store
-from tests.conftest import SEED_004
+from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import event_line
 
 
@@ -126,3 +127,93 @@ def test_readers_do_not_wait_for_a_writer(seeded, ledger_location, tmp_path):
     assert (done.returncode, done.stderr) == (0, b"")
     assert done.stdout.split()[0] == b"40"  # the committed head, at once
     assert seeded.head()[0] == 41
+
+
+AS_OF_004_KEY = "2026-08-09T16:41:00.000000Z"
+
+# A writer that appends one sweep of paper 2407.20018 per transaction, each effective before the seed's as_of,
+# so each one enters the paper's record and its evidence bundle. It says "appending" once it has begun.
+SWEEPER = """
+import sys
+from ledger.events import make_event
+from ledger.store import Store
+
+store = Store.open(sys.argv[1])
+for n in range(int(sys.argv[2])):
+    with store.writing() as writer:
+        writer.append([make_event("source.checked", {"observed_at": f"2026-08-01T00:00:00.{n:06d}Z",
+                                                     "paper": "2407.20018", "source": "crossref"})])
+    if n == 0:
+        print("appending", flush=True)
+print("done", flush=True)
+"""
+
+
+def test_evidence_bundles_built_while_a_writer_appends_all_build_and_verify(seeded, ledger_location):
+    from ledger.auditor import verify_bundle
+    from ledger.signed_notes import generate_signer
+
+    signer = generate_signer("example.org/ledger")
+    appends = 400
+    writer = subprocess.Popen([sys.executable, "-c", SWEEPER, ledger_location, str(appends)], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "LEDGER_SQLITE_SYNCHRONOUS": "OFF"})
+    try:
+        assert writer.stdout.readline() == "appending\n", writer.stderr.read()
+        bundles = []
+        while writer.poll() is None or len(bundles) < 3:
+            bundles.append(evidence_bundle(seeded, PAPER_004, AS_OF_004, AS_OF_004_KEY, signer))
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        writer.wait(timeout=60)
+    assert writer.returncode == 0, writer.stderr.read()
+    sizes = [len(bundle["events"]) for bundle in bundles]
+    # The case was exercised: bundles were built at many sizes while the log grew under them.
+    assert len(set(sizes)) >= 3 and sizes == sorted(sizes), sizes
+    assert seeded.head()[0] == 40 + appends
+    for bundle, size in zip(bundles, sizes):
+        assert verify_bundle(bundle, signer.verifier).startswith(f"ok: {size} events")
+
+
+def sweep(n: int):
+    return make_event("source.checked", {"observed_at": f"2026-08-01T00:00:00.{n:06d}Z", "paper": PAPER_004,
+                                         "source": "crossref"})
+
+
+def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypatch):
+    # The interleaving the writer above can only make likely, forced: another connection commits a fact of
+    # the paper right after the bundle has read the head, before it reads the paper's facts.
+    from ledger.auditor import verify_bundle
+    from ledger.signed_notes import generate_signer
+    from ledger.store import Cursor
+
+    other, read_facts, landed = Store.open(seeded.url), Cursor.paper_facts, []
+
+    def append_first(cursor, *args):
+        if not landed:
+            with other.writing() as writer:
+                landed.extend(writer.append([sweep(1)]))
+        return read_facts(cursor, *args)
+
+    monkeypatch.setattr(Cursor, "paper_facts", append_first)
+    signer = generate_signer("example.org/ledger")
+    bundle = evidence_bundle(seeded, PAPER_004, AS_OF_004, AS_OF_004_KEY, signer)
+    other.close()
+    assert [e.seq for e in landed] == [41] and seeded.head()[0] == 41
+    assert [event["seq"] for event in bundle["events"]] == list(range(1, 41))
+    assert verify_bundle(bundle, signer.verifier).startswith("ok: 40 events are in the log of size 40")
+
+
+def test_a_snapshot_reads_the_ledger_as_of_one_instant(seeded):
+    other = Store.open(seeded.url)
+    with seeded.snapshot() as cursor:
+        assert cursor.head()[0] == 40
+        with other.writing() as writer:  # commits while the snapshot is open; it never waits for it
+            writer.append([sweep(2)])
+        assert cursor.head()[0] == 40
+        assert len(cursor.paper_facts(PAPER_004)) == 40
+    other.close()
+    assert seeded.head()[0] == 41 and len(seeded.paper_facts(PAPER_004)) == 41
+    with seeded.reading() as cursor:
+        assert len(cursor.paper_facts(PAPER_004, size=40)) == 40

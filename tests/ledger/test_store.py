@@ -130,7 +130,7 @@ def test_a_refused_append_rolls_back_and_the_next_continues_chain_and_tree(seede
     assert verify_entries(seeded.entries()) == (60, appended[-1].chain_hash)
     leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in seeded.entries()]
     with seeded.reading() as cursor:
-        assert root(cursor.node_source(), 60) == rfc_mth(leaves)
+        assert root(cursor.node_source(60), 60) == rfc_mth(leaves)
 
 
 def test_a_row_changed_behind_the_guard_is_caught_by_verify(seeded):
