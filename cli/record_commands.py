@@ -19,7 +19,7 @@ from ledger.logfile import is_exported_log, log_entries
 from ledger.proofs import evidence_bundle
 from ledger.replay import records_as_of
 from ledger.store import Store, sqlite_path
-from ledger.verify import verify_chain, verify_record
+from ledger.verify import compare_record, verify_chain
 from projections import audit
 from projections.record import build_record
 from projections.text import render_text
@@ -125,6 +125,8 @@ def verify(
     records: Annotated[Optional[list[str]], typer.Argument(help="Published records; none: the whole chain.")] = None,
     evidence: Annotated[Optional[str], typer.Option("--evidence", help="An evidence bundle: checked offline.")] = None,
     verifier_key: Annotated[Optional[str], typer.Option("--verifier-key", help="The log's verifier key.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="A record must be today's rebuild, not only what the "
+                                         "ledger knew when it was published.")] = False,
     json: Json = False,
 ) -> None:
     """Re-check published records (digests and history), or with no file the whole chain."""
@@ -144,20 +146,15 @@ def verify(
         _say(json, {"ok": True, "checked": "chain", "account": account}, account)
         return
     store = _store_if_any(ctx)
-    results, failures = [], []
-    for name in records:
-        try:
-            account = verify_record(name, read_input(name), store)
-            results.append({"file": name, "ok": True, "account": account})
-        except IntegrityError as exc:
-            failures.extend(exc.problems)
-            results.append({"file": name, "ok": False, "problems": exc.problems})
+    checks = [compare_record(name, read_input(name), store, strict) for name in records]
     if json:
-        write_json(results)
+        write_json([{"file": c.name, "ok": not c.problems, "history": c.history,
+                     **({"problems": c.problems} if c.problems else {"account": c.lines[0]})} for c in checks])
     else:
-        for result in results:
-            if result["ok"]:
-                typer.echo(result["account"])
+        for check in checks:
+            for line in check.lines:
+                typer.echo(line)
+    failures = [problem for check in checks for problem in check.problems]
     if failures:
         raise IntegrityError(f"{len(failures)} problem(s)", failures)
 
