@@ -133,7 +133,7 @@ def verify(
     if evidence is not None:
         if verifier_key is None:
             raise InputError("--evidence: needs --verifier-key")
-        account = verify_bundle(load_json(evidence, read_input(evidence)), load_verifier(verifier_key))
+        account = verify_bundle(load_json(evidence, read_input(evidence)), load_verifier(verifier_key), evidence)
         _say(json, {"file": evidence, "ok": True, "account": account}, f"{evidence}: {account}")
         return
     location = db_location(ctx)
