@@ -270,18 +270,37 @@ def test_an_unreachable_store_exits_3():
     assert result.stderr.startswith("ledger: postgresql+psycopg://nobody@127.0.0.1:1/none") and result.stderr.count("\n") == 1
 
 
-def test_progress_goes_to_a_terminal_only(ready, monkeypatch):
+def test_progress_goes_to_a_terminal_only(ready, tmp_path):
     # Not a terminal (the test runner): results only, nothing on stderr.
     result = ready("import", str(SEED_004))
     assert result.exit_code == 0 and result.stderr == ""
-    # A terminal: the same command reports its work on stderr, results still on stdout only.
-    import cli.common
+    # A terminal: a real process whose stderr is a pseudo-terminal reports its work there; stdout (a pipe)
+    # still carries the result only.
+    import os
+    import pty
+    import subprocess
+    import sys
 
-    shown = []
-    monkeypatch.setattr(cli.common.sys.stderr, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr(cli.common.typer, "echo", lambda message, err=False: shown.append((message, err)))
-    cli.common.progress("working")
-    assert shown == [("working", True)]
+    db = str(tmp_path / "tty.db")
+    assert run_ledger("--db", db, "init").returncode == 0
+    terminal, child_end = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "--db", db, "import", str(SEED_004)],
+                            stdout=subprocess.PIPE, stderr=child_end)
+    os.close(child_end)
+    stdout, _ = proc.communicate(timeout=120)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # EIO: the terminal's other end is closed and everything was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(terminal)
+    assert proc.returncode == 0
+    assert shown.replace(b"\r\n", b"\n") == f"validated {SEED_004}: 40 events\n".encode()
+    assert stdout.startswith(b"appended 40 events (0 already present); head 40 blake3:")
 
 
 def test_import_and_verify_report_progress_to_a_callback(store):
