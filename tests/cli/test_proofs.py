@@ -199,18 +199,13 @@ def verify_proof_file(cli, tmp_path, proof, checkpoint: str = "checkpoint.txt"):
     return cli("verify-proof", "proof.json", "--checkpoint", checkpoint, "--verifier-key", "ledger.vkey")
 
 
-@pytest.mark.parametrize("name", sorted(MALFORMED_PROOFS))
-def test_a_malformed_inclusion_proof_is_bad_input_naming_file_and_field(keyed, proofs, tmp_path, name):
-    mutate, problem = MALFORMED_PROOFS[name]
-    result = verify_proof_file(keyed, tmp_path, mutate(proofs[0]))
-    assert (result.exit_code, result.stdout) == (2, ""), result.stderr
-    assert result.stderr.startswith(f"ledger: proof.json: {problem}") and result.stderr.count("\n") == 1, result.stderr
+MALFORMED = [(0, name, *MALFORMED_PROOFS[name]) for name in sorted(MALFORMED_PROOFS)] + \
+    [(1, f"consistency_{name}", *MALFORMED_CONSISTENCY[name]) for name in sorted(MALFORMED_CONSISTENCY)]
 
 
-@pytest.mark.parametrize("name", sorted(MALFORMED_CONSISTENCY))
-def test_a_malformed_consistency_proof_is_bad_input_naming_file_and_field(keyed, proofs, tmp_path, name):
-    mutate, problem = MALFORMED_CONSISTENCY[name]
-    result = verify_proof_file(keyed, tmp_path, mutate(proofs[1]))
+@pytest.mark.parametrize("kind, name, mutate, problem", MALFORMED, ids=[name for _, name, _, _ in MALFORMED])
+def test_a_malformed_proof_is_bad_input_naming_file_and_field(keyed, proofs, tmp_path, kind, name, mutate, problem):
+    result = verify_proof_file(keyed, tmp_path, mutate(proofs[kind]))
     assert (result.exit_code, result.stdout) == (2, ""), result.stderr
     assert result.stderr.startswith(f"ledger: proof.json: {problem}") and result.stderr.count("\n") == 1, result.stderr
 
