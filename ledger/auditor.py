@@ -34,6 +34,10 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _where(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
 def _hash(value: Any, where: str) -> bytes:
     if not isinstance(value, str) or not _HASH.fullmatch(value):
         raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {_show(value)}")
@@ -43,13 +47,12 @@ def _hash(value: Any, where: str) -> bytes:
 def _count(obj: dict, key: str, path: str = "") -> int:
     value = field(obj, key, int, path)
     if value < 0:
-        raise InputError(f"field {f'{path}.{key}' if path else key}: expected a non-negative integer, found {value}")
+        raise InputError(f"field {_where(path, key)}: expected a non-negative integer, found {value}")
     return value
 
 
 def _path(obj: dict, path: str = "") -> list[bytes]:
-    where = f"{path}.path" if path else "path"
-    return [_hash(p, f"{where}[{i}]") for i, p in enumerate(field(obj, "path", list, path))]
+    return [_hash(p, f"{_where(path, 'path')}[{i}]") for i, p in enumerate(field(obj, "path", list, path))]
 
 
 def _b64(obj: dict, key: str, path: str = "") -> bytes:
@@ -57,7 +60,7 @@ def _b64(obj: dict, key: str, path: str = "") -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise InputError(f"field {f'{path}.{key}' if path else key}: expected base64, found {_show(value)}") from None
+        raise InputError(f"field {_where(path, key)}: expected base64, found {_show(value)}") from None
 
 
 class _Inclusion(NamedTuple):
@@ -77,7 +80,8 @@ class _Consistency(NamedTuple):
     path: list[bytes]
 
 
-_INCLUSION_KEYS, _CONSISTENCY_KEYS = {"leaf_index", "tree_size", "leaf_hash"}, {"old_size", "new_size", "old_root", "new_root"}
+_INCLUSION_KEYS = {"leaf_index", "tree_size", "leaf_hash"}
+_CONSISTENCY_KEYS = {"old_size", "new_size", "old_root", "new_root"}
 
 
 def _read_proof(proof: Any) -> _Inclusion | _Consistency:
