@@ -84,4 +84,5 @@ def verify_proof_command(
 ) -> None:
     """Check a proof (inclusion, consistency or paper index) against a signed checkpoint, with no database."""
     data = load_json(proof, read_input(proof))
-    typer.echo(verify_proof(data, read_text(checkpoint_file, "a signed checkpoint"), load_verifier(verifier_key)))
+    note = read_text(checkpoint_file, "a signed checkpoint")
+    typer.echo(verify_proof(data, note, load_verifier(verifier_key), proof, checkpoint_file))

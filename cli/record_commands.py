@@ -20,7 +20,7 @@ from ledger.logfile import is_exported_log, log_entries
 from ledger.proofs import evidence_bundle
 from ledger.replay import records_as_of
 from ledger.store import Store, sqlite_path
-from ledger.verify import verify_chain, verify_record
+from ledger.verify import compare_record, verify_chain
 from projections import audit
 from projections.record import build_record
 from projections.text import render_text
@@ -131,6 +131,8 @@ def verify(
                                                  "and check it against --checkpoint.")] = None,
     checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="A signed checkpoint (with --index).")] = None,
     verifier_key: Annotated[Optional[str], typer.Option("--verifier-key", help="The log's verifier key.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="A record must be today's rebuild, not only what the "
+                                         "ledger knew when it was published.")] = False,
     json: Json = False,
 ) -> None:
     """Re-check published records (digests and history), or with no file the whole chain."""
@@ -147,7 +149,7 @@ def verify(
         if verifier_key is None:
             raise InputError("--evidence: needs --verifier-key")
         bundle = load_json(evidence, read_input(evidence))
-        account = verify_bundle(bundle, load_verifier(verifier_key))
+        account = verify_bundle(bundle, load_verifier(verifier_key), evidence)
         complete = True if "index" in bundle else None  # None: a bundle from before the index proves no completeness
         _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
         return
@@ -161,20 +163,15 @@ def verify(
         _say(json, {"ok": True, "checked": "chain", "account": account}, account)
         return
     store = _store_if_any(ctx)
-    results, failures = [], []
-    for name in records:
-        try:
-            account = verify_record(name, read_input(name), store)
-            results.append({"file": name, "ok": True, "account": account})
-        except IntegrityError as exc:
-            failures.extend(exc.problems)
-            results.append({"file": name, "ok": False, "problems": exc.problems})
+    checks = [compare_record(name, read_input(name), store, strict) for name in records]
     if json:
-        write_json(results)
+        write_json([{"file": c.name, "ok": not c.problems, "history": c.history,
+                     **({"problems": c.problems} if c.problems else {"account": c.lines[0]})} for c in checks])
     else:
-        for result in results:
-            if result["ok"]:
-                typer.echo(result["account"])
+        for check in checks:
+            for line in check.lines:
+                typer.echo(line)
+    failures = [problem for check in checks for problem in check.problems]
     if failures:
         raise IntegrityError(f"{len(failures)} problem(s)", failures)
 

@@ -3,178 +3,278 @@ evidence bundles (and whether one holds every event of its paper), and the monit
 paper index from an exported log, with no database.
 
 It never imports the store (a test holds it to that): a proof or a bundle, a signed checkpoint and a
-verifier key are all it needs. Verifiers return a short account or raise: IntegrityError naming each event,
-proof or field that does not verify; InputError for a file that is not a proof or a bundle at all.
+verifier key are all it needs. Verifiers return a short account or raise, naming the file: InputError (exit
+2) for a proof or bundle that is malformed (a field missing, of the wrong type, a hash that is not 64 hex
+digits, base64 that is not), naming the field; IntegrityError (exit 1) naming each event, proof or field of a
+well-formed one that does not verify.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+import re
+from typing import Any, NamedTuple
 
 from projections.record import rebuild_mismatch
 
 from .canonical import canonical, parse_json
 from .chain import Entry, verify_entries
-from .errors import InputError, IntegrityError, NotFoundError
+from .errors import InputError, IntegrityError, LedgerError, NotFoundError
 from .events import Event, Fact, make_event
 from .inputs import decode_input
 from .merkle import leaf_hash, verify_consistency, verify_inclusion
 from .paper_index import IndexProof, index_of_log, parse_proof, verify_index_proof
 from .signed_notes import INDEX_EXTENSION, Checkpoint, Verifier, verify_checkpoint
-from .published import check_record, digest_mismatches
+from .published import _type_name, check_record, digest_mismatches, field
 
 
-def _hex(value: Any, what: str) -> bytes:
-    try:
-        data = bytes.fromhex(value)
-    except (TypeError, ValueError):
-        raise IntegrityError(f"{what}: not a hex hash: {value!r}") from None
-    if len(data) != 32:
-        raise IntegrityError(f"{what}: not a 32-byte hash")
-    return data
+_HASH = re.compile(r"[0-9a-fA-F]{64}")
 
 
-def _int(proof: dict, key: str) -> int:
-    value = proof.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise IntegrityError(f"proof field {key}: expected an integer, found {value!r}")
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _where(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _hash(value: Any, where: str) -> bytes:
+    if not isinstance(value, str) or not _HASH.fullmatch(value):
+        raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {_show(value)}")
+    return bytes.fromhex(value)
+
+
+def _count(obj: dict, key: str, path: str = "") -> int:
+    value = field(obj, key, int, path)
+    if value < 0:
+        raise InputError(f"field {_where(path, key)}: expected a non-negative integer, found {value}")
     return value
 
 
-def _path(proof: dict, what: str) -> list[bytes]:
-    path = proof.get("path")
-    if not isinstance(path, list):
-        raise IntegrityError(f"{what}: path: expected a list of hex hashes")
-    return [_hex(p, f"{what}: path[{i}]") for i, p in enumerate(path)]
+def _path(obj: dict, path: str = "") -> list[bytes]:
+    return [_hash(p, f"{_where(path, 'path')}[{i}]") for i, p in enumerate(field(obj, "path", list, path))]
 
 
-def verify_proof(proof: Any, note: str, verifier: Verifier) -> str:
-    """Check an inclusion or consistency proof against a signed checkpoint of the same tree.
-    Raises InputError for a proof that is not one, IntegrityError when it does not verify against the signed checkpoint."""
-    if not isinstance(proof, dict):
-        raise InputError("proof: expected a JSON object")
-    signed = verify_checkpoint(note, verifier)
-    if "siblings" in proof:
-        return _paper_account(_checked_index_proof(parse_proof(proof), signed), verifier)
-    if "leaf_index" in proof:
-        index, size = _int(proof, "leaf_index"), _int(proof, "tree_size")
-        if size != signed.size:
-            raise IntegrityError(f"inclusion proof: for a tree of size {size}, the checkpoint is of size {signed.size}")
-        digest = _hex(proof.get("leaf_hash"), "leaf_hash")
-        if "leaf" in proof and leaf_hash(_b64(proof["leaf"], "leaf")) != digest:
-            raise IntegrityError("inclusion proof: leaf_hash is not the hash of leaf")
-        if "root" in proof and _hex(proof["root"], "root") != signed.root:
-            raise IntegrityError("inclusion proof: its root is not the checkpoint's root")
-        verify_inclusion(digest, index, size, _path(proof, "inclusion proof"), signed.root)
-        return f"ok: leaf {index} is in the tree of size {size} signed by {verifier.name}"
-    old, new = _int(proof, "old_size"), _int(proof, "new_size")
-    if new != signed.size:
-        raise IntegrityError(f"consistency proof: new size {new}, the checkpoint is of size {signed.size}")
-    if _hex(proof.get("new_root"), "new_root") != signed.root:
-        raise IntegrityError("consistency proof: new_root is not the checkpoint's root")
-    verify_consistency(old, new, _hex(proof.get("old_root"), "old_root"), signed.root, _path(proof, "consistency proof"))
-    return f"ok: the tree of size {old} is a prefix of the tree of size {new} signed by {verifier.name}"
-
-
-def _b64(value: Any, what: str) -> bytes:
+def _b64(obj: dict, key: str, path: str = "") -> bytes:
+    value = field(obj, key, str, path)
     try:
         return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError, TypeError):
-        raise IntegrityError(f"{what}: not base64") from None
+    except (binascii.Error, ValueError):
+        raise InputError(f"field {_where(path, key)}: expected base64, found {_show(value)}") from None
 
 
-def _bundle_fact(index: int, item: Any, signed: Checkpoint) -> tuple[Fact, Event, bytes]:
-    where = f"events[{index}]"
-    if not isinstance(item, dict) or not isinstance(item.get("proof"), dict):
-        raise IntegrityError(f"{where}: expected an object with leaf, proof and seq")
-    leaf = _b64(item.get("leaf"), f"{where}.leaf")
-    proof = item["proof"]
-    seq = _int(item, "seq")
-    where = f"event seq {seq}"
-    if _int(proof, "leaf_index") != seq - 1:
-        raise IntegrityError(f"{where}: proof is for leaf {proof['leaf_index']}, the event is leaf {seq - 1}")
-    if _int(proof, "tree_size") != signed.size:
-        raise IntegrityError(f"{where}: proof is for a tree of size {proof['tree_size']}, the checkpoint's is {signed.size}")
-    digest = leaf_hash(leaf)
+class _Inclusion(NamedTuple):
+    index: int
+    size: int
+    leaf_hash: bytes
+    leaf: bytes | None
+    root: bytes | None
+    path: list[bytes]
+
+
+class _Consistency(NamedTuple):
+    old: int
+    new: int
+    old_root: bytes
+    new_root: bytes
+    path: list[bytes]
+
+
+_INCLUSION_KEYS = {"leaf_index", "tree_size", "leaf_hash"}
+_CONSISTENCY_KEYS = {"old_size", "new_size", "old_root", "new_root"}
+
+
+def _read_proof(proof: Any) -> _Inclusion | _Consistency:
+    """A proof's fields, every one checked for shape: InputError names the first that is missing or malformed."""
+    if not isinstance(proof, dict):
+        raise InputError(f"expected a proof (a JSON object), found {_type_name(proof)}")
+    inclusion, consistency = _INCLUSION_KEYS & set(proof), _CONSISTENCY_KEYS & set(proof)
+    if bool(inclusion) == bool(consistency):
+        raise InputError("expected an inclusion proof (leaf_index, tree_size, leaf_hash, path) or a consistency "
+                         "proof (old_size, new_size, old_root, new_root, path)")
+    if inclusion:
+        return _Inclusion(_count(proof, "leaf_index"), _count(proof, "tree_size"),
+                          _hash(field(proof, "leaf_hash", str, ""), "leaf_hash"),
+                          _b64(proof, "leaf") if "leaf" in proof else None,
+                          _hash(proof["root"], "root") if "root" in proof else None, _path(proof))
+    return _Consistency(_count(proof, "old_size"), _count(proof, "new_size"),
+                        _hash(field(proof, "old_root", str, ""), "old_root"),
+                        _hash(field(proof, "new_root", str, ""), "new_root"), _path(proof))
+
+
+def verify_proof(proof: Any, note: str, verifier: Verifier, name: str = "proof", note_name: str = "checkpoint") -> str:
+    """Check an inclusion, consistency or paper index proof against a signed checkpoint of the same tree. `name` and
+    `note_name` name the proof's and the checkpoint's files in every message.
+    Raises InputError for a proof or a note that is malformed (naming the file and the field),
+    IntegrityError when a well-formed proof does not verify against the signed checkpoint."""
     try:
-        verify_inclusion(digest, seq - 1, signed.size, _path(proof, where), signed.root)
+        read = parse_proof(proof) if isinstance(proof, dict) and "siblings" in proof else _read_proof(proof)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+    try:
+        signed = verify_checkpoint(note, verifier)
+    except LedgerError as exc:  # InputError: not a note; IntegrityError: not signed by this key
+        raise type(exc)(f"{note_name}: {exc}") from None
+    try:
+        if isinstance(read, IndexProof):
+            return _paper_account(_checked_index_proof(read, signed), verifier)
+        if isinstance(read, _Inclusion):
+            if read.size != signed.size:
+                raise IntegrityError(f"inclusion proof: for a tree of size {read.size}, the checkpoint is of size "
+                                     f"{signed.size}")
+            if read.leaf is not None and leaf_hash(read.leaf) != read.leaf_hash:
+                raise IntegrityError("inclusion proof: leaf_hash is not the hash of leaf")
+            if read.root is not None and read.root != signed.root:
+                raise IntegrityError("inclusion proof: its root is not the checkpoint's root")
+            verify_inclusion(read.leaf_hash, read.index, read.size, read.path, signed.root)
+            return f"ok: leaf {read.index} is in the tree of size {read.size} signed by {verifier.name}"
+        if read.new != signed.size:
+            raise IntegrityError(f"consistency proof: new size {read.new}, the checkpoint is of size {signed.size}")
+        if read.new_root != signed.root:
+            raise IntegrityError("consistency proof: new_root is not the checkpoint's root")
+        verify_consistency(read.old, read.new, read.old_root, signed.root, read.path)
+    except IntegrityError as exc:
+        raise IntegrityError(f"{name}: {exc}") from None
+    return f"ok: the tree of size {read.old} is a prefix of the tree of size {read.new} signed by {verifier.name}"
+
+
+class _Event(NamedTuple):
+    seq: int
+    leaf: bytes
+    index: int  # the proof's leaf index
+    size: int  # the proof's tree size
+    path: list[bytes]
+    place: tuple[int, list[bytes]] | None  # its place in the paper's events tree (index, path), when given
+
+
+def _read_event(index: int, item: Any, placed: bool) -> _Event:
+    """One event of a bundle, every field checked for shape (its paper_proof when `placed`). Raises
+    InputError naming events[i] and the field."""
+    at = f"events[{index}]"
+    if not isinstance(item, dict):
+        raise InputError(f"field {at}: expected an object with leaf, proof and seq, found {_type_name(item)}")
+    seq = field(item, "seq", int, at)
+    if seq < 1:
+        raise InputError(f"field {at}.seq: expected a sequence number (1 or more), found {seq}")
+    leaf = _b64(item, "leaf", at)
+    proof = field(item, "proof", dict, at)
+    place = None
+    if placed:
+        paper_proof = field(item, "paper_proof", dict, at)
+        place = (_count(paper_proof, "index", f"{at}.paper_proof"), _path(paper_proof, f"{at}.paper_proof"))
+    elif "paper_proof" in item:
+        raise InputError(f"field {at}.paper_proof: a bundle without an index proof has no places to prove")
+    return _Event(seq, leaf, _count(proof, "leaf_index", f"{at}.proof"), _count(proof, "tree_size", f"{at}.proof"),
+                  _path(proof, f"{at}.proof"), place)
+
+
+class _Read(NamedTuple):
+    """A bundle's event once it is in the signed log: as a fact, as an event, its leaf hash, its place."""
+
+    fact: Fact
+    event: Event
+    leaf_hash: bytes
+    place: tuple[int, list[bytes]] | None
+
+
+def _bundle_fact(event: _Event, signed: Checkpoint) -> _Read:
+    """A well-formed event of a bundle, read. Raises IntegrityError when it is not in the signed log or is not
+    a ledger event."""
+    seq, where = event.seq, f"event seq {event.seq}"
+    if event.index != seq - 1:
+        raise IntegrityError(f"{where}: proof is for leaf {event.index}, the event is leaf {seq - 1}")
+    if event.size != signed.size:
+        raise IntegrityError(f"{where}: proof is for a tree of size {event.size}, the checkpoint's is {signed.size}")
+    digest = leaf_hash(event.leaf)
+    try:
+        verify_inclusion(digest, seq - 1, signed.size, event.path, signed.root)
     except IntegrityError as exc:
         raise IntegrityError(f"{where}: not in the signed log: {exc}") from None
     # The leaf is in the log; now read it, and insist it is the canonical entry it claims to be.
     try:
-        entry = parse_json(leaf.decode("utf-8"))
+        entry = parse_json(event.leaf.decode("utf-8"))
         if not isinstance(entry, dict) or set(entry) != {"effective_at", "kind", "payload", "recorded_at", "seq"} \
-                or entry["seq"] != seq or canonical(entry) != leaf:
+                or entry["seq"] != seq or canonical(entry) != event.leaf:
             raise InputError("not a canonical log entry")
-        event = make_event(entry["kind"], entry["payload"], entry["effective_at"])
+        made = make_event(entry["kind"], entry["payload"], entry["effective_at"])
     except (InputError, UnicodeDecodeError) as exc:
         raise IntegrityError(f"{where}: leaf is not a ledger event: {exc}") from None
-    return Fact(seq, event.kind, event.subject, entry["effective_at"], event.effective_key, entry["recorded_at"],
-                event.payload), event, digest
+    return _Read(Fact(seq, made.kind, made.subject, entry["effective_at"], made.effective_key, entry["recorded_at"],
+                      made.payload), made, digest, event.place)
 
 
-_OLD_BUNDLE = {"checkpoint", "events", "record"}
-_BUNDLE = _OLD_BUNDLE | {"index"}
+_OLD_BUNDLE = frozenset({"checkpoint", "events", "record"})  # made before the paper index
+_BUNDLES = (_OLD_BUNDLE, _OLD_BUNDLE | {"index"}, _OLD_BUNDLE | {"index", "known_at"})
 
 
-def verify_bundle(bundle: Any, verifier: Verifier) -> str:
-    """Prove offline that each event is in the signed log, that the record is their rebuild at its as_of, and
-    (for a bundle that carries the paper index proof) that the bundle holds every event of the paper in the
-    log of the checkpoint's size: the complete history, not a chosen part of it.
+def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle") -> str:
+    """Prove offline that each event is in the signed log, that the record is their rebuild at its as_of (and
+    known_at), and, for a bundle that carries the paper index proof, that it holds every event of the paper
+    in the log of the checkpoint's size: each takes its own place in the paper's events tree, and no place is
+    left empty. `name` names the bundle's file in every message. Every field's shape is checked before
+    anything is verified, so a malformed bundle is always reported as malformed.
 
-    Raises InputError for a file that is not a bundle, IntegrityError naming each event or field that fails,
-    and, for an incomplete bundle, how many events are missing and between which seqs."""
-    if not isinstance(bundle, dict) or set(bundle) not in (_OLD_BUNDLE, _BUNDLE, _BUNDLE | {"known_at"}):
-        raise InputError("evidence bundle: expected an object with checkpoint, events and record (and index, "
-                         "known_at)")
-    if not isinstance(bundle["checkpoint"], str) or not isinstance(bundle["events"], list):
-        raise InputError("evidence bundle: checkpoint must be a signed note, events a list")
-    known_at = bundle.get("known_at")
-    if known_at is not None and not isinstance(known_at, str):
-        raise InputError("evidence bundle: known_at must be a recorded time")
-    signed = verify_checkpoint(bundle["checkpoint"], verifier)
-    problems, read = [], []
-    for index, item in enumerate(bundle["events"]):
+    Raises InputError for a bundle that is malformed (naming the file and the field, the record's and the
+    checkpoint's included), IntegrityError naming each event or field that does not verify, and for an
+    incomplete bundle how many of the paper's events are missing and between which seqs."""
+    try:
+        if not isinstance(bundle, dict) or set(bundle) not in _BUNDLES:
+            raise InputError("expected an evidence bundle: an object with checkpoint, events and record (and index, "
+                             "known_at)")
+        field(bundle, "checkpoint", str, "")
+        placed = "index" in bundle
+        events = [_read_event(index, item, placed) for index, item in enumerate(field(bundle, "events", list, ""))]
+        proof = parse_proof(bundle["index"], "index") if placed else None
+        known_at = field(bundle, "known_at", str, "") if "known_at" in bundle else None
         try:
-            read.append((item, *_bundle_fact(index, item, signed)))
+            record = check_record(bundle["record"])
+        except InputError as exc:
+            raise InputError(f"record: {exc}") from None
+        try:
+            signed = verify_checkpoint(bundle["checkpoint"], verifier)
+        except LedgerError as exc:  # InputError: not a checkpoint; IntegrityError: not signed by this key
+            message = str(exc)
+            raise type(exc)(message if message.startswith("checkpoint: ") else f"checkpoint: {message}") from None
+    except LedgerError as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+    problems, read = [], []
+    for event in events:
+        try:
+            read.append(_bundle_fact(event, signed))
         except IntegrityError as exc:
-            problems.append(str(exc))
-    record = check_record(bundle["record"])
-    problems += [f"record: {p}" for p in digest_mismatches(record)]
+            problems.append(f"{name}: {exc}")
+    problems += [f"{name}: record: {p}" for p in digest_mismatches(record)]
     paper = record["paper"]["arxiv_id"]
-    complete = None
-    if "index" in bundle:
-        proof = parse_proof(bundle["index"], "evidence bundle: index")
+    if proof is not None:
         try:
             if proof.paper != paper:
                 raise IntegrityError(f"index proof: it is of arXiv:{proof.paper}, the record is of arXiv:{paper}")
             _checked_index_proof(proof, signed)
         except IntegrityError as exc:
-            problems.append(f"evidence bundle: {exc}")
+            problems.append(f"{name}: {exc}")
         else:
-            found = _completeness(proof, read)
-            problems += found
-            complete = proof if not found else None
-    # The rebuild runs whatever else failed: a bundle missing an event the record depends on says both.
-    facts = [fact for _, fact, _, _ in read if known_at is None or fact.recorded_at <= known_at]
+            problems += [f"{name}: {p}" for p in _completeness(proof, read)]
+    # The rebuild is compared whatever else failed: a bundle without an event the record depends on says both.
+    facts = [r.fact for r in read if known_at is None or r.fact.recorded_at <= known_at]
     try:
         mismatch = rebuild_mismatch(facts, record)
     except NotFoundError as exc:
-        problems.append(f"evidence bundle: {exc}")
+        problems.append(f"{name}: {exc}")
     else:
         if mismatch is not None:
-            problems += [f"record is not the rebuild of the bundle's events (an event is missing or altered): {p}"
-                         for p in mismatch.each()]
+            problems += [f"{name}: record is not the rebuild of the bundle's events (an event is missing or altered): "
+                         f"{p}" for p in mismatch.each()]
     if problems:
-        raise IntegrityError(f"evidence bundle: {len(problems)} problem(s)", problems)
+        raise IntegrityError(f"{name}: {len(problems)} problem(s)", problems)
     known = f" known at {known_at}" if known_at is not None else ""
     account = (f"ok: {len(read)} events are in the log of size {signed.size} signed by {verifier.name}, and the "
                f"record of arXiv:{paper} as of {record['as_of']}{known} is exactly their rebuild")
-    if complete is not None:
-        return (f"{account}; complete: the signed paper index counts {complete.count} events of arXiv:{paper} in "
-                f"the log of size {signed.size}, and the bundle holds every one")
+    if proof is not None:
+        return (f"{account}; complete: the signed paper index counts {proof.count} events of arXiv:{paper} in the "
+                f"log of size {signed.size}, and the bundle holds every one")
     return (f"{account}; completeness not proven: the bundle carries no paper index proof (made before the index), "
             "so events of the paper may have been left out")
 
@@ -199,29 +299,23 @@ def _paper_account(proof: IndexProof, verifier: Verifier) -> str:
             f"of the tree of size {proof.tree_size} signed by {verifier.name}")
 
 
-def _completeness(proof: IndexProof, read: list[tuple[Any, Fact, Event, bytes]]) -> list[str]:
-    """What keeps the bundle's events from being exactly the paper's events the index counts: each event
-    must take its own place in the paper's events tree (its paper proof), and every place must be taken."""
+def _completeness(proof: IndexProof, read: list[_Read]) -> list[str]:
+    """What keeps the bundle's events from being exactly the paper's events the index counts: each must take
+    its own place in the paper's events tree, and every place must be taken; a gap is located by the seqs of
+    the places beside it, which are proven too."""
     paper, problems, places = proof.paper, [], {}
-    for item, fact, event, digest in read:
+    for fact, event, digest, (position, path) in read:
         where = f"event seq {fact.seq}"
-        placed = item.get("paper_proof")
-        if not isinstance(placed, dict) or set(placed) != {"index", "path"}:
-            raise InputError(f"evidence bundle: {where}: paper_proof: expected an object with index and path")
-        position = placed["index"]
-        if not isinstance(position, int) or isinstance(position, bool):
-            raise InputError(f"evidence bundle: {where}: paper_proof.index: expected an integer, found {position!r}")
-        path = _path(placed, f"{where}: paper_proof")
+        other = event.paper not in (None, paper)
         try:
             if proof.count == 0 or proof.root is None:
                 raise IntegrityError("the index says the paper has no events")
             verify_inclusion(digest, position, proof.count, path, proof.root)
         except IntegrityError as exc:
-            other = f" (it is an event of arXiv:{event.paper})" if event.paper not in (None, paper) else ""
             problems.append(f"{where}: not among the {proof.count} events the signed paper index counts for "
-                            f"arXiv:{paper}{other}: {exc}")
+                            f"arXiv:{paper}{f' (it is an event of arXiv:{event.paper})' if other else ''}: {exc}")
             continue
-        if event.paper not in (None, paper):
+        if other:
             problems.append(f"{where}: the signed paper index counts it for arXiv:{paper}, but it is an event of "
                             f"arXiv:{event.paper}: the index is not the log's (run a monitor: verify --index)")
         if position in places:
@@ -237,16 +331,16 @@ def _completeness(proof: IndexProof, read: list[tuple[Any, Fact, Event, bytes]])
                 start = position
         spans = []
         for first, last in runs:
-            before, after = places.get(first - 1), places.get(last + 1)
-            count = last - first + 1
+            before, after, count = places.get(first - 1), places.get(last + 1), last - first + 1
             where = (f"between seq {before} and seq {after}" if before and after else f"after seq {before}"
                      if before else f"before seq {after}" if after else "(the bundle holds none of them)")
             spans.append(f"{count} event{'s' if count > 1 else ''} {where}")
         problems.append(f"incomplete: {len(missing)} of the {proof.count} events of arXiv:{paper} in the log of size "
                         f"{proof.tree_size} are missing from the bundle: {'; '.join(spans)}")
-    ordered = sorted(places.items())
-    if any(a[1] >= b[1] for a, b in zip(ordered, ordered[1:])):
-        problems.append(f"the paper index places arXiv:{paper}'s events out of seq order")
+    ordered = [seq for _, seq in sorted(places.items())]
+    if any(a >= b for a, b in zip(ordered, ordered[1:])):
+        problems.append(f"the signed paper index places arXiv:{paper}'s events out of seq order: the index is not "
+                        "the log's (run a monitor: verify --index)")
     return problems
 
 
@@ -255,7 +349,10 @@ def verify_index(entries: list[Entry], note: str, verifier: Verifier, name: str 
     checkpoint's size, and compare it with the index root the checkpoint signs (and the log with its tree).
     Raises InputError for a checkpoint without an index line or a log shorter than it, IntegrityError when
     the log's chain breaks, its tree is not the signed one, or the signed index root is not the log's."""
-    signed = verify_checkpoint(note, verifier)
+    try:
+        signed = verify_checkpoint(note, verifier)
+    except LedgerError as exc:
+        raise type(exc)(f"{name}: {exc}") from None
     if signed.index_root is None:
         raise InputError(f"{name}: carries no {INDEX_EXTENSION} line (signed before the paper index)")
     prefix = [entry for entry in entries if entry.seq <= signed.size]

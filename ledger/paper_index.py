@@ -34,6 +34,7 @@ import orjson
 from .chain import Entry, entry_bytes
 from .errors import InputError, IntegrityError
 from .events import CITATION_OBSERVED, OBSERVATION_KINDS, Event, make_event
+from .published import field
 from .merkle import EMPTY_ROOT, leaf_hash as log_leaf_hash, node_hash as log_node_hash, perfect_subtrees
 
 ZERO = bytes(32)  # the hash of an empty subtree
@@ -158,52 +159,57 @@ class IndexProof:
                 "tree_size": self.tree_size}
 
 
-def _field(data: dict, name: str, kind, what: str):
-    value = data.get(name)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise InputError(f"{what}: field {name}: expected {kind.__name__ if isinstance(kind, type) else 'a value'}"
-                         f", found {value!r}")
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _hash(value: Any, where: str) -> bytes:
+    if not isinstance(value, str) or len(value) != 64:
+        raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {_show(value)}")
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {_show(value)}") from None
+
+
+def _count(data: dict, key: str, path: str) -> int:
+    value = field(data, key, int, path)
+    if not 0 <= value < 2 ** 63:
+        raise InputError(f"field {path}.{key}: expected a non-negative integer, found {value}" if path else
+                         f"field {key}: expected a non-negative integer, found {value}")
     return value
 
 
-def _hash(value: Any, what: str) -> bytes:
-    try:
-        data = bytes.fromhex(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{what}: not a hex hash: {value!r}") from None
-    if len(data) != 32:
-        raise InputError(f"{what}: not a 32-byte hash")
-    return data
+PROOF_FIELDS = ("count", "events_root", "index_root", "key", "neighbour", "paper", "siblings", "tree_size")
 
 
-def parse_proof(data: Any, what: str = "index proof") -> IndexProof:
-    """An index proof from its JSON form. Raises InputError naming the field that is malformed."""
+def parse_proof(data: Any, path: str = "") -> IndexProof:
+    """An index proof from its JSON form (`path` names where it sits, e.g. "index" in a bundle), every field
+    checked for shape. Raises InputError naming the first field that is missing or malformed."""
+    at = (lambda key: f"{path}.{key}") if path else (lambda key: key)
     if not isinstance(data, dict):
-        raise InputError(f"{what}: expected a JSON object")
-    expected = {"count", "events_root", "index_root", "key", "neighbour", "paper", "siblings", "tree_size"}
-    if set(data) != expected:
-        raise InputError(f"{what}: expected the fields {', '.join(sorted(expected))}")
-    paper = _field(data, "paper", str, what)
-    size, count = _field(data, "tree_size", int, what), _field(data, "count", int, what)
-    if not 0 <= size < 2 ** 63 or not 0 <= count < 2 ** 63:
-        raise InputError(f"{what}: tree_size and count must be integers from 0")
-    key = _hash(data["key"], f"{what}: key")
-    root = None if data["events_root"] is None and count == 0 else _hash(data["events_root"], f"{what}: events_root")
-    siblings = _field(data, "siblings", list, what)
+        raise InputError(f"field {path or 'proof'}: expected a paper index proof (a JSON object)")
+    unknown = set(data) - set(PROOF_FIELDS)
+    if unknown:
+        raise InputError(f"field {at(sorted(unknown)[0])}: not a field of a paper index proof")
+    paper = field(data, "paper", str, path)
+    size, count = _count(data, "tree_size", path), _count(data, "count", path)
+    key = _hash(field(data, "key", str, path), at("key"))
+    root = field(data, "events_root", str, path, nullable=True)
+    root = None if root is None else _hash(root, at("events_root"))
+    siblings = field(data, "siblings", list, path)
     if len(siblings) > KEY_BITS:
-        raise InputError(f"{what}: siblings: more than {KEY_BITS}")
-    parsed = tuple(None if s is None else _hash(s, f"{what}: siblings[{i}]") for i, s in enumerate(siblings))
-    neighbour = data["neighbour"]
+        raise InputError(f"field {at('siblings')}: more than {KEY_BITS} hashes")
+    parsed = tuple(None if s is None else _hash(s, f"{at('siblings')}[{i}]") for i, s in enumerate(siblings))
+    neighbour = field(data, "neighbour", dict, path, nullable=True)
     if neighbour is not None:
-        if not isinstance(neighbour, dict) or set(neighbour) != {"count", "key", "root"}:
-            raise InputError(f"{what}: neighbour: expected null or an object with count, key and root")
-        neighbour = Neighbour(_hash(neighbour["key"], f"{what}: neighbour.key"),
-                              _field(neighbour, "count", int, f"{what}: neighbour"),
-                              _hash(neighbour["root"], f"{what}: neighbour.root"))
-        if not 0 < neighbour.count < 2 ** 63:
-            raise InputError(f"{what}: neighbour.count must be a positive integer")
-    return IndexProof(paper, size, _hash(data["index_root"], f"{what}: index_root"), count, root, parsed, neighbour,
-                      key)
+        where = at("neighbour")
+        neighbour = Neighbour(_hash(field(neighbour, "key", str, where), f"{where}.key"),
+                              _count(neighbour, "count", where),
+                              _hash(field(neighbour, "root", str, where), f"{where}.root"))
+    return IndexProof(paper, size, _hash(field(data, "index_root", str, path), at("index_root")), count, root, parsed,
+                      neighbour, key)
 
 
 def verify_index_proof(proof: IndexProof, signed_root: bytes) -> None:
@@ -224,6 +230,8 @@ def verify_index_proof(proof: IndexProof, signed_root: bytes) -> None:
         digest = ZERO
     else:
         other = proof.neighbour
+        if other.count == 0:
+            raise IntegrityError(f"index proof of arXiv:{proof.paper}: its neighbour has no events")
         if other.key == key or any(bit(other.key, d) != bit(key, d) for d in range(depth)):
             raise IntegrityError(f"index proof of arXiv:{proof.paper}: the neighbour's key does not share the "
                                  f"paper's first {depth} bits, or is the paper's own")

@@ -3,7 +3,9 @@ checkpoints (with the paper index root), and evidence bundles that carry one rec
 paper up to the checkpoint's size, each placed in the log and in the paper's own events tree.
 
 This module reads the store; checking what it builds needs none: that is `ledger.auditor`, which never
-imports this module or the store.
+imports this module or the store. Everything one call builds comes from one snapshot of the store (one read
+transaction), and every read is bounded by the tree size it proves against: an append landing meanwhile is
+in none of it.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ def _size(cursor, size: int | None) -> int:
 def checkpoint(store: Store, signer: Signer) -> str:
     """A signed note of the current tree: origin (the key's name), size, root, and the paper index root.
     Raises StoreError, or IntegrityError when a Merkle node or the index root cannot be had."""
-    with store.reading() as cursor:
-        return _signed_checkpoint(signer, cursor, cursor.node_source(), cursor.head()[0])
+    with store.snapshot() as cursor:
+        size = cursor.head()[0]
+        return _signed_checkpoint(signer, cursor, cursor.node_source(size), size)
 
 
 def _signed_checkpoint(signer: Signer, cursor, nodes, size: int) -> str:
@@ -48,7 +51,7 @@ def prove_paper(store: Store, paper: str, size: int | None = None) -> dict:
     """The paper index proof of one paper (its count of events and their root, or that it has none) in the
     tree of `size` (default: now). Raises InputError for a size the ledger's head never had, IntegrityError
     for an index node that cannot be read, StoreError."""
-    with store.reading() as cursor:
+    with store.snapshot() as cursor:
         size = _size(cursor, size)
         return index_proof(cursor, store.index_nodes, paper, size).to_json()
 
@@ -61,12 +64,12 @@ def _inclusion(nodes, seq: int, size: int, kind: str, effective_at: str, recorde
 
 def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
     """An inclusion proof of event `seq` in the tree of `size` (default: now). Raises InputError for a seq or size outside the ledger, StoreError."""
-    with store.reading() as cursor:
+    with store.snapshot() as cursor:
         size = _size(cursor, size)
         if not 0 < seq <= size:
             raise InputError(f"seq {seq}: not in a tree of size {size}")
         entry = cursor.entry(seq)
-        nodes = cursor.node_source()
+        nodes = cursor.node_source(size)
         proof = _inclusion(nodes, seq, size, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
         proof["root"] = root(nodes, size).hex()
         return proof
@@ -74,11 +77,11 @@ def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
 
 def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
     """A consistency proof from the tree of `old` leaves to that of `new` (default: now). Raises InputError for sizes outside the ledger, StoreError."""
-    with store.reading() as cursor:
+    with store.snapshot() as cursor:
         new = _size(cursor, new)
         if not 0 < old <= new:
             raise InputError(f"--consistency {old}: expected a size from 1 to {new}")
-        nodes = cursor.node_source()
+        nodes = cursor.node_source(new)
         return {"new_root": root(nodes, new).hex(), "new_size": new, "old_root": root(nodes, old).hex(),
                 "old_size": old, "path": [p.hex() for p in consistency_path(nodes, old, new)]}
 
@@ -87,16 +90,16 @@ def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer
                     known_at: str | None = None) -> dict:
     """The record; every event of its paper in the log of the checkpoint's size, also those the record does
     not show (effective after as_of, recorded after known_at), each with its leaf, its inclusion proof in the
-    log and its place in the paper's events tree; the paper index proof; a signed checkpoint. Every read is
-    bounded by that size, so the bundle is one consistent view however the log grows meanwhile.
+    log and its place in the paper's events tree; the paper index proof; a signed checkpoint: all read from
+    one snapshot, every read bounded by the tree's size.
     Raises NotFoundError when the paper has no record then, IntegrityError when the ledger's index disagrees
     with its events, StoreError."""
-    with store.reading() as cursor:
+    with store.snapshot() as cursor:
         size = cursor.head()[0]
         facts = cursor.paper_facts(paper, size=size)
         shown = [f for f in facts if f.effective_key <= as_of_key and (known_at is None or f.recorded_at <= known_at)]
         record = build_record(paper, shown, as_of, as_of_key)
-        nodes = cursor.node_source()
+        nodes = cursor.node_source(size)
         index = index_proof(cursor, store.index_nodes, paper, size)
         events, leaves = [], []
         for f in facts:

@@ -72,14 +72,6 @@ class Cursor:
         self.raw = connection.cursor()
         self.dialect = store.engine.dialect
 
-    @property
-    def statements(self) -> int:
-        return self.store.statements
-
-    @statements.setter
-    def statements(self, value: int) -> None:
-        self.store.statements = value
-
     def execute(self, sql: str, params: tuple | list = ()):
         """Run one statement; returns the DBAPI cursor. Raises the driver's errors."""
         self.store.statements += 1
@@ -91,6 +83,11 @@ class Cursor:
         self.store.statements += 1
         self.raw.executemany(self.store.backend.sql(sql), rows)
 
+    def copy(self, sql: str):
+        """A COPY statement (PostgreSQL), counted; use it as a context manager. Raises the driver's errors."""
+        self.store.statements += 1
+        return self.raw.copy(sql)
+
     def head(self) -> tuple[int, bytes, str | None]:
         """(seq, chain hash, recorded time) of the last event. Raises the driver's errors."""
         row = self.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
@@ -101,15 +98,16 @@ class Cursor:
         return Entry._make(self.execute(f"SELECT {self.store.backend.entry_columns} FROM events WHERE seq = ?",
                                         (seq,)).fetchone())
 
-    def tree_nodes(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+    def tree_nodes(self, wanted: list[tuple[int, int]], size: int | None = None) -> dict[tuple[int, int], bytes]:
         """Merkle nodes by (level, index), in one statement: stored ones for level >= 4, and the smaller
-        ones re-computed from the (at most 16) event rows of their block. May return more nodes than asked
-        for: the block's other small subtrees.
+        ones re-computed from the (at most 16) event rows of their block, reading no row past `size` when
+        given. May return more nodes than asked for: the block's other small subtrees.
         Raises IntegrityError when event rows of a block are missing, and the driver's errors."""
         stored = [pair for pair in wanted if pair[0] >= _STORED_FROM_LEVEL]
         blocks = sorted({index >> (_STORED_FROM_LEVEL - level) for level, index in wanted if level < _STORED_FROM_LEVEL})
         width = 1 << _STORED_FROM_LEVEL
-        seqs = [seq for block in blocks for seq in range(block * width + 1, (block + 1) * width + 1)]
+        seqs = [seq for block in blocks for seq in range(block * width + 1, (block + 1) * width + 1)
+                if size is None or seq <= size]
         parts, params = [], []
         if stored:  # level, index, hash
             parts.append("SELECT level, idx, hash, NULL, NULL, NULL, NULL FROM merkle_nodes WHERE "
@@ -136,14 +134,17 @@ class Cursor:
             found.update(perfect_subtrees(block * width, [leaf for _, leaf in digests], _STORED_FROM_LEVEL))
         return found
 
-    def node_source(self):
-        """A Merkle node source for proofs: each node read once, then remembered.
-        Its nodes raise IntegrityError for a node the ledger cannot give."""
+    def node_source(self, size: int):
+        """A Merkle node source for proofs in the tree of `size` leaves: each node read once, then remembered;
+        nothing past `size` is read, so an append landing meanwhile cannot reach a proof.
+        Its nodes raise IntegrityError for a node outside that tree or one the ledger cannot give."""
         cache: dict[tuple[int, int], bytes] = {}
 
         def node(level: int, index: int) -> bytes:
+            if (index + 1) << level > size:
+                raise IntegrityError(f"Merkle node ({level}, {index}) is not in the tree of size {size}")
             if (level, index) not in cache:
-                cache.update(self.tree_nodes([(level, index)]))
+                cache.update(self.tree_nodes([(level, index)], size))
                 if (level, index) not in cache:
                     raise IntegrityError(f"the ledger has no Merkle node ({level}, {index})")
             return cache[(level, index)]
@@ -165,6 +166,9 @@ class Cursor:
         if known_at is not None:
             sql += " AND recorded_at <= ?"
             params.append(known_at)
+        if size is not None:
+            sql += " AND seq <= ?"
+            params.append(size)
         return [_fact(r) for r in self.execute(sql + " ORDER BY seq", params).fetchall()]
 
 
@@ -249,7 +253,7 @@ class Store:
                 return f"{store.url}: already at schema version {SCHEMA_VERSION}"
             if found != "1":
                 raise InputError(f"{store.url}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
-            with store._connection("upgrade", write=True) as cursor:
+            with store._connection("upgrade", store.backend.begin_write) as cursor:
                 size = store._upgrade(cursor)
             return f"{store.url}: upgraded to schema version {SCHEMA_VERSION}; paper index built at size {size}"
         finally:
@@ -298,7 +302,9 @@ class Store:
                 raise InputError(f"{self.url}: not a ledger (no ledger_meta table)") from None
         if row is None or row[0] != SCHEMA_VERSION:
             found = "none" if row is None else row[0]
-            raise InputError(f"{self.url}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}")
+            hint = "; bring it to this version with `ledger upgrade`" if found == "1" else ""
+            raise InputError(f"{self.url}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}"
+                             f"{hint}")
 
     def close(self) -> None:
         """Close the connection and dispose of the engine. Raises nothing the caller can act on."""
@@ -323,11 +329,11 @@ class Store:
             raise StoreError(f"{self.url}: cannot {doing}: {message}") from None
 
     @contextmanager
-    def _connection(self, doing: str, write: bool) -> Iterator[Cursor]:
+    def _connection(self, doing: str, begin: str | None) -> Iterator[Cursor]:
         """The store's DBAPI connection, held from first use to `close` (a pool checkout per operation cost
         a single-event append more than its statements; benchmarks/). Reads run in autocommit (each is one
-        statement, atomic by itself); a write is one transaction holding the write lock, committed at the
-        end or rolled back. Operations do not nest."""
+        statement, atomic by itself) unless `begin` opens a transaction: a write holding the write lock, or
+        a snapshot; it is committed at the end or rolled back. Operations do not nest."""
         with self._failures(doing):
             if self._held is None:
                 self._held = self.engine.raw_connection()
@@ -335,10 +341,10 @@ class Store:
                 self.backend.connected(self._held, self._cursor)
             connection, cursor = self._held, self._cursor
             try:
-                if write:
-                    cursor.execute(self.backend.begin_write)
+                if begin:
+                    cursor.execute(begin)
                 yield cursor
-                if write:
+                if begin:
                     connection.commit()
             except BaseException:
                 self._held = self._cursor = None  # after any error: rolled back, closed, opened afresh next time
@@ -352,9 +358,17 @@ class Store:
     @contextmanager
     def reading(self) -> Iterator[Cursor]:
         """A cursor for reads, which never take the write lock; each read method is one statement (several
-        under one `reading` see one snapshot only where the backend gives one: use `snapshot` for that).
+        under one `reading` may see appends land between them: use `snapshot` for that).
         Raises StoreError (or InputError: not a ledger) for driver errors."""
-        with self._connection("read", write=False) as cursor:
+        with self._connection("read", None) as cursor:
+            yield cursor
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Cursor]:
+        """A cursor whose reads all see the ledger as of one instant (one read transaction), and never take
+        the write lock: what a proof or an evidence bundle is built from.
+        Raises StoreError (or InputError: not a ledger) for driver errors."""
+        with self._connection("read", self.backend.begin_snapshot) as cursor:
             yield cursor
 
     def head(self) -> tuple[int, bytes, str | None]:
@@ -415,7 +429,7 @@ class Store:
         log (read-only), StoreError when the lock is not had in time or the fact key is missing."""
         if self.exported_log:
             raise InputError(f"{self.exported_log}: an exported log is read-only; import it into a ledger instead")
-        with self._connection("append", write=True) as cursor:
+        with self._connection("append", self.backend.begin_write) as cursor:
             if not self._fact_key_checked:
                 if cursor.execute(self.backend.fact_key_present).fetchone() is None:
                     raise StoreError(f"{self.url}: the events table lost its unique fact key (subject, kind, "

@@ -1,13 +1,21 @@
 """Verification against the ledger: a published record against its own digests and the ledger's history,
 and the whole chain against its stored hashes.
 
-Every `verify_*` returns a short account of what was checked or raises IntegrityError whose `problems`
-name each observation, field or sequence number that failed. Nothing here writes.
+`verify_chain` returns a short account of what was checked or raises IntegrityError naming the first bad
+sequence number; `compare_record` returns its findings, every observation, field or difference that failed
+named, so that several records are reported together. Nothing here writes.
+
+A record is compared with what the ledger knew, not only with what it knows now: a fact recorded after the
+record was published (a late fact, effective before its as_of) changes today's rebuild, yet the record was
+the ledger's word when it was published. So the record passes when some recorded time rebuilt it exactly,
+and the late facts are named; `strict` asks for today's rebuild.
 """
 
 from __future__ import annotations
 
-from projections.record import rebuild_mismatch
+from typing import NamedTuple
+
+from projections.audit import agreement
 
 from .canonical import parse_json
 from .chain import hex_hash, verify_entries
@@ -26,31 +34,68 @@ def load_record(name: str, data: bytes) -> dict:
         raise InputError(f"{name}: {exc}") from None
 
 
-def verify_record(name: str, data: bytes, store: Store | None) -> str:
+class RecordCheck(NamedTuple):
+    """What `compare_record` found: `problems` (one line each, naming the file) is empty when it passed."""
+
+    name: str
+    problems: list[str]
+    lines: list[str]  # the account, then one line per late fact (when it passed)
+    history: dict | None  # as_of, agrees_now, windows and late facts; None when history was not compared
+
+
+def compare_record(name: str, data: bytes, store: Store | None, strict: bool = False) -> RecordCheck:
     """Check a published record's digests and, when the ledger holds its paper, its agreement with history.
 
-    Raises InputError for a malformed record, IntegrityError naming each digest or difference, StoreError."""
+    A record passes when some recorded time rebuilt it exactly at its as_of ("agrees with what the ledger
+    knew from R1 until R2"), and the facts recorded since that changed the rebuild are named; it fails only
+    when no recorded time ever rebuilt it, naming the differences from today's rebuild. `strict`: it must be
+    today's rebuild. Returns the findings (problems included) rather than raising IntegrityError.
+    Raises InputError for a malformed record, StoreError."""
     record = load_record(name, data)
     problems = digest_mismatches(record)
-    paper = record["paper"]["arxiv_id"]
+    paper, as_of = record["paper"]["arxiv_id"], record["as_of"]
     facts = store.paper_facts(paper) if store is not None else []
-    compared = ""
+    compared, late_lines, history = "", [], None
     if facts:
         try:
-            mismatch = rebuild_mismatch(facts, record)
+            found = agreement(facts, record)
         except NotFoundError as exc:
             problems.append(f"history: {exc}")
+            history = {"as_of": as_of, "agrees_now": False, "windows": [], "late_facts": []}
         else:
-            problems.extend(f"history: {p}" for p in (mismatch.each() if mismatch else []))
-            compared = f"; agrees with the ledger's history at {record['as_of']}"
+            windows = [{"from": w.start, "until": w.end} for w in found.windows]
+            history = {"as_of": as_of, "agrees_now": found.mismatch is None, "windows": windows,
+                       "late_facts": found.late}
+            if found.mismatch is None:
+                compared = f"; agrees with the ledger's history at {as_of} (what the ledger knew {_spans(windows)})"
+            elif found.windows and not strict:
+                compared = (f"; agrees with what the ledger knew {_spans(windows)} (its rebuild at the record's "
+                            f"as_of {as_of}); {len(found.late)} late fact(s) recorded since changed that rebuild:")
+                late_lines = [f"{name}: late fact: {_late(row)}" for row in found.late]
+            else:
+                problems.extend(f"history: {p}" for p in found.mismatch.each())
+                if found.windows:
+                    problems.append(f"history: under --strict it must be today's rebuild; it is what the ledger "
+                                    f"knew {_spans(windows)}, and {len(found.late)} late fact(s) changed it")
     elif store is not None:
         compared = f"; the ledger holds no events of arXiv:{paper}, history not compared"
     else:
         compared = "; no ledger, history not compared"
     if problems:
-        raise IntegrityError(f"{name}: {len(problems)} problem(s)", [f"{name}: {p}" for p in problems])
+        return RecordCheck(name, [f"{name}: {p}" for p in problems], [], history)
     count = len(record["inbound"]) + len(record["outbound"])
-    return f"{name}: ok: {count} observation digests and the context digest re-check{compared}"
+    account = f"{name}: ok: {count} observation digests and the context digest re-check{compared}"
+    return RecordCheck(name, [], [account] + late_lines, history)
+
+
+def _spans(windows: list[dict]) -> str:
+    return " and ".join(f"from {w['from']} until {w['until']}" if w["until"] else f"from {w['from']} on"
+                        for w in windows)
+
+
+def _late(row: dict) -> str:
+    return (f"seq {row['seq']}, recorded {row['recorded_at']}, effective {row['effective_at']}, {row['kind']} "
+            f"of {row['subject']}: {row['account']}")
 
 
 def _every(items, step: int, report):

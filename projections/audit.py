@@ -1,12 +1,17 @@
 """Audit views, pure like the record fold: the history of a subject with a one-line account of what each
-event changed, and the difference between two rebuilds of a record.
+event changed, the difference between two rebuilds of a record, and when (in recorded time) the ledger's
+rebuild of a record was exactly that record.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from itertools import groupby
+from typing import Iterable, NamedTuple
 
 import orjson
+
+from ledger.canonical import canonical
+from ledger.errors import NotFoundError
 
 from ledger.events import (
     CITATION_OBSERVED,
@@ -20,6 +25,7 @@ from ledger.events import (
 )
 from ledger.standing_notices import describe_notice
 
+from .record import Fold, Mismatch
 from .text import UNTITLED, cited_label
 
 
@@ -121,3 +127,64 @@ def diff(before: dict | None, after: dict) -> dict:
         "to": {"as_of": after["as_of"], "context_digest": after["context_digest"]},
         "added": added, "removed": removed, "changed": changed, "coverage": coverage, "fields": fields,
     }
+
+
+class Window(NamedTuple):
+    """A span of recorded time in which the ledger's rebuild of a record at its as_of was exactly the record:
+    for every known-at K with `start` <= K < `end`. `start` is the recorded time of the facts that completed
+    it; `end` the recorded time of the first fact that changed it (None: it still is the rebuild)."""
+
+    start: str
+    end: str | None
+
+
+class Agreement(NamedTuple):
+    """A record against everything the ledger ever knew of its paper."""
+
+    windows: list[Window]  # oldest first; the last is open when the record is the rebuild today
+    late: list[dict]  # history rows of the facts that changed the rebuild since the last window ended
+    mismatch: Mismatch | None  # the rebuild today against the record (None: they agree)
+
+
+def agreement(facts: Iterable[Fact], record: dict) -> Agreement:
+    """When, in recorded time, the ledger's rebuild of `record`'s paper at the record's as_of was exactly
+    `record`, and which facts recorded since changed it.
+
+    Only the recorded times of the paper's own facts effective by as_of can change that rebuild, so they are
+    the only candidates: the facts are taken in recorded order, one recorded time at a time, and the record is
+    re-assembled only where a fact changed what it is built from. A late fact is one recorded after the last
+    window ended that, when it was recorded, became the latest of its kind and subject with another payload
+    (a fact superseded by one already held is not named). Raises NotFoundError when today's facts hold no
+    snapshot of the paper by the record's as_of (nor, then, did any earlier recorded time)."""
+    facts = list(facts)
+    paper, as_of = record["paper"]["arxiv_id"], record["as_of"]
+    fold = Fold(paper, as_of)
+    target = canonical(record)
+    windows: list[Window] = []
+    start: str | None = None
+    changed_since: list[Fact] = []
+    rebuilt, same = None, False
+    relevant = sorted((f for f in facts if f.effective_key <= fold.cutoff), key=lambda f: (f.recorded_at, f.seq))
+    for recorded_at, group in groupby(relevant, key=lambda f: f.recorded_at):
+        changed = [fact for fact in group if fold.add(fact)]
+        if not changed:
+            continue  # nothing the record is built from changed: the rebuild is what it was
+        try:
+            rebuilt = fold.record()
+            same = canonical(rebuilt) == target
+        except NotFoundError:
+            rebuilt, same = None, False
+        if same and start is None:
+            start = recorded_at
+        elif not same and start is not None:
+            windows.append(Window(start, recorded_at))
+            start, changed_since = None, []
+        if not same:
+            changed_since.extend(changed)
+    if start is not None:
+        windows.append(Window(start, None))
+    if rebuilt is None:
+        fold.record()  # raises NotFoundError: no snapshot of the paper by as_of, today or ever
+    late_seqs = {f.seq for f in changed_since} if windows and start is None else set()
+    late = [row for row in history(facts) if row["seq"] in late_seqs]
+    return Agreement(windows, late, None if same else Mismatch(rebuilt, record))

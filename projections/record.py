@@ -58,35 +58,61 @@ def _observation(oid: str, citation: dict, resolution: dict | None, notice: dict
     return obs
 
 
+class Fold:
+    """What a record is built from, one fact at a time: for each kind and subject, the latest fact effective
+    by the cutoff (ties: ledger order). `add` says whether a fact changed it; `record` assembles the record.
+    Facts may come in any order; the result depends only on which facts were added."""
+
+    def __init__(self, paper_id: str, as_of: str, as_of_key: str | None = None):
+        self.paper_id, self.as_of = paper_id, as_of
+        self.cutoff = as_of_key or instant_key(as_of)
+        # (kind, subject) -> (effective key, seq, payload, payload bytes): the latest fact wins.
+        self.newest: dict[tuple[str, str], tuple[str, int, dict, bytes]] = {}
+
+    def add(self, fact: Fact) -> bool:
+        """Take one fact; True when it became the latest of its kind and subject with another payload than
+        the one it supersedes (or the first), i.e. when what the record is built from changed. Raises nothing
+        for a fact the ledger stored."""
+        if fact.effective_key > self.cutoff:
+            return False
+        payload = orjson.loads(fact.payload)
+        if fact.kind == PAPER_SNAPSHOT and payload["arxiv_id"] != self.paper_id:
+            return False
+        if fact.kind in (SOURCE_CHECKED, MEASUREMENTS_CHECKED) and payload["paper"] != self.paper_id:
+            return False
+        # The subject derived when the fact was appended; one measurement slot, whatever its source.
+        key = (fact.kind, "" if fact.kind == MEASUREMENTS_CHECKED else fact.subject)
+        current = self.newest.get(key)
+        if current is not None and (fact.effective_key, fact.seq) <= current[:2]:
+            return False
+        self.newest[key] = (fact.effective_key, fact.seq, payload, fact.payload)
+        return current is None or current[3] != fact.payload
+
+    def record(self) -> dict:
+        """The record built from the facts added so far. Raises NotFoundError when they hold no snapshot of
+        the paper by the cutoff."""
+        return _assemble(self.paper_id, self.newest, self.as_of)
+
+
 def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: str | None = None) -> dict:
     """The record of `paper_id` as of `as_of` (the string shown in the record).
 
     Raises NotFoundError when the paper has no snapshot effective by then.
     """
-    cutoff = as_of_key or instant_key(as_of)
-    # (kind, subject) -> (effective key, seq, payload): the latest fact wins, ties by ledger order.
-    newest: dict[tuple[str, str], tuple[str, int, dict]] = {}
+    fold = Fold(paper_id, as_of, as_of_key)
     for fact in facts:
-        if fact.effective_key > cutoff:
-            continue
-        payload = orjson.loads(fact.payload)
-        if fact.kind == PAPER_SNAPSHOT and payload["arxiv_id"] != paper_id:
-            continue
-        if fact.kind in (SOURCE_CHECKED, MEASUREMENTS_CHECKED) and payload["paper"] != paper_id:
-            continue
-        # The subject derived when the fact was appended; one measurement slot, whatever its source.
-        key = (fact.kind, "" if fact.kind == MEASUREMENTS_CHECKED else fact.subject)
-        current = newest.get(key)
-        if current is None or (fact.effective_key, fact.seq) > current[:2]:
-            newest[key] = (fact.effective_key, fact.seq, payload)
+        fold.add(fact)
+    return fold.record()
 
+
+def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -> dict:
     snapshot = newest.get((PAPER_SNAPSHOT, paper_id))
     if snapshot is None:
         raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
 
     inbound, outbound = [], []
     sources, measurement = [], None
-    for (kind, subject), (_, _, payload) in newest.items():
+    for (kind, subject), (_, _, payload, _) in newest.items():
         if kind == SOURCE_CHECKED:
             sources.append({"observed_at": payload["observed_at"], "source": payload["source"]})
         elif kind == MEASUREMENTS_CHECKED:

@@ -32,6 +32,7 @@ def _column_types(table: str, columns: tuple[str, ...], dialect) -> list[str]:
 class PostgreSQL(Backend):
     name = "postgresql"
     begin_write = f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_ID})"  # one round trip (simple query protocol)
+    begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # one snapshot for the whole transaction
     guards = (
         """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
            BEGIN RAISE EXCEPTION 'events are append-only: %% refused', TG_OP; END $$""",  # %% : DBAPI paramstyle
@@ -86,8 +87,7 @@ class PostgreSQL(Backend):
 
     def insert(self, cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
         # Binary COPY: one round trip for the batch, bytea as bytes; triggers fire as for INSERT.
-        cursor.statements += 1
-        with cursor.raw.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+        with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(_column_types(table, tuple(columns), cursor.dialect))
             for row in rows:
                 copy.write_row(row)

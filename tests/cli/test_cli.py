@@ -259,7 +259,7 @@ def test_a_ledger_of_another_schema_version_exits_2(imported, backend):
     engine.dispose()
     result = imported("replay", "--as-of", "2026-08-09", "--paper", PAPER_004)
     assert result.exit_code == 2 and result.stdout == ""
-    assert "ledger schema version 0, this ledger reads version 1" in result.stderr
+    assert "ledger schema version 0, this ledger reads version 2" in result.stderr
 
 
 def test_an_unreachable_store_exits_3():
@@ -270,18 +270,37 @@ def test_an_unreachable_store_exits_3():
     assert result.stderr.startswith("ledger: postgresql+psycopg://nobody@127.0.0.1:1/none") and result.stderr.count("\n") == 1
 
 
-def test_progress_goes_to_a_terminal_only(ready, monkeypatch):
+def test_progress_goes_to_a_terminal_only(ready, tmp_path):
     # Not a terminal (the test runner): results only, nothing on stderr.
     result = ready("import", str(SEED_004))
     assert result.exit_code == 0 and result.stderr == ""
-    # A terminal: the same command reports its work on stderr, results still on stdout only.
-    import cli.common
+    # A terminal: a real process whose stderr is a pseudo-terminal reports its work there; stdout (a pipe)
+    # still carries the result only.
+    import os
+    import pty
+    import subprocess
+    import sys
 
-    shown = []
-    monkeypatch.setattr(cli.common.sys.stderr, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr(cli.common.typer, "echo", lambda message, err=False: shown.append((message, err)))
-    cli.common.progress("working")
-    assert shown == [("working", True)]
+    db = str(tmp_path / "tty.db")
+    assert run_ledger("--db", db, "init").returncode == 0
+    terminal, child_end = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "--db", db, "import", str(SEED_004)],
+                            stdout=subprocess.PIPE, stderr=child_end)
+    os.close(child_end)
+    stdout, _ = proc.communicate(timeout=120)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # EIO: the terminal's other end is closed and everything was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(terminal)
+    assert proc.returncode == 0
+    assert shown.replace(b"\r\n", b"\n") == f"validated {SEED_004}: 40 events\n".encode()
+    assert stdout.startswith(b"appended 40 events (0 already present); head 40 blake3:")
 
 
 def test_import_and_verify_report_progress_to_a_callback(store):
@@ -296,3 +315,72 @@ def test_import_and_verify_report_progress_to_a_callback(store):
     with pytest.raises(IntegrityError, match="sequence gap: expected seq 41, found seq 1"):
         verify_chain(entries, lines.append)
     assert lines[-1] == "verified 100,000 entries"
+
+
+def seeded_file(tmp_path) -> str:
+    db = str(tmp_path / "ledger.db")
+    assert run_ledger("--db", db, "init").returncode == 0
+    assert run_ledger("--db", db, "import", str(SEED_004)).returncode == 0
+    return db
+
+
+def test_a_sqlite_file_another_process_holds_locked_exits_3_for_readers_and_writers(tmp_path):
+    import time
+
+    db = seeded_file(tmp_path)
+    holder = sqlite3.connect(db, isolation_level=None)  # WAL lets readers past a writer; exclusive mode does not
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("SELECT COUNT(*) FROM events").fetchone()
+    try:
+        for args in (["head"], ["import", str(SEED_004)]):
+            started = time.monotonic()
+            done = run_ledger("--db", db, *args, env={"LEDGER_LOCK_TIMEOUT": "1"})
+            assert time.monotonic() - started >= 1  # it waited for the lock, then gave up
+            assert (done.returncode, done.stdout) == (3, b""), done.stderr
+            assert done.stderr == f"ledger: sqlite:///{db}: locked by another writer for more than 1s (read)\n".encode()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert run_ledger("--db", db, "head").stdout.startswith(b"40 ")
+
+
+def test_a_file_of_junk_bytes_is_not_a_ledger_exit_2_and_is_left_alone(tmp_path):
+    junk = tmp_path / "notes.db"
+    junk.write_bytes(bytes(range(256)) * 64)
+    for args in (["head"], ["import", str(SEED_004)], ["verify"]):
+        done = run_ledger("--db", str(junk), *args)
+        assert (done.returncode, done.stdout) == (2, b""), done.stderr
+        assert done.stderr == f"ledger: sqlite:///{junk}: not a ledger (file is not a database)\n".encode()
+    assert junk.read_bytes() == bytes(range(256)) * 64
+
+
+def test_sqlite_synchronous_accepts_only_sqlites_values(tmp_path):
+    db = seeded_file(tmp_path)
+    facts = tmp_path / "facts.jsonl"
+    facts.write_bytes(NEW_PAPER)
+    for value in ("bogus", "FULL; DROP TABLE events", "2", ""):
+        done = run_ledger("--db", db, "import", str(facts), env={"LEDGER_SQLITE_SYNCHRONOUS": value})
+        assert (done.returncode, done.stdout) == (2, b"")
+        assert done.stderr == ("ledger: LEDGER_SQLITE_SYNCHRONOUS: expected one of OFF, NORMAL, FULL, EXTRA, found "
+                               f"{value!r}\n").encode()
+    assert run_ledger("--db", db, "head").stdout.startswith(b"40 ")  # nothing appended
+
+
+NEW_PAPER = b'{"kind":"paper.snapshot","payload":{"arxiv_id":"2601.00001","snapshot_observed_at":"2026-01-01T00:00:00Z"}}\n'
+
+
+def test_sqlite_synchronous_takes_sqlites_values_in_any_case(tmp_path, monkeypatch):
+    from ledger.store import Store
+
+    db = seeded_file(tmp_path)
+    for value, level in (("normal", 1), ("Off", 0), ("EXTRA", 3)):
+        monkeypatch.setenv("LEDGER_SQLITE_SYNCHRONOUS", value)
+        store = Store.open(db)
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == level, value
+        store.close()
+    facts = tmp_path / "facts.jsonl"
+    facts.write_bytes(NEW_PAPER)
+    done = run_ledger("--db", db, "import", str(facts), env={"LEDGER_SQLITE_SYNCHRONOUS": "normal"})
+    assert (done.returncode, done.stderr) == (0, b"") and done.stdout.startswith(b"appended 1 events")

@@ -250,3 +250,17 @@ def test_the_monitor_names_bad_input(keyed, tmp_path):
     (tmp_path / "log.jsonl").write_bytes(tampered)
     result = keyed("verify", "--index", "log.jsonl", "--checkpoint", "checkpoint.txt", "--verifier-key", "ledger.vkey")
     assert result.exit_code in (1, 2) and "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda b: b["index"]["siblings"].__setitem__(0, "zz"), "field index.siblings[0]: expected 64 hex digits"),
+    (lambda b: b["index"].__setitem__("count", "42"), "field index.count: expected"),
+    (lambda b: b["events"][3].pop("paper_proof"), "field events[3].paper_proof: missing"),
+    (lambda b: b["events"][3]["paper_proof"].__setitem__("index", -1), "field events[3].paper_proof.index"),
+    (lambda b: b.__setitem__("known_at", 5), "field known_at: expected"),
+])
+def test_a_malformed_index_proof_or_place_is_bad_input(keyed, bundle, tmp_path, change, named):
+    change(bundle)
+    result = check(keyed, tmp_path, bundle)
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith(f"ledger: check.json: {named}") and result.stderr.count("\n") == 1

@@ -142,3 +142,143 @@ def test_a_key_given_twice_in_a_proof_is_refused(keyed, tmp_path):
     result = keyed("verify-proof", "proof.json", "--checkpoint", "checkpoint.txt", "--verifier-key", "ledger.vkey")
     assert result.exit_code == 2, result.stderr
     assert "proof.json: empty file, expected a proof or an evidence bundle" in result.stderr
+
+
+# -- malformed is bad input (exit 2, naming the file and the field); well-formed but false is exit 1 ----------
+def _set(path: list, value):
+    """A mutation setting the field at `path` (keys and indexes) of a proof or bundle."""
+    def mutate(data):
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        if value is _DROP:
+            del target[path[-1]]
+        else:
+            target[path[-1]] = value(target[path[-1]]) if callable(value) else value
+        return data
+    return mutate
+
+
+_DROP = object()
+MALFORMED_PROOFS = {
+    "leaf_index_not_an_integer": (_set(["leaf_index"], "x"), "field leaf_index: expected an integer, found a string"),
+    "leaf_index_a_boolean": (_set(["leaf_index"], True), "field leaf_index: expected an integer, found a boolean"),
+    "leaf_index_negative": (_set(["leaf_index"], -1), "field leaf_index: expected a non-negative integer, found -1"),
+    "tree_size_a_number": (_set(["tree_size"], 64.0), "field tree_size: expected an integer, found a number"),
+    "tree_size_missing": (_set(["tree_size"], _DROP), "field tree_size: missing"),
+    "leaf_hash_missing": (_set(["leaf_hash"], _DROP), "field leaf_hash: missing"),
+    "leaf_hash_short": (_set(["leaf_hash"], lambda h: h[:-2]), "field leaf_hash: expected 64 hex digits"),
+    "path_missing": (_set(["path"], _DROP), "field path: missing"),
+    "path_not_a_list": (_set(["path"], "00" * 32), "field path: expected an array, found a string"),
+    "path_element_not_hex": (_set(["path", 1], "zz" * 32), "field path[1]: expected 64 hex digits"),
+    "path_element_too_long": (_set(["path", 0], lambda h: h + "00"), "field path[0]: expected 64 hex digits"),
+    # bytes.fromhex would read this as the same 32 bytes: a reader must not accept what the format is not.
+    "path_element_with_a_space": (_set(["path", 0], lambda h: h[:62] + " " + h[62:]), "field path[0]: expected 64 hex"),
+    "path_element_a_number": (_set(["path", 2], 7), "field path[2]: expected 64 hex digits (a SHA-256 hash), found 7"),
+    "leaf_not_base64": (_set(["leaf"], "not base64!"), "field leaf: expected base64, found 'not base64!'"),
+    "root_not_hex": (_set(["root"], "xyz"), "field root: expected 64 hex digits (a SHA-256 hash), found 'xyz'"),
+    "neither_kind": (lambda p: {"path": p["path"]}, "expected an inclusion proof (leaf_index, tree_size, leaf_hash"),
+    "both_kinds": (_set(["old_size"], 3), "expected an inclusion proof (leaf_index, tree_size, leaf_hash"),
+    "not_an_object": (lambda p: [p], "expected a proof (a JSON object), found an array"),
+}
+MALFORMED_CONSISTENCY = {
+    "old_size_not_an_integer": (_set(["old_size"], "20"), "field old_size: expected an integer, found a string"),
+    "old_root_missing": (_set(["old_root"], _DROP), "field old_root: missing"),
+    "new_root_not_hex": (_set(["new_root"], "g" * 64), "field new_root: expected 64 hex digits"),
+    "path_element_short": (_set(["path", 0], lambda h: h[:10]), "field path[0]: expected 64 hex digits"),
+}
+
+
+@pytest.fixture
+def proofs(keyed, tmp_path):
+    (tmp_path / "checkpoint.txt").write_text(keyed("checkpoint", "--key", "ledger.key").stdout)
+    return json.loads(keyed("prove", "17", "--json").stdout), json.loads(keyed("prove", "--consistency", "20", "--json").stdout)
+
+
+def verify_proof_file(cli, tmp_path, proof, checkpoint: str = "checkpoint.txt"):
+    (tmp_path / "proof.json").write_bytes(orjson.dumps(proof))
+    return cli("verify-proof", "proof.json", "--checkpoint", checkpoint, "--verifier-key", "ledger.vkey")
+
+
+MALFORMED = [(0, name, *MALFORMED_PROOFS[name]) for name in sorted(MALFORMED_PROOFS)] + \
+    [(1, f"consistency_{name}", *MALFORMED_CONSISTENCY[name]) for name in sorted(MALFORMED_CONSISTENCY)]
+
+
+@pytest.mark.parametrize("kind, name, mutate, problem", MALFORMED, ids=[name for _, name, _, _ in MALFORMED])
+def test_a_malformed_proof_is_bad_input_naming_file_and_field(keyed, proofs, tmp_path, kind, name, mutate, problem):
+    result = verify_proof_file(keyed, tmp_path, mutate(proofs[kind]))
+    assert (result.exit_code, result.stdout) == (2, ""), result.stderr
+    assert result.stderr.startswith(f"ledger: proof.json: {problem}") and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_malformed_checkpoint_is_named_not_the_proof(keyed, proofs, tmp_path):
+    (tmp_path / "bad-checkpoint.txt").write_text("example.org/ledger\n40\n")
+    result = verify_proof_file(keyed, tmp_path, proofs[0], "bad-checkpoint.txt")
+    assert (result.exit_code, result.stderr) == (2, "ledger: bad-checkpoint.txt: signed note: expected text, a blank "
+                                                    "line and signature lines\n")
+
+
+def _vectors():
+    from tests.ledger.test_merkle import CONSISTENCY_VECTORS, INCLUSION_VECTORS
+
+    return [(0, f"inclusion_{n}", v) for n, v in sorted(INCLUSION_VECTORS.items())] + \
+        [(1, f"consistency_{n}", v) for n, v in sorted(CONSISTENCY_VECTORS.items())]
+
+
+@pytest.mark.parametrize("kind, name, mutate", _vectors(), ids=[name for _, name, _ in _vectors()])
+def test_a_well_formed_proof_that_does_not_verify_exits_1_naming_the_file(keyed, proofs, tmp_path, kind, name, mutate):
+    result = verify_proof_file(keyed, tmp_path, mutate(proofs[kind]))
+    assert (result.exit_code, result.stdout) == (1, ""), result.stderr
+    assert result.stderr.startswith("ledger: proof.json: ") and result.stderr.count("\n") == 1, result.stderr
+
+
+MALFORMED_BUNDLES = {
+    "seq_not_an_integer": (_set(["events", 3, "seq"], "4"), "field events[3].seq: expected an integer, found a string"),
+    "seq_zero": (_set(["events", 3, "seq"], 0), "field events[3].seq: expected a sequence number (1 or more), found 0"),
+    "leaf_index_not_an_integer": (_set(["events", 3, "proof", "leaf_index"], "x"),
+                                  "field events[3].proof.leaf_index: expected an integer, found a string"),
+    "tree_size_missing": (_set(["events", 5, "proof", "tree_size"], _DROP), "field events[5].proof.tree_size: missing"),
+    "path_element_not_hex": (_set(["events", 3, "proof", "path", 0], "zz" * 32),
+                             "field events[3].proof.path[0]: expected 64 hex digits (a SHA-256 hash), found 'zzzz"),
+    "path_not_a_list": (_set(["events", 39, "proof", "path"], None), "field events[39].proof.path: expected an array, found null"),
+    "leaf_not_base64": (_set(["events", 3, "leaf"], "not base64!"), "field events[3].leaf: expected base64"),
+    "leaf_missing": (_set(["events", 0, "leaf"], _DROP), "field events[0].leaf: missing"),
+    "proof_missing": (_set(["events", 3, "proof"], _DROP), "field events[3].proof: missing"),
+    "proof_not_an_object": (_set(["events", 3, "proof"], []), "field events[3].proof: expected an object, found an array"),
+    "event_not_an_object": (_set(["events", 3], 7), "field events[3]: expected an object with leaf, proof and seq, found an integer"),
+    "events_not_a_list": (_set(["events"], {}), "field events: expected an array, found an object"),
+    "checkpoint_not_a_string": (_set(["checkpoint"], 40), "field checkpoint: expected a string, found an integer"),
+    "checkpoint_not_a_note": (_set(["checkpoint"], "hello\n"), "checkpoint: signed note: expected text, a blank line"),
+    "record_field_missing": (_set(["record", "thesis"], _DROP), "record: field thesis: missing"),
+    "record_key_missing": (_set(["record"], _DROP), "expected an evidence bundle: an object with checkpoint, events and record"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED_BUNDLES))
+def test_a_malformed_bundle_is_bad_input_naming_file_and_field(keyed, bundle, tmp_path, name):
+    mutate, problem = MALFORMED_BUNDLES[name]
+    result = verify_bundle(keyed, tmp_path, mutate(bundle))
+    assert (result.exit_code, result.stdout) == (2, ""), result.stderr
+    assert result.stderr.startswith(f"ledger: check.json: {problem}") and result.stderr.count("\n") == 1, result.stderr
+
+
+FALSE_BUNDLES = {
+    "leaf_index_off_by_one": (_set(["events", 3, "proof", "leaf_index"], lambda i: i + 1),
+                              "event seq 4: proof is for leaf 4, the event is leaf 3"),
+    "tree_size_of_another_tree": (_set(["events", 3, "proof", "tree_size"], lambda n: n - 1),
+                                  "event seq 4: proof is for a tree of size 39, the checkpoint's is 40"),
+    "path_truncated": (_set(["events", 3, "proof", "path"], lambda p: p[:-1]), "event seq 4: not in the signed log"),
+    "path_bit_flipped": (_set(["events", 3, "proof", "path", 0], lambda h: ("1" if h[0] == "0" else "0") + h[1:]),
+                         "event seq 4: not in the signed log: inclusion proof: the path does not lead to the root"),
+    "seq_of_another_event": (_set(["events", 3, "seq"], 5), "event seq 5: proof is for leaf 3, the event is leaf 4"),
+    "checkpoint_signed_by_another_key": (_set(["checkpoint"], lambda note: note.replace("example.org/ledger", "example.org/x")),
+                                         "checkpoint: signed note: no signature by the key"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FALSE_BUNDLES))
+def test_a_well_formed_bundle_that_does_not_verify_exits_1_naming_the_file(keyed, bundle, tmp_path, name):
+    mutate, problem = FALSE_BUNDLES[name]
+    result = verify_bundle(keyed, tmp_path, mutate(bundle))
+    assert (result.exit_code, result.stdout) == (1, ""), result.stderr
+    assert f"ledger: check.json: {problem}" in result.stderr, result.stderr

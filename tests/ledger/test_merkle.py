@@ -11,6 +11,8 @@ import pytest
 from ledger.chain import entry_bytes
 from ledger.errors import IntegrityError
 from ledger.events import make_event
+from ledger.merkle import (consistency_path, frontier_nodes, grow, inclusion_path, leaf_hash, perfect_subtrees, root,
+                           verify_consistency, verify_inclusion)
 from ledger.signed_notes import Checkpoint, generate_signer, verify_checkpoint
 from ledger.auditor import verify_proof
 from ledger.proofs import prove_consistency, prove_inclusion
@@ -85,6 +87,170 @@ def rfc_verify_consistency(first: int, second: int, first_hash: bytes, second_ha
         fn >>= 1
         sn >>= 1
     return sn == 0 and fr == first_hash and sr == second_hash
+
+
+# -- known answers: transparency-dev/merkle's RFC 6962 vectors (testonly/constants.go, proof/verify_test.go) --
+KAT_LEAVES = [bytes.fromhex(h) for h in ("", "00", "10", "2021", "3031", "40414243", "5051525354555657",
+                                         "606162636465666768696a6b6c6d6e6f")]
+KAT_NODES = [  # (level, index) of every perfect subtree of the 8 leaves
+    ["6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+     "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+     "0298d122906dcfc10892cb53a73992fc5b9f493ea4c9badb27b791b4127a7fe7",
+     "07506a85fd9dd2f120eb694f86011e5bb4662e5c415a62917033d4a9624487e7",
+     "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+     "4271a26be0d8a84f0bd54c8c302e7cb3a3b5d1fa6780a40bcce2873477dab658",
+     "b08693ec2e721597130641e8211e7eedccb4c26413963eee6c1e2ed16ffb1a5f",
+     "46f6ffadd3d06a09ff3c5860d2755c8b9819db7df44251788c7d8e3180de8eb1"],
+    ["fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+     "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+     "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+     "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0"],
+    ["d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+     "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"],
+    ["5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328"],
+]
+KAT_ROOTS = [  # the tree of the first n leaves, n = 0..8
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+    "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+    "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+    "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+    "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+    "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+    "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+    "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+]
+KAT_INCLUSION = {  # (leaf index, tree size): the path, leaf first (the vectors number leaves from 1)
+    (0, 1): [],
+    (0, 8): ["96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+             "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+             "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"],
+    (5, 8): ["bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+             "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
+             "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"],
+    (2, 3): ["fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125"],
+    (1, 5): ["6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+             "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+             "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"],
+}
+KAT_CONSISTENCY = {  # (old size, new size): the path
+    (1, 1): [],
+    (1, 8): ["96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+             "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+             "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"],
+    (6, 8): ["0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+             "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
+             "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"],
+    (2, 5): ["5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+             "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"],
+    (6, 7): ["0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+             "b08693ec2e721597130641e8211e7eedccb4c26413963eee6c1e2ed16ffb1a5f",
+             "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"],
+}
+SOME_HASH = bytes.fromhex("abacaba000000000000000000000000000000000000000000060061e00123456")
+
+
+def published_nodes(level: int, index: int) -> bytes:
+    """A node source holding the vectors' published node hashes, not ones computed here."""
+    return bytes.fromhex(KAT_NODES[level][index])
+
+
+def test_leaf_and_node_hashes_are_the_published_ones():
+    digests = [leaf_hash(leaf) for leaf in KAT_LEAVES]
+    computed = perfect_subtrees(0, digests, 4)
+    assert {k: v.hex() for k, v in computed.items()} == \
+        {(level, index): h for level, row in enumerate(KAT_NODES) for index, h in enumerate(row)}
+    # Grown one leaf at a time, as the store grows it, every subtree completed is the published one.
+    frontier, kept = {}, []
+    for size, digest in enumerate(digests):
+        grow(frontier, size, digest, kept)
+        assert [d.hex() for level, d in sorted(frontier.items(), reverse=True) if (size + 1) >> level & 1] == \
+            [KAT_NODES[level][index] for level, index in frontier_nodes(size + 1)]
+    assert {(level, index): d.hex() for level, index, d in kept} == \
+        {(level, index): h for level, row in enumerate(KAT_NODES) for index, h in enumerate(row)}
+
+
+@pytest.mark.parametrize("size", range(9))
+def test_roots_of_trees_of_0_to_8_leaves_are_the_published_ones(size):
+    assert root(published_nodes, size).hex() == KAT_ROOTS[size]
+    computed = perfect_subtrees(0, [leaf_hash(leaf) for leaf in KAT_LEAVES], 4)
+    assert root(lambda level, index: computed[(level, index)], size).hex() == KAT_ROOTS[size]
+    assert rfc_mth(KAT_LEAVES[:size]).hex() == KAT_ROOTS[size]  # and the RFC written out above agrees
+
+
+def inclusion_probes(index: int, size: int, path: list[bytes], root_: bytes, leaf: bytes) -> dict:
+    """The vectors' corruptions of a good inclusion proof (proof/verify_test.go, corruptInclusionProof)."""
+    probes = {
+        "index - 1": (index - 1, size, root_, leaf, path), "index + 1": (index + 1, size, root_, leaf, path),
+        "index ^ 2": (index ^ 2, size, root_, leaf, path), "size * 2": (index, size * 2, root_, leaf, path),
+        "size // 2": (index, size // 2, root_, leaf, path), "wrong leaf": (index, size, root_, b"WrongLeaf", path),
+        "empty root": (index, size, bytes.fromhex(KAT_ROOTS[0]), leaf, path),
+        "random root": (index, size, SOME_HASH, leaf, path),
+        "trailing garbage": (index, size, root_, leaf, path + [b""]),
+        "trailing root": (index, size, root_, leaf, path + [root_]),
+        "preceding garbage": (index, size, root_, leaf, [b""] + path),
+        "preceding root": (index, size, root_, leaf, [root_] + path),
+    }
+    for i in range(len(path)):
+        flipped = bytearray(path[i])
+        flipped[0] ^= 8
+        probes[f"proof[{i}] bit 3 flipped"] = (index, size, root_, leaf, path[:i] + [bytes(flipped)] + path[i + 1:])
+    if path:
+        probes["removed component"] = (index, size, root_, leaf, path[:-1])
+    if len(path) > 1:
+        probes["inserted component"] = (index, size, root_, leaf, [SOME_HASH, path[0]] + path[1:])
+    return probes
+
+
+@pytest.mark.parametrize("index, size", sorted(KAT_INCLUSION))
+def test_inclusion_paths_are_the_published_ones_and_their_corruptions_are_refused(index, size):
+    expected = [bytes.fromhex(h) for h in KAT_INCLUSION[(index, size)]]
+    assert inclusion_path(published_nodes, index, size) == expected
+    leaf, root_ = leaf_hash(KAT_LEAVES[index]), bytes.fromhex(KAT_ROOTS[size])
+    verify_inclusion(leaf, index, size, expected, root_)
+    for name, (i, n, r, lf, p) in inclusion_probes(index, size, expected, root_, leaf).items():
+        with pytest.raises(IntegrityError):
+            verify_inclusion(lf, i, n, p, r)
+            raise AssertionError(f"accepted: {name}")
+
+
+def consistency_probes(old: int, new: int, path: list[bytes], old_root: bytes, new_root: bytes) -> dict:
+    """The vectors' corruptions of a good consistency proof (proof/verify_test.go, corruptConsistencyProof)."""
+    probes = {
+        "old - 1": (old - 1, new, old_root, new_root, path), "old + 1": (old + 1, new, old_root, new_root, path),
+        "old ^ 2": (old ^ 2, new, old_root, new_root, path), "new * 2": (old, new * 2, old_root, new_root, path),
+        "new // 2": (old, new // 2, old_root, new_root, path),
+        "wrong old root": (old, new, b"WrongRoot", new_root, path),
+        "wrong new root": (old, new, old_root, b"WrongRoot", path),
+        "swapped roots": (old, new, new_root, old_root, path), "empty proof": (old, new, old_root, new_root, []),
+        "trailing garbage": (old, new, old_root, new_root, path + [b""]),
+        "trailing old root": (old, new, old_root, new_root, path + [old_root]),
+        "trailing new root": (old, new, old_root, new_root, path + [new_root]),
+        "preceding garbage": (old, new, old_root, new_root, [b""] + path),
+        "preceding old root": (old, new, old_root, new_root, [old_root] + path),
+        "preceding new root": (old, new, old_root, new_root, [new_root] + path),
+        "preceding proof[0]": (old, new, old_root, new_root, path[:1] + path),
+        "truncated proof": (old, new, old_root, new_root, path[:-1]),
+    }
+    for i in range(len(path)):
+        flipped = bytearray(path[i])
+        flipped[0] ^= 16
+        probes[f"proof[{i}] bit 4 flipped"] = (old, new, old_root, new_root, path[:i] + [bytes(flipped)] + path[i + 1:])
+    return probes
+
+
+@pytest.mark.parametrize("old, new", sorted(KAT_CONSISTENCY))
+def test_consistency_paths_are_the_published_ones_and_their_corruptions_are_refused(old, new):
+    expected = [bytes.fromhex(h) for h in KAT_CONSISTENCY[(old, new)]]
+    assert consistency_path(published_nodes, old, new) == expected
+    old_root, new_root = bytes.fromhex(KAT_ROOTS[old]), bytes.fromhex(KAT_ROOTS[new])
+    verify_consistency(old, new, old_root, new_root, expected)
+    if not expected:  # the vectors corrupt only non-trivial proofs
+        return
+    for name, (o, n, r1, r2, p) in consistency_probes(old, new, expected, old_root, new_root).items():
+        with pytest.raises(IntegrityError):
+            verify_consistency(o, n, r1, r2, p)
+            raise AssertionError(f"accepted: {name}")
 
 
 # -- a real ledger ---------------------------------------------------------------------------------------

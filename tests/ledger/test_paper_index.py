@@ -293,12 +293,16 @@ def test_the_json_form_round_trips_and_malformed_fields_are_named(proven):
         assert parse_proof(orjson.loads(orjson.dumps(data))) == IndexProof(**{**vars(proof), "key": bytes.fromhex(data["key"])})
     data = member.to_json()
     for field, value, named in (("siblings", ["zz"], r"siblings\[0\]"), ("count", "3", "count"),
-                                ("events_root", None, "events_root"), ("tree_size", -1, "tree_size"),
-                                ("neighbour", 3, "neighbour")):
-        with pytest.raises(InputError, match=named):
+                                ("events_root", "ab" * 31, "events_root"), ("tree_size", -1, "tree_size"),
+                                ("neighbour", 3, "neighbour"), ("paper", None, "paper")):
+        with pytest.raises(InputError, match=f"field {named}"):
             parse_proof({**data, field: value})
-    with pytest.raises(InputError, match="expected the fields"):
-        parse_proof({k: v for k, v in data.items() if k != "key"})
+    with pytest.raises(InputError, match="field index.key: missing"):
+        parse_proof({k: v for k, v in data.items() if k != "key"}, "index")
+    with pytest.raises(InputError, match="field index.extra: not a field of a paper index proof"):
+        parse_proof({**data, "extra": 1}, "index")
+    with pytest.raises(IntegrityError, match="has an events root"):  # well-formed, but does not verify
+        verify_index_proof(parse_proof({**data, "events_root": None}), member.index_root)
     key = bytearray(bytes.fromhex(data["key"]))
     key[0] ^= 1
     with pytest.raises(IntegrityError, match="key is not SHA-256"):
@@ -347,7 +351,7 @@ def test_upgrade_builds_the_index_of_a_version_1_ledger_at_its_head(ledger_locat
     with store.writing() as writer:
         writer.append(late_links(generate(300, seed=31)))
     lines = exported(store)
-    with store._connection("downgrade", write=True) as cursor:  # what version 1 had
+    with store._connection("downgrade", store.backend.begin_write) as cursor:  # what version 1 had
         for table in ("index_nodes", "index_roots", "observation_papers"):
             cursor.execute(f"DROP TABLE {table}")
         cursor.execute("CREATE TABLE observation_papers (paper VARCHAR NOT NULL, observation VARCHAR NOT NULL, "

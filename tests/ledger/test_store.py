@@ -130,7 +130,7 @@ def test_a_refused_append_rolls_back_and_the_next_continues_chain_and_tree(seede
     assert verify_entries(seeded.entries()) == (60, appended[-1].chain_hash)
     leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in seeded.entries()]
     with seeded.reading() as cursor:
-        assert root(cursor.node_source(), 60) == rfc_mth(leaves)
+        assert root(cursor.node_source(60), 60) == rfc_mth(leaves)
 
 
 def test_a_row_changed_behind_the_guard_is_caught_by_verify(seeded):
@@ -271,4 +271,51 @@ def test_a_taken_seq_is_a_store_error_not_a_repeated_fact(seeded):
             w.seq -= 1  # a writer bug: it would take seq 40 again
             w.append([snapshot("2501.00001", "2026-01-01T00:00:00Z")])
     assert not isinstance(caught.value, FactStored)
+    assert seeded.head()[0] == 40
+
+
+def driver_error(store, *statements: str) -> Exception:
+    """The driver's own exception for the last of `statements`, run on a raw connection and rolled back."""
+    connection = store.engine.raw_connection()
+    try:
+        cursor = connection.cursor()
+        for statement in statements[:-1]:
+            cursor.execute(statement)
+        with pytest.raises(store.engine.dialect.dbapi.Error) as caught:
+            cursor.execute(statements[-1])
+        return caught.value
+    finally:
+        connection.rollback()
+        connection.close()
+
+
+COPY_OF_SEQ_1 = ("INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, payload, "
+                 "entry_hash, chain_hash) SELECT 41, kind, subject, paper, effective_at, effective_key, recorded_at, "
+                 "payload, entry_hash, chain_hash FROM events WHERE seq = 1")
+# The words each driver uses, raised with another code: text alone must never be taken for the error.
+MIMICS = {
+    "repeats_a_fact": {"sqlite": "UNIQUE constraint failed: events.subject, events.kind, events.effective_key",
+                       "postgresql": 'duplicate key value violates unique constraint "events_one_fact"'},
+    "is_locked": {"sqlite": "database is locked", "postgresql": "canceling statement due to lock timeout"},
+    "is_not_a_database": {"sqlite": "file is not a database", "postgresql": "file is not a database"},
+}
+
+
+def mimic(store, text: str) -> Exception:
+    if store.dialect == "sqlite":  # RAISE exists only in a trigger; the connection is pooled, so drop it first
+        return driver_error(store, "DROP TABLE IF EXISTS temp.mimic", "CREATE TEMP TABLE mimic (x)",
+                            f"CREATE TEMP TRIGGER mimic_raise BEFORE INSERT ON mimic BEGIN SELECT RAISE(ABORT, '{text}'); END",
+                            "INSERT INTO mimic VALUES (1)")
+    return driver_error(store, f"DO $$ BEGIN RAISE EXCEPTION '{text}'; END $$")
+
+
+def test_driver_errors_are_recognised_by_their_code_not_their_words(seeded):
+    backend = seeded.backend
+    repeated = driver_error(seeded, COPY_OF_SEQ_1)  # a real violation of the unique fact key
+    assert backend.repeats_a_fact(repeated) and not backend.is_locked(repeated)
+    assert not backend.is_not_a_database(repeated)
+    for predicate, texts in MIMICS.items():
+        error = mimic(seeded, texts[seeded.dialect])
+        assert texts[seeded.dialect] in str(error)  # the same words...
+        assert not getattr(backend, predicate)(error), predicate  # ...under another code are not that error
     assert seeded.head()[0] == 40
