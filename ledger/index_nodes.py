@@ -1,15 +1,16 @@
-"""The paper index as the store keeps it: versioned 16-way nodes of the compact sparse Merkle tree that
-`ledger.paper_index` defines, updated once per append transaction, and read back at any size the head
-ever had.
+"""The paper index as the store keeps it: immutable 16-way nodes of the compact sparse Merkle tree that
+`ledger.paper_index` defines, written once per append transaction, and read back at any size the head ever
+had.
 
 A node stands for the papers whose key starts with its path (hex digits, "" for the root) and holds up to 16
 slots, one per next hex digit: empty, one paper's leaf (key, count, the right edge of its events tree and
-the leaf hash), or a child node (its hash and the tree size that wrote it). A node exists where two or more
-papers share its path, and the root always: a paper alone under a path is a leaf in its parent's slot. The
-binary tree of `paper_index` is these nodes read four levels at a time. A node is written once, under the
-tree size of the transaction that changed it, and never updated: a transaction writes the nodes its papers'
-paths cross, keyed (size, path), so its rows land together at the end of the table; `index_roots` names the
-root node of every size the head had. Readers follow versions from the root down, one statement per level.
+the leaf hash), or a child node (its hash and its id). A node exists where two or more papers share its path,
+and the root always: a paper alone under a path is a leaf in its parent's slot. The binary tree of
+`paper_index` is these nodes read four levels at a time. A transaction writes new nodes for the paths its
+papers cross (a node is never changed), with ids = its tree size * 2**24 + a counter, so its rows land
+together at the end of the table (a rowid table on SQLite: appends fill pages, they do not split them);
+`index_roots` names the root node of every size the head had. Readers follow ids from the root down, one
+statement per level.
 
 This module never decides what an event means (`paper_index` does) and never opens a connection: it is
 handed the store's cursor.
@@ -45,8 +46,8 @@ _CACHE_LIMIT = 200_000  # decoded nodes a store keeps; past it the cache starts 
 
 class Child(NamedTuple):
     hash: bytes
-    version: int  # the tree size whose transaction wrote the child node
-    data: bytes  # the slot as encoded: hash || version (8 bytes)
+    id: int  # the child node's row
+    data: bytes  # the slot as encoded: hash || id (8 bytes)
 
 
 class Leaf(NamedTuple):
@@ -57,9 +58,45 @@ class Leaf(NamedTuple):
     data: bytes  # the slot as encoded: hash || key || count (8 bytes) || edge
 
 
-def child(digest: bytes, version: int) -> Child:
-    """A child slot. Raises nothing for a version below 2**64."""
-    return Child(digest, version, digest + version.to_bytes(8, "big"))
+def child(digest: bytes, node_id: int) -> Child:
+    """A child slot. Raises nothing for an id below 2**63."""
+    return Child(digest, node_id, digest + node_id.to_bytes(8, "big"))
+
+
+ID_SHIFT = 24  # a node's id: the tree size of the transaction that wrote it * 2**24 + its number in it
+
+
+def _levels(count: int) -> tuple[int, ...]:
+    """The levels of the perfect subtrees of a tree of `count` leaves, largest first."""
+    found = _LEVELS.get(count)
+    if found is None:
+        found = tuple(level for level in range(count.bit_length() - 1, -1, -1) if count >> level & 1)
+        if len(_LEVELS) < 1 << 16:
+            _LEVELS[count] = found
+    return found
+
+
+_LEVELS: dict[int, tuple[int, ...]] = {}
+
+
+def grown(key: bytes, leaf: Leaf | None, leaf_hashes: Iterable[bytes]) -> Leaf:
+    """A paper's leaf slot with more events added to its events tree (from none when `leaf` is None).
+    Raises nothing."""
+    count, frontier = (0, {}) if leaf is None else (leaf.count, dict(zip(_levels(leaf.count), leaf.edge)))
+    sha256 = _sha256
+    for digest in leaf_hashes:  # merkle.grow, inlined: this runs for every event appended
+        level, index = 0, count
+        while index & 1:
+            digest = sha256(b"\x01" + frontier[level] + digest).digest()
+            level, index = level + 1, index >> 1
+        frontier[level] = digest
+        count += 1
+    edge = tuple(frontier[level] for level in _levels(count))
+    digest = edge[-1]
+    for left in edge[-2::-1]:
+        digest = sha256(b"\x01" + left + digest).digest()
+    digest = sha256(b"\x02" + key + count.to_bytes(8, "big") + digest).digest()  # paper_index.leaf_hash
+    return Leaf(digest, key, count, edge, b"".join((digest, key, count.to_bytes(8, "big")) + edge))
 
 
 def make_leaf(key: bytes, count: int, frontier: dict[int, bytes]) -> Leaf:
@@ -118,20 +155,24 @@ class Node:
         nothing."""
         if self.inner[1] is None:
             self.fill()
-        new = Node(self.slots.copy(), self.used, self.leaves, self.inner.copy())
-        dirty = set()
+        new_slots, inner, used, leaves, dirty = self.slots.copy(), self.inner.copy(), self.used, self.leaves, 0
         for j, slot in slots.items():
-            new.slots[j] = slot
-            new.used |= 1 << j
-            new.leaves = new.leaves | (1 << j) if type(slot) is Leaf else new.leaves & ~(1 << j)
-            new.inner[SLOTS + j] = slot.hash
+            new_slots[j] = slot
+            used |= 1 << j
+            leaves = leaves | (1 << j) if type(slot) is Leaf else leaves & ~(1 << j)
+            inner[SLOTS + j] = slot.hash
             position = (SLOTS + j) >> 1
-            while position and position not in dirty:
-                dirty.add(position)
+            while position:
+                dirty |= 1 << position
                 position >>= 1
-        for position in sorted(dirty, reverse=True):  # children before parents
-            new._inner(position)
-        return new
+        for position in range(SLOTS - 1, 0, -1):  # children before parents; a slot is never emptied
+            if dirty >> position & 1:
+                taken = used & _MASKS[position]
+                if taken & (taken - 1) == 0 and taken & leaves:
+                    inner[position] = new_slots[taken.bit_length() - 1].hash  # one paper alone is its leaf
+                else:
+                    inner[position] = _sha256(b"\x03" + inner[2 * position] + inner[2 * position + 1]).digest()
+        return Node(new_slots, used, leaves, inner)
 
     def taken(self, position: int) -> int:
         """The bit map of slots in use under a heap position. Raises nothing."""
@@ -140,7 +181,7 @@ class Node:
 
 def encode(node: Node) -> bytes:
     """Bytes of a node: a 16-bit map of the slots in use, a 16-bit map of those holding a leaf, then per
-    slot in use its hash and either the child's version (8 bytes) or the leaf's key, count (8 bytes) and
+    slot in use its hash and either the child's id (8 bytes) or the leaf's key, count (8 bytes) and
     edge. Raises nothing."""
     return b"".join([node.used.to_bytes(2, "big"), node.leaves.to_bytes(2, "big")]
                     + [slot.data for slot in node.slots if slot is not None])
@@ -179,6 +220,7 @@ def _mask(position: int) -> int:
 
 
 _MASKS = [0] + [_mask(position) for position in range(1, 2 * SLOTS)]  # slots under each heap position
+_EMPTY_INNER: list[bytes | None] = [ZERO] * (2 * SLOTS)  # the inner hashes of a node with no slot
 
 
 def _nibble(key: bytes, depth: int) -> int:
@@ -188,8 +230,7 @@ def _nibble(key: bytes, depth: int) -> int:
 def _edge_dict(leaf: Leaf | None) -> tuple[int, dict[int, bytes]]:
     if leaf is None:
         return 0, {}
-    levels = [level for level in range(leaf.count.bit_length() - 1, -1, -1) if leaf.count >> level & 1]
-    return leaf.count, dict(zip(levels, leaf.edge))
+    return leaf.count, dict(zip(_levels(leaf.count), leaf.edge))
 
 
 def leaf_root(leaf: Leaf) -> bytes:
@@ -200,43 +241,42 @@ def leaf_root(leaf: Leaf) -> bytes:
 
 # -- reading -------------------------------------------------------------------------------------------
 class Nodes:
-    """Decoded nodes by (path, version): a version is written once, so what is cached stays true. Nodes of a
-    transaction that has not committed are added only once it has (`remember`)."""
+    """Decoded nodes by id: a node is written once, so what is cached stays true. A writer adds the nodes of
+    its transaction only once it has committed (`remember`)."""
 
     def __init__(self) -> None:
-        self.known: dict[tuple[str, int], Node] = {}
+        self.known: dict[int, Node] = {}
 
-    def get(self, cursor, wanted: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Node]:
+    def get(self, cursor, wanted: Iterable[int]) -> dict[int, Node]:
         """The nodes asked for, read in one statement when not held. Raises IntegrityError for a node the
         ledger does not have, and the driver's errors."""
         wanted = set(wanted)
         found = {w: self.known[w] for w in wanted if w in self.known}
         missing = sorted(wanted - set(found))
-        for start in range(0, len(missing), _IN_LIST // 2):
-            chunk = missing[start:start + _IN_LIST // 2]
-            rows = cursor.execute("SELECT path, size, node FROM index_nodes WHERE "
-                                  + " OR ".join(["(size = ? AND path = ?)"] * len(chunk)),
-                                  [v for path, version in chunk for v in (version, path)]).fetchall()
-            for path, version, data in rows:
-                found[(path, version)] = self.known[(path, version)] = decode(bytes(data))
+        for start in range(0, len(missing), _IN_LIST):
+            chunk = missing[start:start + _IN_LIST]
+            rows = cursor.execute(f"SELECT id, node FROM index_nodes WHERE id IN ({', '.join(['?'] * len(chunk))})",
+                                  chunk).fetchall()
+            for node_id, data in rows:
+                found[node_id] = self.known[node_id] = decode(bytes(data))
         if len(found) != len(wanted):
-            absent = sorted(wanted - set(found))[0]
-            raise IntegrityError(f"paper index: node {absent[0] or 'root'} of size {absent[1]} is missing")
+            absent = min(wanted - set(found))
+            raise IntegrityError(f"paper index: node {absent} (of size {absent >> ID_SHIFT}) is missing")
         if len(self.known) > _CACHE_LIMIT:
             self.known.clear()
         return found
 
-    def remember(self, written: dict[tuple[str, int], Node]) -> None:
+    def remember(self, written: dict[int, Node]) -> None:
         """Keep the nodes a committed transaction wrote. Raises nothing."""
         self.known.update(written)
 
 
 def root_at(cursor, size: int) -> tuple[int | None, bytes] | None:
-    """(root node version, index root) at a tree size the head had; (None, 32 zero bytes) at size 0; None
-    when the ledger kept no index at that size. Raises the driver's errors."""
+    """(root node id, index root) at a tree size the head had; (None, 32 zero bytes) at size 0; None when
+    the ledger kept no index at that size. Raises the driver's errors."""
     if size == 0:
         return None, ZERO
-    row = cursor.execute("SELECT version, hash FROM index_roots WHERE size = ?", (size,)).fetchone()
+    row = cursor.execute("SELECT node, hash FROM index_roots WHERE size = ?", (size,)).fetchone()
     return None if row is None else (row[0], bytes(row[1]))
 
 
@@ -247,11 +287,11 @@ def prove(cursor, nodes: Nodes, paper: str, size: int) -> IndexProof:
     if root is None:
         raise InputError(f"tree size {size}: the ledger kept no paper index at that size (only at the sizes "
                          "its head had since the index was built)")
-    version, index_root = root
+    top, index_root = root
     key = paper_key(paper)
     siblings: list[bytes | None] = []
     terminal: Leaf | None = None
-    path, node = "", (Node() if version is None else nodes.get(cursor, [("", version)])[("", version)])
+    path, node = "", (Node() if top is None else nodes.get(cursor, [top])[top])
     while True:
         position, digit, child = 1, _nibble(key, len(path)), None
         while True:
@@ -273,7 +313,7 @@ def prove(cursor, nodes: Nodes, paper: str, size: int) -> IndexProof:
         if child is None:
             break
         path += f"{digit:x}"
-        node = nodes.get(cursor, [(path, child.version)])[(path, child.version)]
+        node = nodes.get(cursor, [child.id])[child.id]
     if terminal is not None and terminal.key == key:
         return IndexProof(paper, size, index_root, terminal.count, leaf_root(terminal), tuple(siblings))
     neighbour = None if terminal is None else Neighbour(terminal.key, terminal.count, leaf_root(terminal))
@@ -294,6 +334,7 @@ def _observations(cursor, wanted: list[str], size: int) -> dict[str, tuple[froze
     found: dict[str, tuple[set[str], bool]] = {o: (set(), False) for o in wanted}
     for start in range(0, len(wanted), _IN_LIST):
         chunk = wanted[start:start + _IN_LIST]
+        chunk += chunk[-1:] * ((1 << (len(chunk) - 1).bit_length()) - len(chunk))  # a few statement texts, cached
         rows = cursor.execute(
             "SELECT subject, CASE WHEN kind = 'citation.observed' THEN payload END FROM events WHERE paper IS NULL "
             f"AND seq <= ? AND subject IN ({', '.join(['?'] * len(chunk))})", [size, *chunk]).fetchall()
@@ -313,12 +354,12 @@ def paper_events(cursor, paper: str, size: int) -> list[tuple[int, bytes]]:
 
 
 class Update(NamedTuple):
-    """What one transaction writes to the index: node rows (size, path, bytes), the root row, what to
-    remember once it commits."""
+    """What one transaction writes to the index: node rows (id, bytes), the root row (size, root node id,
+    hash), what to remember once it commits."""
 
-    nodes: list[tuple[int, str, bytes]]
+    nodes: list[tuple[int, bytes]]
     root: tuple[int, int | None, bytes]
-    written: dict[tuple[str, int], Node]
+    written: dict[int, Node]
     edge: Edge
 
 
@@ -391,24 +432,24 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
     """The index at `after`: the index whose root is `root` with each paper of `added` given its new events
     (leaf hashes in seq order; the papers of `rebuild` read again from the store instead). Raises
     IntegrityError when a stored node is missing or malformed, and the driver's errors."""
-    keyed = {}  # hex key -> paper
+    keyed = {}  # hex key -> (key, paper)
     for paper in added:
-        keyed[paper_key(paper).hex()] = paper
+        key = paper_key(paper)
+        keyed[key.hex()] = (key, paper)
     current, leaves = _paths(cursor, nodes, root[0], keyed)
     changes: list[tuple[str, Leaf]] = []
-    for hexkey, paper in keyed.items():
-        key = bytes.fromhex(hexkey)
+    for hexkey, (key, paper) in keyed.items():
         if paper in rebuild:
-            frontier: dict[int, bytes] = {}
-            count = extend(frontier, 0, [digest for _, digest in paper_events(cursor, paper, after)])
+            changes.append((hexkey, grown(key, None, [digest for _, digest in paper_events(cursor, paper, after)])))
         else:
-            count, frontier = _edge_dict(leaves.get(hexkey))
-            count = extend(frontier, count, added[paper])
-        changes.append((hexkey, make_leaf(key, count, frontier)))
-    rows: list[tuple[int, str, bytes]] = []
-    written: dict[tuple[str, int], Node] = {}
+            changes.append((hexkey, grown(key, leaves.get(hexkey), added[paper])))
+    rows: list[tuple[int, bytes]] = []
+    written: dict[int, Node] = {}
+    first = after << ID_SHIFT
+    if after >= 1 << (63 - ID_SHIFT):
+        raise IntegrityError(f"paper index: tree size {after} is past what node ids can number")
 
-    def apply(path: str, node: Node, group: list[tuple[str, Leaf]]) -> Node:
+    def apply(path: str, node: Node, group: list[tuple[str, Leaf]]) -> int:
         depth = len(path)
         by_digit: dict[str, list[tuple[str, Leaf]]] = {}
         for pair in group:
@@ -423,44 +464,47 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
             slot = node.slots[digit]
             child_path = path + char
             if type(slot) is Child:
-                node_below = apply(child_path, current[child_path], below)
+                below_id = apply(child_path, current[child_path], below)
             else:
-                if slot is not None and all(slot.key != leaf.key for _, leaf in below):
+                if slot is not None and (len(below) > 1 or below[0][1].key != slot.key) \
+                        and all(slot.key != leaf.key for _, leaf in below):
                     below = below + [(slot.key.hex(), slot)]  # a paper already here moves down beside them
                 if len(below) == 1:
                     slots[digit] = below[0][1]
                     continue
-                node_below = apply(child_path, Node(), below)
-            slots[digit] = child(node_below.hash(), after)
+                below_id = apply(child_path, Node(inner=_EMPTY_INNER.copy()), below)
+            slots[digit] = child(written[below_id].hash(), below_id)
         new = node.changed(slots)
-        rows.append((after, path, encode(new)))
-        written[(path, after)] = new
-        return new
+        node_id = first + len(rows)
+        if len(rows) >= 1 << ID_SHIFT:
+            raise IntegrityError(f"paper index: a transaction of more than {1 << ID_SHIFT} nodes")
+        rows.append((node_id, encode(new)))
+        written[node_id] = new
+        return node_id
 
     top = apply("", current[""], changes)
-    new_root = (after, top.hash())
-    return Update(rows, (after, after, new_root[1]), written, Edge(new_root, known if known is not None else {}))
+    new_root = (top, written[top].hash())
+    return Update(rows, (after, top, new_root[1]), written, Edge(new_root, known if known is not None else {}))
 
 
-def _paths(cursor, nodes: Nodes, version: int | None, keys: Iterable[str]) -> tuple[dict[str, Node], dict[str, Leaf]]:
+def _paths(cursor, nodes: Nodes, top: int | None, keys: Iterable[str]) -> tuple[dict[str, Node], dict[str, Leaf]]:
     """The current nodes on the paths of some keys (hex) as path -> node, read level by level, and the
     leaves found for those keys."""
-    if version is None:
+    if top is None:
         return {"": Node()}, {}
     current: dict[str, Node] = {}
     leaves: dict[str, Leaf] = {}
-    level: dict[tuple[str, int], list[str]] = {("", version): list(keys)}
+    level: dict[int, tuple[str, list[str]]] = {top: ("", list(keys))}
     while level:
         got = nodes.get(cursor, level)
-        following: dict[tuple[str, int], list[str]] = {}
-        for wanted, waiting in level.items():
-            path = wanted[0]
-            node = current[path] = got[wanted]
+        following: dict[int, tuple[str, list[str]]] = {}
+        for node_id, (path, waiting) in level.items():
+            node = current[path] = got[node_id]
             depth = len(path)
             for hexkey in waiting:
                 slot = node.slots[int(hexkey[depth], 16)]
                 if type(slot) is Child:
-                    following.setdefault((hexkey[:depth + 1], slot.version), []).append(hexkey)
+                    following.setdefault(slot.id, (hexkey[:depth + 1], []))[1].append(hexkey)
                 elif slot is not None and slot.key.hex() == hexkey:
                     leaves[hexkey] = slot
         level = following

@@ -61,23 +61,22 @@ class MerkleNode(SQLModel, table=True):
 
 
 class IndexNode(SQLModel, table=True):
-    """The paper index's nodes (`ledger.index_nodes`): written once each, under the tree size of the
-    transaction that changed them. Keyed by size first, so a transaction's rows land together at the end."""
+    """The paper index's nodes (`ledger.index_nodes`), each written once: id = the tree size of the
+    transaction that wrote it * 2**24 + its number in it, so a transaction's rows land together at the end (the
+    rowid on SQLite)."""
 
     __tablename__ = "index_nodes"
-    __table_args__ = {"sqlite_with_rowid": False}
-    size: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
-    path: str = Field(primary_key=True)
+    id: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
     node: bytes = Field(sa_type=LargeBinary)
 
 
 class IndexRoot(SQLModel, table=True):
-    """The paper index's root at every tree size the head had: which root node (none while the index is
-    empty) and its hash, the index root a checkpoint signs."""
+    """The paper index's root at every tree size the head had: its root node (none while the index is empty)
+    and its hash, the index root a checkpoint signs."""
 
     __tablename__ = "index_roots"
     size: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
-    version: int | None = Field(default=None, sa_type=SEQUENCE, nullable=True)
+    node: int | None = Field(default=None, sa_type=SEQUENCE, nullable=True)
     hash: bytes = Field(sa_type=LargeBinary)
 
 

@@ -48,8 +48,8 @@ class Backend:
         raise NotImplementedError
 
     def insert_index(self, cursor: Any, nodes: list[tuple], root: tuple) -> None:
-        """Store one transaction's paper index: its new nodes (size, path, node) and its root row (size,
-        version, hash). Raises the driver's errors."""
+        """Store one transaction's paper index: its new nodes (id, node) and its root row (size, root node id,
+        hash). Raises the driver's errors."""
         raise NotImplementedError
 
     def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:

@@ -103,10 +103,10 @@ class PostgreSQL(Backend):
 
     def insert_index(self, cursor: Any, nodes: list[tuple], root: tuple) -> None:
         # Both tables in one statement: one round trip per transaction.
-        columns = tuple(map(list, zip(*nodes))) if nodes else ([], [], [])
+        columns = tuple(map(list, zip(*nodes))) if nodes else ([], [])
         cursor.execute(
-            "WITH nodes AS (INSERT INTO index_nodes (size, path, node) SELECT * FROM unnest(?::bigint[], ?::text[], "
-            "?::bytea[])) INSERT INTO index_roots (size, version, hash) VALUES (?, ?, ?)", (*columns, *root))
+            "WITH nodes AS (INSERT INTO index_nodes (id, node) SELECT * FROM unnest(?::bigint[], ?::bytea[])) "
+            "INSERT INTO index_roots (size, node, hash) VALUES (?, ?, ?)", (*columns, *root))
 
     def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:
         if not keys:

@@ -91,8 +91,8 @@ class SQLite(Backend):
 
     def insert_index(self, cursor: Any, nodes: list[tuple], root: tuple) -> None:
         if nodes:
-            self.insert(cursor, "index_nodes", ("size", "path", "node"), nodes)
-        cursor.execute("INSERT INTO index_roots (size, version, hash) VALUES (?, ?, ?)", root)
+            self.insert(cursor, "index_nodes", ("id", "node"), nodes)
+        cursor.execute("INSERT INTO index_roots (size, node, hash) VALUES (?, ?, ?)", root)
 
     def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:
         rows: list[tuple] = []
