@@ -155,23 +155,23 @@ class Node:
         nothing."""
         if self.inner[1] is None:
             self.fill()
-        new_slots, inner, used, leaves, dirty = self.slots.copy(), self.inner.copy(), self.used, self.leaves, 0
+        new_slots, inner, used, leaves = self.slots.copy(), self.inner.copy(), self.used, self.leaves
         for j, slot in slots.items():
             new_slots[j] = slot
             used |= 1 << j
             leaves = leaves | (1 << j) if type(slot) is Leaf else leaves & ~(1 << j)
             inner[SLOTS + j] = slot.hash
-            position = (SLOTS + j) >> 1
-            while position:
-                dirty |= 1 << position
-                position >>= 1
-        for position in range(SLOTS - 1, 0, -1):  # children before parents; a slot is never emptied
-            if dirty >> position & 1:
-                taken = used & _MASKS[position]
-                if taken & (taken - 1) == 0 and taken & leaves:
-                    inner[position] = new_slots[taken.bit_length() - 1].hash  # one paper alone is its leaf
-                else:
-                    inner[position] = _sha256(b"\x03" + inner[2 * position] + inner[2 * position + 1]).digest()
+        if len(slots) == 1:
+            dirty = _ABOVE[j]
+        else:  # children before parents: a position's number is below its children's
+            dirty = sorted({position for j in slots for position in _ABOVE[j]}, reverse=True)
+        masks, sha256 = _MASKS, _sha256
+        for position in dirty:  # a slot is never emptied, so every position here has a slot under it
+            taken = used & masks[position]
+            if taken & (taken - 1) == 0 and taken & leaves:
+                inner[position] = new_slots[taken.bit_length() - 1].hash  # one paper alone is its leaf
+            else:
+                inner[position] = sha256(b"\x03" + inner[2 * position] + inner[2 * position + 1]).digest()
         return Node(new_slots, used, leaves, inner)
 
     def taken(self, position: int) -> int:
@@ -221,6 +221,7 @@ def _mask(position: int) -> int:
 
 _MASKS = [0] + [_mask(position) for position in range(1, 2 * SLOTS)]  # slots under each heap position
 _EMPTY_INNER: list[bytes | None] = [ZERO] * (2 * SLOTS)  # the inner hashes of a node with no slot
+_ABOVE = [tuple((SLOTS + j) >> up for up in range(1, 5)) for j in range(SLOTS)]  # a slot's inner positions, upwards
 
 
 def _nibble(key: bytes, depth: int) -> int:
@@ -392,30 +393,36 @@ def _members(cursor, edge: Edge | None, before: int, appended: list[tuple[int, E
     # Links at `after`; a new link to an observation with earlier events makes them the paper's too.
     links: dict[str, set[str]] = {}
     rebuild: set[str] = set()
-    for _, ev, _ in appended:
-        if ev.papers:  # only citations name papers
-            linked = links.get(ev.subject)
-            if linked is None:
-                papers, had = known.get(ev.subject, _NOTHING)
-                linked = links[ev.subject] = set(papers)
-            else:
-                had = known.get(ev.subject, _NOTHING)[1]
-            for paper in ev.papers:
-                if paper not in linked:
-                    linked.add(paper)
-                    if had:
-                        rebuild.add(paper)
     added: dict[str, list[bytes]] = {}
-    for _, ev, digest in appended:
-        if ev.paper is not None:
-            papers = (ev.paper,)
+    cited = [ev for _, ev, _ in appended if ev.papers]  # only citations name papers
+    for ev in cited:
+        linked = links.get(ev.subject)
+        if linked is None:
+            papers, had = known.get(ev.subject, _NOTHING)
+            linked = links[ev.subject] = set(papers)
         else:
-            papers = links.get(ev.subject)
-            if papers is None:
-                papers = known.get(ev.subject, _NOTHING)[0]
-                known[ev.subject] = (papers, True)
+            had = known.get(ev.subject, _NOTHING)[1]
+        for paper in ev.papers:
+            if paper not in linked:
+                linked.add(paper)
+                if had:
+                    rebuild.add(paper)
+    get_links, get_known, get_added = links.get, known.get, added.get
+    for _, ev, digest in appended:
+        paper = ev.paper
+        if paper is not None:
+            found = get_added(paper)
+            if found is None:
+                added[paper] = [digest]
+            else:
+                found.append(digest)
+            continue
+        papers = get_links(ev.subject)
+        if papers is None:
+            papers = get_known(ev.subject, _NOTHING)[0]
+            known[ev.subject] = (papers, True)
         for paper in papers:
-            found = added.get(paper)
+            found = get_added(paper)
             if found is None:
                 added[paper] = [digest]
             else:

@@ -114,3 +114,10 @@ def test_the_no_index_variant_writes_no_index(tmp_path):
         writer.append(events[:40])
     with again.reading() as cursor:
         assert cursor.execute("SELECT COUNT(*) FROM index_roots").fetchone()[0] == 1
+
+
+def test_interleaved_appends_build_both_ledgers_one_with_the_index(tmp_path):
+    from benchmarks.run import interleaved_appends
+
+    with_rate, without_rate = interleaved_appends(generate(450, seed=3), 100, tmp_path)  # its gates: both chains
+    assert with_rate > 0 and without_rate > 0
