@@ -221,6 +221,8 @@ def _mask(position: int) -> int:
 
 _MASKS = [0] + [_mask(position) for position in range(1, 2 * SLOTS)]  # slots under each heap position
 _EMPTY_INNER: list[bytes | None] = [ZERO] * (2 * SLOTS)  # the inner hashes of a node with no slot
+_HEX = {f"{digit:x}": digit for digit in range(SLOTS)}
+_KEYS: dict[str, tuple[str, bytes]] = {}  # paper -> its key (hex, bytes): SHA-256 once per paper and process
 _ABOVE = [tuple((SLOTS + j) >> up for up in range(1, 5)) for j in range(SLOTS)]  # a slot's inner positions, upwards
 
 
@@ -441,8 +443,13 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
     IntegrityError when a stored node is missing or malformed, and the driver's errors."""
     keyed = {}  # hex key -> (key, paper)
     for paper in added:
-        key = paper_key(paper)
-        keyed[key.hex()] = (key, paper)
+        found = _KEYS.get(paper)
+        if found is None:
+            key = paper_key(paper)
+            found = (key.hex(), key)
+            if len(_KEYS) < _CACHE_LIMIT:
+                _KEYS[paper] = found
+        keyed[found[0]] = (found[1], paper)
     current, leaves = _paths(cursor, nodes, root[0], keyed)
     changes: list[tuple[str, Leaf]] = []
     for hexkey, (key, paper) in keyed.items():
@@ -467,7 +474,7 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
                 below.append(pair)
         slots: dict[int, Child | Leaf] = {}
         for char, below in by_digit.items():
-            digit = int(char, 16)
+            digit = _HEX[char]
             slot = node.slots[digit]
             child_path = path + char
             if type(slot) is Child:
@@ -509,7 +516,7 @@ def _paths(cursor, nodes: Nodes, top: int | None, keys: Iterable[str]) -> tuple[
             node = current[path] = got[node_id]
             depth = len(path)
             for hexkey in waiting:
-                slot = node.slots[int(hexkey[depth], 16)]
+                slot = node.slots[_HEX[hexkey[depth]]]
                 if type(slot) is Child:
                     following.setdefault(slot.id, (hexkey[:depth + 1], []))[1].append(hexkey)
                 elif slot is not None and slot.key.hex() == hexkey:
