@@ -99,11 +99,12 @@ def write_json(value: object) -> None:
 
 
 def register() -> None:
-    from cli import log, proofs, records
+    from cli import log, proofs, publish, records
 
     app.add_typer(records.app)
     app.add_typer(log.app)
     app.add_typer(proofs.app)
+    app.add_typer(publish.app)
 
 
 register()
