@@ -12,14 +12,21 @@ from urllib.parse import quote
 
 from ledger.errors import InputError
 
-# New-style ids (YYMM.NNNN or YYMM.NNNNN, since 2007) and old-style ones (archive[.SC]/YYMMNNN, until 2007).
-_ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/[0-9]{7}", re.ASCII)
+# New-style ids: YYMM.NNNN up to 1412, YYMM.NNNNN from 1501 (the month is not checked: synthetic ledgers use
+# any four digits); old-style ones (until 0703): archive[.SC]/YYMMNNN.
+_NEW_STYLE = re.compile(r"([0-9]{4})\.([0-9]{4,5})", re.ASCII)
+_OLD_STYLE = re.compile(r"[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/[0-9]{7}", re.ASCII)
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
 def paper_id(text: str) -> str:
     """`text` when it is a well-formed arXiv id (without version); InputError otherwise."""
-    if not isinstance(text, str) or not _ARXIV_ID.fullmatch(text):
+    new = _NEW_STYLE.fullmatch(text) if isinstance(text, str) else None
+    if new is not None:
+        well_formed = len(new.group(2)) == (5 if new.group(1) >= "1501" else 4)
+    else:
+        well_formed = isinstance(text, str) and _OLD_STYLE.fullmatch(text) is not None
+    if not well_formed:
         shown = text if isinstance(text, str) and len(text) <= 80 else f"{str(text)[:77]}..."
         raise InputError(f"not an arXiv id: {shown!r} (expected e.g. 2407.20018 or hep-th/9901001)")
     return text
