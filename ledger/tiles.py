@@ -175,13 +175,20 @@ def entry_length(seq: int, kind: str, effective_at: str, recorded_at: str, paylo
     return _ENTRY_FRAME + len(str(seq)) + len(kind) + len(effective_at) + len(recorded_at) + len(payload)
 
 
+def longest_entry(kind: str, effective_at: str, payload: bytes) -> int:
+    """The length of the log entry an event becomes at the largest sequence number and any recorded time."""
+    return entry_length(_LONGEST_SEQ, kind, effective_at, _A_RECORDED_TIME, payload)
+
+
 def check_entry_size(kind: str, effective_at: str, payload: bytes, seq: int | None = None,
                      recorded_at: str | None = None) -> None:
     """Refuse an event whose log entry would not fit an entry bundle (InputError, exit 2). With `seq` and
     `recorded_at` (a log line) the exact entry is measured; otherwise its longest form (its seq and recorded
     time are not known yet: 19 digits, a 27-character time)."""
-    size = entry_length(_LONGEST_SEQ if seq is None else seq, kind, effective_at,
-                        _A_RECORDED_TIME if recorded_at is None else recorded_at, payload)
+    if seq is None or recorded_at is None:
+        size = longest_entry(kind, effective_at, payload)
+    else:
+        size = entry_length(seq, kind, effective_at, recorded_at, payload)
     if size > MAX_ENTRY:
         raise InputError(f"{kind} event of {size:,} bytes as a log entry: the log is published as C2SP tiles, "
                          f"whose entry bundles carry at most {MAX_ENTRY:,} bytes per entry")
