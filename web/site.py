@@ -50,7 +50,8 @@ ASSET = "public, max-age=3600"
 # No script, style, font or image from anywhere but this origin, no inline script or style at all.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'")
-ASSETS = {"check.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+ASSETS = {"check.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+          "icon.svg": "image/svg+xml"}
 
 
 @dataclass(frozen=True)
