@@ -72,16 +72,22 @@ def status_of(exc: BaseException) -> int:
 
 
 class Ledger:
-    """The store and its pages, owned by one thread: every call runs there, in order."""
+    """The store and its pages, owned by one thread: every call runs there, in order. Closing it (the app's
+    shutdown) closes a store it opened and ends the thread; a later call opens both again."""
 
     def __init__(self, source: Store | str, signer: Signer | None = None):
         self.source, self.signer = source, signer
         self.site: Site | None = None
-        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-store")
+        self.thread: ThreadPoolExecutor | None = None
         try:  # a path that is not a ledger fails now; a database that is down answers 503 until it is back
-            self.thread.submit(self._open).result()
+            self._executor().submit(self._open).result()
         except StoreError as exc:
             log.warning("ledger: %s (serving 503 until it can be opened)", exc)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self.thread is None:
+            self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-store")
+        return self.thread
 
     def _open(self) -> Site:
         if self.site is None:
@@ -99,15 +105,20 @@ class Ledger:
         return work(site, *args)
 
     async def __call__(self, work: Callable, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.thread, self._run, work, args)
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), self._run, work, args)
 
     def close(self) -> None:
+        if self.thread is None:
+            return
+
         def shut() -> None:
             if self.site is not None and not isinstance(self.source, Store):
                 self.site.store.close()
+                self.site = None
 
-        self.thread.submit(shut).result()
-        self.thread.shutdown()
+        thread, self.thread = self.thread, None
+        thread.submit(shut).result()
+        thread.shutdown()
 
 
 # -- responses ------------------------------------------------------------------------------------------
@@ -234,7 +245,13 @@ def create_app(source: Store | str, signer: Signer | None = None) -> FastAPI:
               503: {"description": "The database is unreachable (one line)."}}
 
     def get(path: str, **kwargs):
-        return app.api_route(path, methods=["GET", "HEAD"], response_class=Response, responses=errors, **kwargs)
+        """A GET route, answering HEAD too (as a static host does); the schema lists the GET."""
+
+        def register(route: Callable) -> Callable:
+            app.api_route(path, methods=["HEAD"], include_in_schema=False, response_class=Response, **kwargs)(route)
+            return app.api_route(path, methods=["GET"], response_class=Response, responses=errors, **kwargs)(route)
+
+        return register
 
     @app.exception_handler(LedgerError)
     async def ledger_error(request: Request, exc: LedgerError):
