@@ -73,15 +73,22 @@ class Folder:
             raise InputError(f"{out}: not a folder")
         self.root = os.path.realpath(out)
         self.written = self.unchanged = 0
+        self._checked: set[str] = set()  # folders known to resolve inside OUT/
 
     def _inside(self, relative: str) -> Path:
         parts = relative.split("/")
         if any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts):
             raise InputError(f"{relative!r}: not a path inside {self.out}")
         target = Path(self.root, *parts)
-        resolved = os.path.realpath(target)
-        if os.path.commonpath([self.root, resolved]) != self.root or resolved == self.root:
-            raise InputError(f"{relative!r}: resolves to {resolved}, outside {self.out}; nothing written there")
+        folder = str(target.parent)
+        if folder not in self._checked:  # each folder once: resolving every file's path cost a tenth of the run
+            resolved = os.path.realpath(folder)
+            if os.path.commonpath([self.root, resolved]) != self.root:
+                raise InputError(f"{relative!r}: resolves to {resolved}, outside {self.out}; nothing written there")
+            if os.path.isdir(folder):  # checked as it is now; created by us from here on
+                self._checked.add(folder)
+        if os.path.islink(target):
+            raise InputError(f"{relative!r}: a symbolic link in {self.out}; refusing to write through it")
         return target
 
     def put(self, relative: str, data: bytes) -> None:
@@ -122,7 +129,7 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
         base = urls.paper_url(paper)
         folder.put(file_for(f"{base}/citation-record.json", False), site.record_json(paper, as_of, None, record).content)
         folder.put(file_for(f"{base}/citation-record", True), site.record_html(paper, as_of, None, record).content)
-        found = site.integrity(paper, as_of)
+        found = site.integrity(paper, as_of, None, record)
         folder.put(file_for(f"{base}/integrity.json", False), site.integrity_json(paper, as_of, None, found).content)
         folder.put(file_for(f"{base}/integrity", True), site.integrity_html(paper, as_of, None, found).content)
         folder.put(file_for(base, True), site.paper_html(paper, as_of, None, facts).content)

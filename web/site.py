@@ -131,10 +131,10 @@ def _observation(obs: dict, direction: str, index: int) -> dict:
     line = f"Resolution: {_words(resolution['status'])}; {resolver}"
     if resolution["observed_at"]:
         line += f", observed {resolution['observed_at']}"
-    links = [("citing paper", f"arXiv:{citing_id}", _paper_link(citing_id))]
+    links = [("Citing paper", f"arXiv:{citing_id}", _paper_link(citing_id))]
     if citation.get("cited_paper") is not None:
         cited_id = citation["cited_paper"]["arxiv_id"]
-        links.append(("cited paper", f"arXiv:{cited_id}", _paper_link(cited_id)))
+        links.append(("Cited paper", f"arXiv:{cited_id}", _paper_link(cited_id)))
     return {
         "anchor": f"{direction}-{index + 1}", "id": obs["observation_id"], "direction": direction,
         "sentence": sentence, "citing": citing, "cited": cited or UNTITLED[:1].upper() + UNTITLED[1:],
@@ -169,8 +169,12 @@ def _record_view(record: dict) -> dict:
         "displayed": f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
         "states": [(_words(state), resolution["state_counts"].get(state, 0)) for state in RESOLUTION_STATES],
         "measurements": [_measurement(m, measurement_source) for m in record["external_citation_measurements"]],
-        "outbound": [_observation(o, "outbound", i) for i, o in enumerate(record["outbound"])],
-        "inbound": [_observation(o, "inbound", i) for i, o in enumerate(record["inbound"])],
+        "sections": [  # the page form's order: outbound, then inbound
+            ("outbound", "Outbound references", "No outbound references are displayed.",
+             [_observation(o, "outbound", i) for i, o in enumerate(record["outbound"])]),
+            ("inbound", "Pith citing papers", "No inbound Pith citation observations are available.",
+             [_observation(o, "inbound", i) for i, o in enumerate(record["inbound"])]),
+        ],
     }
 
 
@@ -234,14 +238,16 @@ class Site:
         return Body(page, HTML, SHORT, f'W/"{record["context_digest"]}"')
 
     # integrity ------------------------------------------------------------------------------------------
-    def integrity(self, paper: str, as_of: When, known_at: When | None = None) -> dict:
-        """The record's digests, the current signed checkpoint and the evidence bundle (with a key)."""
+    def integrity(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None) -> dict:
+        """The record's digests, the current signed checkpoint and the evidence bundle (with a key; the bundle
+        carries its own rebuild of the record)."""
         known = known_at.text if known_at else None
         if self.signer is not None:
             bundle = evidence_bundle(self.store, paper, as_of.text, as_of.key, self.signer, _known(known_at))
             record, checkpoint, verifier = bundle["record"], bundle["checkpoint"], str(self.signer.verifier)
         else:
-            record, bundle, checkpoint, verifier = self.record(paper, as_of, known_at), None, None, None
+            record = record or self.record(paper, as_of, known_at)
+            bundle, checkpoint, verifier = None, None, None
         return {
             "paper": paper, "as_of": record["as_of"], "known_at": known,
             "record": urls.record_url(paper, as_of.text, known, html=False),
