@@ -199,7 +199,8 @@ class Guard:
         path = scope["path"]
         if path != "/" and path.endswith("/") and path.rstrip("/"):
             query = scope.get("query_string", b"").decode("latin-1")
-            location = quote(path.rstrip("/")) + (f"?{query}" if query else "")
+            # One leading slash: `//host/` must not become a redirect to another host.
+            location = quote("/" + path.strip("/")) + (f"?{query}" if query else "")
             return await Response(status_code=308, headers={"location": location})(scope, receive, send_secured)
         await self.app(scope, receive, send_secured)
 

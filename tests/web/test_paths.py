@@ -351,6 +351,8 @@ def test_a_trailing_slash_redirects_as_a_static_host_does(client):
     response = client.get(f"/paper/{PAPER_004}/citation-record/?as_of=2026-08-09", follow_redirects=False)
     assert response.status_code == 308
     assert response.headers["location"] == f"/paper/{PAPER_004}/citation-record?as_of=2026-08-09"
+    elsewhere = client.get("http://testserver//evil.example/", follow_redirects=False)
+    assert elsewhere.status_code == 308 and elsewhere.headers["location"] == "/evil.example"  # never another host
 
 
 def test_an_unreachable_database_is_503_and_the_server_keeps_running(unused_port):
