@@ -467,7 +467,10 @@ def main(argv: list[str] | None = None) -> int:
         say("\nCorrectness gates passed: chains verify, sequence numbers contiguous, every row present, no lock errors.")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    from benchmarks.serve import kept_section  # the serving figures share the file; keep them
+
+    kept = kept_section(args.out)
+    Path(args.out).write_text("\n".join(lines) + "\n" + kept)
     return 0
 
 

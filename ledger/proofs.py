@@ -29,12 +29,13 @@ def _size(cursor, size: int | None) -> int:
     return size
 
 
-def checkpoint(store: Store, signer: Signer) -> str:
-    """A signed note of the current tree: origin (the key's name), size, root.
-    Raises StoreError, or IntegrityError when a Merkle node cannot be had."""
+def checkpoint(store: Store, signer: Signer, size: int | None = None) -> tuple[str, int]:
+    """A signed note of the tree of `size` leaves (default: the current tree), and that size: origin (the
+    key's name), size, root. Raises InputError for a size the ledger does not hold, StoreError, or
+    IntegrityError when a Merkle node cannot be had."""
     with store.snapshot() as cursor:
-        size = cursor.head()[0]
-        return _signed_checkpoint(signer, cursor.node_source(size), size)
+        size = _size(cursor, size) if size else cursor.head()[0]
+        return _signed_checkpoint(signer, cursor.node_source(size), size), size
 
 
 def _signed_checkpoint(signer: Signer, nodes, size: int) -> str:

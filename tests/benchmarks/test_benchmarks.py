@@ -70,3 +70,35 @@ def test_concurrent_postgres_writers_build_one_verifiable_chain(tmp_path):
     # Its gates: every writer exits 0, the sequence is contiguous, the chain verifies; the schema is dropped.
     events = generate(800, seed=4)
     assert postgres_writers(POSTGRES, events, 4, tmp_path) > 0
+
+
+def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
+    from benchmarks.run import import_batch
+    from benchmarks.serve import SECTION_BEGIN, Server, kept_section, load, write_section
+    from ledger.signed_notes import generate_signer
+    from web.site import Site
+
+    db = tmp_path / "ledger.db"
+    store = Store.create(str(db))
+    import_batch(store, generate(300, seed=3))
+    signer = generate_signer("bench.example/ledger")
+    key = tmp_path / "ledger.key"
+    key.write_text(f"{signer}\n")
+    expected = Site(store, signer).evidence_html().content
+    server = Server(db, 1, key, limit=120)
+    try:
+        rate, latencies = load(server.port, "/evidence", expected, 20, 2)
+        assert rate > 0 and len(latencies) == 20
+        with pytest.raises(GateError, match="/evidence: status 200"):
+            load(server.port, "/evidence", expected + b"!", 4, 1)  # its gate: every body is the expected bytes
+    finally:
+        server.stop()
+    assert server.process.poll() is not None
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\nfrom benchmarks.run\n")
+    write_section(results, ["## Serving", "first"])
+    write_section(results, ["## Serving", "second"])
+    text = results.read_text()
+    assert text.count(SECTION_BEGIN) == 1 and "second" in text and "first" not in text
+    assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n")
+    assert kept_section(results).strip().startswith(SECTION_BEGIN) and "second" in kept_section(results)
