@@ -480,6 +480,7 @@ def postgres_writers(url: str, events, writers: int, folder: Path) -> float:
 
 # -- the report ------------------------------------------------------------------------------------------
 INDEX_SECTION = "## The paper index (issue 15)"
+INDEX_BEGIN, INDEX_END = "<!-- benchmarks.run --index: begin -->", "<!-- benchmarks.run --index: end -->"
 
 
 def index_section(reps: int, folder: Path) -> str:
@@ -503,6 +504,7 @@ def index_section(reps: int, folder: Path) -> str:
     paired = {b: [a / n for a, n in zip(figures[f"ours{b}"], figures[f"noindex{b}"])] for b in (100, 1)}
     proofs = index_proofs(folder / "papers.db", 100_000, reps)
     shapes = {n: proof_shapes(n) for n in (100_000, 1_000_000)}
+    say(INDEX_BEGIN)
     say(f"{INDEX_SECTION}\n")
     say(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `python -m benchmarks.run --index`, "
         f"{reps} repetitions, on {os.cpu_count()} cores **shared with other engineers' work (a busy machine: "
@@ -542,6 +544,7 @@ def index_section(reps: int, folder: Path) -> str:
             ("index proof at 1,000,000 papers, JSON, median (< 2 KB)", f"{shapes[1_000_000]['json_median']:,.0f} bytes",
              shapes[1_000_000]["json_median"] < 2048)):
         say(f"| {name} | {value} | {'yes' if ok else 'NO'} |")
+    say(INDEX_END)
     return "\n".join(lines) + "\n"
 
 
@@ -563,8 +566,12 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         out = Path(args.out)
-        kept = out.read_text().split(INDEX_SECTION)[0].rstrip("\n") + "\n\n" if out.exists() else ""
-        out.write_text(kept + section)
+        text = out.read_text() if out.exists() else "# Benchmark results\n"
+        if INDEX_BEGIN in text and INDEX_END in text:
+            text = text[:text.index(INDEX_BEGIN)] + section.rstrip("\n") + text[text.index(INDEX_END) + len(INDEX_END):]
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+        out.write_text(text if text.endswith("\n") else text + "\n")
         return 0
     lines, verdicts = [], []
 
@@ -695,7 +702,10 @@ def main(argv: list[str] | None = None) -> int:
         say(index_section(args.reps, folder).rstrip("\n"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    from benchmarks.serve import kept_section  # the serving figures share the file; keep them
+
+    kept = kept_section(args.out)
+    Path(args.out).write_text("\n".join(lines) + "\n" + kept)
     return 0
 
 

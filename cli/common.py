@@ -14,7 +14,7 @@ import typer
 from ledger.canonical import canonical
 from ledger.errors import InputError
 from ledger.inputs import decode_input, read_input
-from ledger.logfile import is_exported_log, open_log
+from ledger.logfile import open_ledger
 from ledger.signed_notes import Signer, Verifier, parse_signer, parse_verifier
 from ledger.store import Store
 from ledger.times import parse_when
@@ -29,8 +29,7 @@ def db_location(ctx: typer.Context) -> str:
 
 def open_store(ctx: typer.Context) -> Store:
     """The ledger named by --db (an exported .jsonl log is loaded read-only); never creates one."""
-    location = db_location(ctx)
-    return open_log(location) if is_exported_log(location) else Store.open(location)
+    return open_ledger(db_location(ctx))
 
 
 def when(option: str, value: str | None) -> tuple[str, str] | None:

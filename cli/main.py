@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from cli import log_commands, proof_commands, record_commands
+from cli import log_commands, proof_commands, publish_commands, record_commands
 from cli.common import DEFAULT_DB
 from ledger.errors import IntegrityError, LedgerError
 
@@ -69,6 +69,7 @@ def _options(
 app.add_typer(record_commands.app)
 app.add_typer(log_commands.app)
 app.add_typer(proof_commands.app)
+app.add_typer(publish_commands.app)
 
 
 def main() -> None:

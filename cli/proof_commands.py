@@ -40,7 +40,7 @@ def checkpoint(
     key: Annotated[str, typer.Option("--key", help="The signing key file (ledger keygen).")],
 ) -> None:
     """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree."""
-    write_stdout(signed_checkpoint(open_store(ctx), load_signer(key)).encode())
+    write_stdout(signed_checkpoint(open_store(ctx), load_signer(key))[0].encode())
 
 
 @app.command()

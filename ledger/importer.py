@@ -19,6 +19,7 @@ from .events import Event, make_event, record_events
 from .inputs import decode_input, read_input
 from .published import check_record, verify_digests
 from .store import FactStored, Store, Writer
+from .tiles import check_entry_size
 from .times import TimeError, instant_key
 
 _ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
@@ -74,6 +75,11 @@ def _parse_record(name: str, record: dict) -> Parsed:
         events = record_events(record)
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
+    for event in events:
+        try:
+            check_entry_size(event.kind, event.effective_at, event.payload)
+        except InputError as exc:
+            raise InputError(f"{name}: {event.subject}: {exc}") from None
     return Parsed(name, record=record, events=[(0, e) for e in events])
 
 
@@ -97,12 +103,16 @@ def _add_line(parsed: Parsed, name: str, number: int, obj: object) -> None:
         if not isinstance(obj, dict):
             raise InputError(f"expected an event object, found {type(obj).__name__}")
         if "seq" in obj:
-            parsed.entries.append((number, *parse_entry(obj)))
+            entry, event = parse_entry(obj)
+            check_entry_size(entry.kind, entry.effective_at, entry.payload, entry.seq, entry.recorded_at)
+            parsed.entries.append((number, entry, event))
         else:
             unknown = set(obj) - {"kind", "payload", "effective_at"}
             if unknown:
                 raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
-            parsed.events.append((number, make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))))
+            event = make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))
+            check_entry_size(event.kind, event.effective_at, event.payload)  # the log must stay publishable as tiles
+            parsed.events.append((number, event))
     except InputError as exc:
         raise InputError(f"{name}: line {number}: {exc}") from None
 

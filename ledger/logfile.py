@@ -35,6 +35,13 @@ def log_entries(path: str) -> list[Entry]:
     return [entry for _, entry, _ in read_log(path).entries]
 
 
+def open_ledger(location: str) -> Store:
+    """The ledger a `--db` location names: an exported log (loaded read-only) or a database; never creates
+    one. Raises InputError when there is no ledger there, IntegrityError for a log that does not re-compute,
+    StoreError when it cannot be read."""
+    return open_log(location) if is_exported_log(location) else Store.open(location)
+
+
 def open_log(path: str) -> Store:
     """A read-only in-memory store holding an exported log, every hash re-computed on the way in.
     Raises InputError (malformed) or IntegrityError (a hash that does not re-compute)."""

@@ -32,19 +32,22 @@ def _size(cursor, size: int | None) -> int:
     return size
 
 
-def checkpoint(store: Store, signer: Signer) -> str:
-    """A signed note of the current tree: origin (the key's name), size, root, and the paper index root.
-    Raises StoreError, or IntegrityError when a Merkle node or the index root cannot be had."""
+def checkpoint(store: Store, signer: Signer, size: int | None = None) -> tuple[str, int]:
+    """A signed note of the tree of `size` leaves (default: the current tree), and that size: origin (the
+    key's name), size, root, and the paper index root at that size. Raises InputError for a size the ledger
+    does not hold, StoreError, or IntegrityError when a Merkle node or the index root cannot be had."""
     with store.snapshot() as cursor:
-        size = cursor.head()[0]
-        return _signed_checkpoint(signer, cursor, cursor.node_source(size), size)
+        size = _size(cursor, size) if size else cursor.head()[0]
+        return _signed_checkpoint(signer, cursor, cursor.node_source(size), size), size
 
 
 def _signed_checkpoint(signer: Signer, cursor, nodes, size: int) -> str:
     found = root_at(cursor, size)
-    if found is None:
-        raise IntegrityError(f"the ledger kept no paper index at tree size {size}")
-    return signer.sign(Checkpoint(signer.name, size, root(nodes, size), found[1]).text())
+    if found is None and size == cursor.head()[0]:
+        raise IntegrityError(f"the ledger kept no paper index at tree size {size}, its head")
+    # An older size the head never had (or had before the index was built) is signed without the index line,
+    # as a checkpoint of before the index: there is no index root of that size to bind.
+    return signer.sign(Checkpoint(signer.name, size, root(nodes, size), found and found[1]).text())
 
 
 def prove_paper(store: Store, paper: str, size: int | None = None) -> dict:

@@ -19,7 +19,7 @@ from projections.audit import agreement
 
 from .canonical import parse_json
 from .chain import hex_hash, verify_entries
-from .errors import InputError, IntegrityError, NotFoundError
+from .errors import InputError, NotFoundError
 from .inputs import decode_input
 from .published import check_record, digest_mismatches
 from .store import Store

@@ -23,20 +23,21 @@ def cited_label(citation: dict) -> str | None:
     return None
 
 
-def _notice_lines(notice: dict) -> list[str]:
-    blocks = []
-    if notice.get("events"):
-        blocks.append("\n".join(describe_event(e) for e in notice["events"]))
+def notice_lines(notice: dict) -> tuple[list[str], str | None]:
+    """The words of a standing notice: one line per source-reported event, then the closing sentence (the
+    notice's own observation, or why there is none), if any. The text page and the HTML page both use it."""
+    events = [describe_event(e) for e in notice.get("events") or []]
     if notice.get("observation"):
-        blocks.append(notice["observation"])
-    elif notice.get("state") == CHECK_FAILED:
-        blocks.append(f"Check failed: {_words(notice.get('reason') or 'unknown')}.")
-    elif notice.get("state") != "measured":
-        blocks.append(f"Unavailable: {_words(notice.get('reason') or 'unknown')}.")
-    return blocks
+        return events, notice["observation"]
+    if notice.get("state") == CHECK_FAILED:
+        return events, f"Check failed: {_words(notice.get('reason') or 'unknown')}."
+    if notice.get("state") != "measured":
+        return events, f"Unavailable: {_words(notice.get('reason') or 'unknown')}."
+    return events, None
 
 
-def _observation(obs: dict, direction: str) -> list[str]:
+def observation_words(obs: dict, direction: str) -> dict:
+    """The sentences of one observation block, as the text page and the HTML page show them."""
     citation, resolution = obs["citation"], obs["resolution"]
     citing = citation["citing_paper"].get("title") or f"arXiv:{citation['citing_paper']['arxiv_id']}"
     cited = cited_label(citation)
@@ -44,23 +45,35 @@ def _observation(obs: dict, direction: str) -> list[str]:
         sentence = f"This paper cites {cited or 'an ' + UNTITLED}."
     else:
         sentence = f"{citing} cites this paper."
-    cited = cited or UNTITLED[:1].upper() + UNTITLED[1:]
     resolver = resolution["resolver_source"] or "no resolver link"
     line = f"Resolution: {_words(resolution['status'])}; {resolver}"
     if resolution["observed_at"]:
         line += f", observed {resolution['observed_at']}"
-    return [
+    events, closing = notice_lines(obs["standing_notice"])
+    return {"sentence": sentence, "citing": citing, "cited": cited or UNTITLED[:1].upper() + UNTITLED[1:],
+            "reference": f"Reference {citation['reference_index']}", "resolution": line,
+            "notice_events": events, "notice_closing": closing}
+
+
+def _observation(obs: dict, direction: str) -> list[str]:
+    words = observation_words(obs, direction)
+    blocks = [
         f"Observation {obs['observation_id']} · {direction}",
-        sentence,
-        f"{citing} {cited}",
-        f"Reference {citation['reference_index']}",
-        line,
+        words["sentence"],
+        f"{words['citing']} {words['cited']}",
+        words["reference"],
+        words["resolution"],
         "Source-reported events for the cited work",
-        *_notice_lines(obs["standing_notice"]),
     ]
+    if words["notice_events"]:
+        blocks.append("\n".join(words["notice_events"]))
+    if words["notice_closing"]:
+        blocks.append(words["notice_closing"])
+    return blocks
 
 
-def _measurement(entry: object, source: str) -> str:
+def measurement_line(entry: object, source: str) -> str:
+    """One external citation measurement as the pages show it."""
     if isinstance(entry, dict) and "citation_count" in entry:
         line = f"{entry.get('source', source)}: {entry['citation_count']} citations"
         return line + (f", observed {entry['observed_at']}" if entry.get("observed_at") else "")
@@ -93,7 +106,7 @@ def render_text(record: dict) -> str:
     measurements = record["external_citation_measurements"]
     if measurements:
         source = lanes.get("external_citation_measurements", {}).get("source", "")
-        blocks.append("\n".join(_measurement(m, source) for m in measurements))
+        blocks.append("\n".join(measurement_line(m, source) for m in measurements))
     else:
         blocks.append("No source-named external measurement is stored.")
     blocks.append("Outbound references")

@@ -21,14 +21,17 @@ CORE, STORAGE, FOLDS, SERVICES, INTERFACES = range(5)
 LAYERS = {
     "ledger": CORE, "ledger.errors": CORE, "ledger.canonical": CORE, "ledger.times": CORE, "ledger.inputs": CORE,
     "ledger.standing_notices": CORE, "ledger.published": CORE, "ledger.events": CORE, "ledger.chain": CORE,
-    "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE, "ledger.paper_index": CORE,
+    "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE, "ledger.tiles": CORE,
+    "ledger.paper_index": CORE,
     "ledger.tables": STORAGE, "ledger.index_nodes": STORAGE, "ledger.backends": STORAGE, "ledger.backends.sqlite": STORAGE,
     "ledger.backends.postgres": STORAGE, "ledger.backends.base": STORAGE, "ledger.store": STORAGE,
     "projections": FOLDS, "projections.record": FOLDS, "projections.text": FOLDS, "projections.audit": FOLDS,
     "ledger.importer": SERVICES, "ledger.verify": SERVICES, "ledger.replay": SERVICES, "ledger.proofs": SERVICES,
-    "ledger.logfile": SERVICES, "ledger.auditor": SERVICES,
+    "ledger.logfile": SERVICES, "ledger.auditor": SERVICES, "ledger.tilestore": SERVICES,
     "cli": INTERFACES, "cli.__main__": INTERFACES, "cli.main": INTERFACES, "cli.common": INTERFACES,
     "cli.record_commands": INTERFACES, "cli.log_commands": INTERFACES, "cli.proof_commands": INTERFACES,
+    "cli.publish_commands": INTERFACES,
+    "web": INTERFACES, "web.app": INTERFACES, "web.site": INTERFACES, "web.publish": INTERFACES, "web.urls": INTERFACES,
 }
 OFFLINE = "ledger.auditor"  # what an auditor vendors: it must not reach the store, even indirectly
 

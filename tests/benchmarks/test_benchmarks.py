@@ -121,3 +121,49 @@ def test_interleaved_appends_build_both_ledgers_one_with_the_index(tmp_path):
 
     with_rate, without_rate = interleaved_appends(generate(450, seed=3), 100, tmp_path)  # its gates: both chains
     assert with_rate > 0 and without_rate > 0
+
+
+def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
+    from benchmarks.run import import_batch
+    from benchmarks.serve import SECTION_BEGIN, Server, kept_section, load, write_section
+    from ledger.signed_notes import generate_signer
+    from web.site import Site
+
+    db = tmp_path / "ledger.db"
+    store = Store.create(str(db))
+    import_batch(store, generate(300, seed=3))
+    signer = generate_signer("bench.example/ledger")
+    key = tmp_path / "ledger.key"
+    key.write_text(f"{signer}\n")
+    expected = Site(store, signer).evidence_html().content
+    server = Server(db, 1, key, limit=120)
+    try:
+        rate, latencies = load(server.port, "/evidence", expected, 20, 2)
+        assert rate > 0 and len(latencies) == 20
+        with pytest.raises(GateError, match="/evidence: status 200"):
+            load(server.port, "/evidence", expected + b"!", 4, 1)  # its gate: every body is the expected bytes
+    finally:
+        server.stop()
+    assert server.process.poll() is not None
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\nfrom benchmarks.run\n")
+    write_section(results, ["## Serving", "first"])
+    write_section(results, ["## Serving", "second"])
+    text = results.read_text()
+    assert text.count(SECTION_BEGIN) == 1 and "second" in text and "first" not in text
+    assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n")
+    assert kept_section(results).strip().startswith(SECTION_BEGIN) and "second" in kept_section(results)
+
+
+def test_the_index_section_replaces_only_itself(tmp_path, monkeypatch):
+    import benchmarks.run as run
+
+    monkeypatch.setattr(run, "index_section", lambda reps, folder: f"{run.INDEX_BEGIN}\n## idx {reps}\n{run.INDEX_END}\n")
+    out = tmp_path / "RESULTS.md"
+    out.write_text("# Benchmark results\n\nfrom benchmarks.run\n\n<!-- benchmarks.serve: begin -->\nserve\n"
+                   "<!-- benchmarks.serve: end -->\n")
+    run.main(["--index", "--reps", "5", "--out", str(out)])
+    run.main(["--index", "--reps", "6", "--out", str(out)])
+    text = out.read_text()
+    assert text.count(run.INDEX_BEGIN) == 1 and "## idx 6" in text and "## idx 5" not in text
+    assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n") and "serve\n" in text

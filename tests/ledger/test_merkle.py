@@ -349,7 +349,7 @@ CONSISTENCY_VECTORS = {
 @pytest.fixture
 def signed(grown):
     signer = generate_signer("example.org/ledger")
-    return grown, signer, make_checkpoint(grown, signer)
+    return grown, signer, make_checkpoint(grown, signer)[0]
 
 
 def test_a_good_proof_verifies_against_the_signed_checkpoint(signed):
@@ -394,7 +394,7 @@ def test_a_signature_by_another_key_is_refused(signed):
     store, signer, note = signed
     impostor = generate_signer("example.org/ledger")
     with pytest.raises(IntegrityError, match="no signature by the key"):
-        verify_proof(prove_inclusion(store, 3), make_checkpoint(store, impostor), signer.verifier)
+        verify_proof(prove_inclusion(store, 3), make_checkpoint(store, impostor)[0], signer.verifier)
 
 
 def test_a_checkpoint_for_another_origin_is_refused(signed):
@@ -404,7 +404,7 @@ def test_a_checkpoint_for_another_origin_is_refused(signed):
         verify_proof(prove_inclusion(store, 3), other.sign(Checkpoint("example.org/ledger", 64, b"\0" * 32).text()),
                      other.verifier)
     with pytest.raises(IntegrityError, match="no signature"):
-        verify_proof(prove_inclusion(store, 3), make_checkpoint(store, other), signer.verifier)
+        verify_proof(prove_inclusion(store, 3), make_checkpoint(store, other)[0], signer.verifier)
 
 
 def test_a_changed_checkpoint_body_breaks_the_signature(signed):

@@ -1,0 +1,290 @@
+"""Serving and publishing, measured: records served per second and their latency over loopback HTTP, each
+beside the in-process time of the same work, and `publish` of about 1,000 papers in files per second.
+
+    .venv/bin/python -m benchmarks.serve                  # ~100k events, ~1,000 papers (a few minutes on 2 cores)
+    .venv/bin/python -m benchmarks.serve --events 20000   # smaller and quicker
+
+A deterministic ledger from benchmarks/generate.py (SQLite file). The record served is the probe paper's
+(60 inbound, 40 outbound observations: the record benchmarks/run.py rebuilds), as of a fixed date given in
+the URL, so every response has the same bytes. The load generator is bounded: a fixed number of requests
+from a fixed number of threads, each with one keep-alive http.client connection, on the same 2 cores as
+the server. Gates: every response is 200 and its body is the in-process bytes of the same page; publish
+writes every file once, and a re-run writes none. The figures go to benchmarks/RESULTS.md, in a section of
+their own that `benchmarks.run` keeps when it rewrites the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from benchmarks.generate import PROBE, generate
+from benchmarks.run import GateError, gate, import_batch
+from ledger.signed_notes import generate_signer
+from ledger.store import Store
+from ledger.canonical import canonical
+from projections.record import build_record
+from web.publish import publish
+from web.site import Site, when
+
+HERE = Path(__file__).parent
+AS_OF = "2027-06-01T00:00:00Z"
+SECTION_BEGIN, SECTION_END = "<!-- benchmarks.serve: begin -->", "<!-- benchmarks.serve: end -->"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def timed(work, count: int) -> list[float]:
+    """Milliseconds of each of `count` runs of `work`."""
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        work()
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    """`ledger serve` in a process group of its own, stopped by itself after `limit` seconds at the latest."""
+
+    def __init__(self, db: Path, workers: int, key: Path, limit: int = 900):
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            ["timeout", "--kill-after=5", str(limit), sys.executable, "-m", "cli", "--db", str(db), "serve",
+             "--port", str(self.port), "--workers", str(workers), "--key", str(key)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                connection.request("GET", "/evidence")
+                if connection.getresponse().status == 200:
+                    connection.close()
+                    return
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise GateError("ledger serve did not start")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def load(port: int, path: str, expected: bytes, total: int, threads: int) -> tuple[float, list[float]]:
+    """Requests per second and each request's latency (ms): `total` GETs of `path` from `threads` threads."""
+    latencies: list[float] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def worker(count: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        mine = []
+        for _ in range(count):
+            started = time.perf_counter()
+            connection.request("GET", path)
+            response = connection.getresponse()
+            body = response.read()
+            mine.append((time.perf_counter() - started) * 1000)
+            if response.status != 200 or body != expected:
+                failures.append(f"{path}: status {response.status}, {len(body)} bytes")
+        connection.close()
+        with lock:
+            latencies.extend(mine)
+
+    per_thread = total // threads
+    pool = [threading.Thread(target=worker, args=(per_thread,)) for _ in range(threads)]
+    started = time.perf_counter()
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    gate(not failures, failures[0] if failures else "")
+    return len(latencies) / elapsed, latencies
+
+
+def kept_section(path: str | Path) -> str:
+    """This module's section of a results file, to keep when another benchmark rewrites the file."""
+    text = Path(path).read_text() if Path(path).exists() else ""
+    if SECTION_BEGIN in text and SECTION_END in text:
+        return "\n" + text[text.index(SECTION_BEGIN):text.index(SECTION_END) + len(SECTION_END)] + "\n"
+    return ""
+
+
+def write_section(path: Path, lines: list[str]) -> None:
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    section = "\n".join([SECTION_BEGIN, *lines, SECTION_END])
+    if SECTION_BEGIN in text and SECTION_END in text:
+        text = text[:text.index(SECTION_BEGIN)] + section + text[text.index(SECTION_END) + len(SECTION_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=2_000, help="requests per path and measurement")
+    parser.add_argument("--reps", type=int, default=5, help="repetitions of the one-at-a-time comparison")
+    parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="ledger-serve-bench-"))
+    lines: list[str] = []
+
+    def say(line: str = "") -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    servers: list[Server] = []
+    try:
+        db = folder / "ledger.db"
+        store = Store.create(str(db))
+        events = generate(args.events, seed=11)
+        for start in range(0, len(events), 5_000):
+            import_batch(store, events[start:start + 5_000])
+        signer = generate_signer("bench.example/ledger")
+        key = folder / "ledger.key"
+        key.write_text(f"{signer}\n")
+        at = when("as_of", AS_OF)
+        site = Site(store, signer)
+
+        # In process: the same work the server does for each request, without HTTP.
+        def rebuild() -> bytes:
+            return canonical(build_record(PROBE, store.paper_facts(PROBE), at.text, at.key))
+
+        json_bytes, html_bytes = rebuild(), site.record_html(PROBE, at).content
+        work = {"JSON": rebuild, "HTML": lambda: site.record_html(PROBE, at)}
+        paths = {"JSON": (f"/paper/{PROBE}/citation-record.json?as_of={AS_OF}", json_bytes),
+                 "HTML": (f"/paper/{PROBE}/citation-record?as_of={AS_OF}", html_bytes)}
+        for _ in range(20):  # warm
+            rebuild()
+        # Latency, one request at a time, interleaved with the same work in process: these machines drift,
+        # so each repetition compares the two within itself, and the figure is the median of those.
+        server = Server(db, 1, key)
+        servers.append(server)
+        inside: dict[str, list[float]] = {"JSON": [], "HTML": []}
+        served: dict[str, list[float]] = {"JSON": [], "HTML": []}
+        rates: dict[str, list[float]] = {"JSON": [], "HTML": []}
+        overheads: dict[str, list[float]] = {"JSON": [], "HTML": []}
+        ratios: dict[str, list[float]] = {"JSON": [], "HTML": []}
+        for name, (path, expected) in paths.items():
+            load(server.port, path, expected, 100, 1)  # warm: imports, caches, the connection
+        for _ in range(args.reps):
+            rebuilt = statistics.median(timed(rebuild, 20))
+            for name, (path, expected) in paths.items():
+                here = timed(work[name], args.requests // (4 * args.reps))
+                rate, latencies = load(server.port, path, expected, args.requests // args.reps, 1)
+                inside[name] += here
+                served[name] += latencies
+                rates[name].append(rate)
+                overhead = statistics.median(latencies) - statistics.median(here)
+                overheads[name].append(overhead)
+                ratios[name].append(overhead / rebuilt)
+        server.stop()
+        # Throughput: several client threads at once, one and two worker processes.
+        rows = []
+        for workers in (1, 2):
+            server = Server(db, workers, key)
+            servers.append(server)
+            for name, (path, expected) in paths.items():
+                load(server.port, path, expected, 200, 4)  # warm
+                rate, latencies = load(server.port, path, expected, args.requests, 4)
+                rows.append((name, workers, 4, rate, percentile(latencies, 0.5), percentile(latencies, 0.99)))
+            server.stop()
+
+        papers = sum(1 for _ in store.papers(when("as_of", "2100-01-01").key))
+        out = folder / "site"
+        publish_at = when("as_of", AS_OF)
+        started = time.perf_counter()
+        first = publish(store, out, publish_at, signer)
+        first_s = time.perf_counter() - started
+        started = time.perf_counter()
+        again = publish(store, out, publish_at, signer)
+        again_s = time.perf_counter() - started
+        gate(first.unchanged == 0 and first.written > 0, f"publish: {first}")
+        gate(again.written == 0 and again.unchanged == first.written, f"publish again: {again}")
+
+        say(SECTION_TITLE)
+        say(f"\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores, Python "
+            f"{sys.version.split()[0]}. Command: `python -m benchmarks.serve --events {args.events} --requests "
+            f"{args.requests} --reps {args.reps}`. A ledger of {len(events):,} events and {papers:,} papers (SQLite file); the record "
+            f"is the probe paper's (60 inbound, 40 outbound observations, {len(json_bytes):,} bytes of JSON, "
+            f"{len(html_bytes):,} of HTML) as of {AS_OF}, given in the URL.\n")
+        say(f"One request at a time, {args.reps} repetitions, each timing the work in process (no HTTP) and then the "
+            f"same page served by `ledger serve` (one worker, uvicorn, the store's own thread) on loopback, over one "
+            f"keep-alive connection; {args.requests:,} requests per path in all, every body checked against the "
+            "in-process bytes. Latency runs from sending the request to reading the whole body:\n")
+        say("| path | in process: includes | in process p50 / p99 ms | served p50 / p99 ms | requests/s | "
+            "server's overhead at p50 (median of repetitions) | overhead / rebuild p50 |\n|---|---|---|---|---|---|---|")
+        includes = {"JSON": "reading the paper's events (1 SQL statement), the fold, the digests, the canonical bytes",
+                    "HTML": "the same, and rendering the page form (Jinja2)"}
+        for name in paths:
+            say(f"| {name} | {includes[name]} | {statistics.median(inside[name]):.2f} / {percentile(inside[name], 0.99):.2f} "
+                f"| {statistics.median(served[name]):.2f} / {percentile(served[name], 0.99):.2f} "
+                f"| {statistics.median(rates[name]):,.0f} | {statistics.median(overheads[name]):.2f} ms "
+                f"| {statistics.median(ratios[name]):.2f} |")
+        say("\nTarget: the server adds at most 1x the rebuild's own p50 (HTTP, routing, the hop to the store's thread; "
+            "for HTML, over the in-process rebuild and render):")
+        for name in paths:
+            ratio = statistics.median(ratios[name])
+            say(f"- {name}: {ratio:.2f}x, {'met' if ratio <= 1.0 else 'NOT met'}")
+        say(f"\nThroughput: {args.requests:,} requests per row from 4 client threads (each with its own keep-alive "
+            "connection) after 200 to warm up; the client's threads share the 2 cores with the server, so latency here "
+            "is mostly queueing:\n")
+        say("| path | worker processes | client threads | records served/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|")
+        for name, workers, threads, rate, p50, p99 in rows:
+            say(f"| {name} | {workers} | {threads} | {rate:,.0f} | {p50:.2f} | {p99:.2f} |")
+        say(f"\n`publish` of {first.papers:,} papers as of {AS_OF}, with a signing key (so each paper's integrity "
+            "page carries an evidence bundle with an inclusion proof per event), into an empty folder and again:\n")
+        say("| run | includes | files written | files left alone | seconds | files/s |\n|---|---|---|---|---|---|")
+        say(f"| first | every record (JSON, HTML, one per day something changed), integrity, paper page, history, "
+            f"every tile and entry bundle of {first.tree_size:,} events, checkpoint | {first.written:,} | 0 | "
+            f"{first_s:.1f} | {first.written / first_s:,.0f} |")
+        say(f"| again, nothing changed | the same work, every file compared and left alone | 0 | {again.unchanged:,} | "
+            f"{again_s:.1f} | {again.unchanged / again_s:,.0f} |")
+        say("\nCorrectness gates passed: every response 200 with the in-process bytes; publish wrote every file "
+            "once, and a re-run wrote none.")
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    write_section(Path(args.out), lines)
+    return 0
+
+
+SECTION_TITLE = "## Serving and publishing (`benchmarks.serve`)"
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except GateError as exc:
+        print(f"benchmark: correctness gate failed: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,85 @@
+"""Commands that publish the ledger: `serve` (the site over HTTP, read-only) and `publish` (the same paths
+as static files). Both render through `web/`; neither writes to the ledger."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cli.common import Json, db_location, load_signer, open_store, progress, write_json
+from ledger.errors import InputError, LedgerError
+
+app = typer.Typer()
+
+
+def _can_listen(host: str, port: int) -> None:
+    """Fail in one line (exit 3) before uvicorn would, when the address cannot be bound."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise InputError(f"--host {host}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise LedgerError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.", min=0, max=65535)] = 8080,
+    key: Annotated[Optional[str], typer.Option("--key", help="Signing key: serve /checkpoint and evidence bundles.")] = None,
+    workers: Annotated[int, typer.Option("--workers", help="Worker processes.", min=1, max=64)] = 1,
+) -> None:
+    """Serve the records' links, the evidence and the log's tiles over HTTP, read-only."""
+    import uvicorn
+
+    from web.app import create_app
+
+    signer = load_signer(key) if key else None
+    location = db_location(ctx)
+    _can_listen(host, port)
+    app = create_app(location, signer)  # a --db that is not a ledger fails here, in one line
+    typer.echo(f"serving {location} at http://{host}:{port}/ ({workers} worker{'s' * (workers > 1)}; Ctrl-C stops)",
+               err=True)
+    if workers == 1:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        return
+    app.state.ledger.close()  # each worker opens its own
+    os.environ["LEDGER_SERVE_DB"] = location
+    if key:
+        os.environ["LEDGER_SERVE_KEY"] = os.path.abspath(key)
+    else:
+        os.environ.pop("LEDGER_SERVE_KEY", None)
+    uvicorn.run("web.app:from_environment", factory=True, host=host, port=port, workers=workers,
+                log_level="warning", access_log=False)
+
+
+@app.command()
+def publish(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Argument(metavar="OUT/", help="Folder to write the site into.")],
+    as_of: Annotated[str, typer.Option("--as-of", help="Effective time: a date (end of that day, UTC) or a timestamp.")],
+    key: Annotated[Optional[str], typer.Option("--key", help="Signing key: write /checkpoint and evidence bundles.")] = None,
+    json: Json = False,
+) -> None:
+    """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""
+    from web.publish import publish as write_site
+    from web.site import when
+
+    at = when("--as-of", as_of)
+    signer = load_signer(key) if key else None
+    result = write_site(open_store(ctx), out, at, signer, progress)
+    if json:
+        write_json(result.as_json())
+    else:
+        typer.echo(f"published {result.papers} papers as of {result.as_of} and the log of {result.tree_size} events "
+                   f"to {out}: wrote {result.written} files, left {result.unchanged} unchanged")

@@ -1,0 +1,251 @@
+"""A real `ledger serve` process on loopback (two workers), driven by Playwright in Debian's Chromium: the
+page's own script re-computes every digest in the browser, catches one changed byte, and encodes JSON
+exactly as orjson does; markup from a record never runs; the page reads without JavaScript."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.signed_notes import generate_signer
+from ledger.store import Store
+from tests.conftest import AS_OF_004, PAPER_004
+from tests.web.conftest import SCRIPT_PAPER, SCRIPT_TITLE, fill
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+RECORD = f"/paper/{PAPER_004}/citation-record?as_of={AS_OF_004}"
+
+# Skipped on a machine without it, never in CI (.ci/run installs it there; a missing browser fails).
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
+                                reason="needs Debian's chromium (.ci/run installs it)")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`ledger serve` in its own process group, under `timeout` so that it stops by itself whatever happens
+    to the test run; stopped at the end of the module."""
+    folder = tmp_path_factory.mktemp("served")
+    db = folder / "ledger.db"
+    store = Store.create(str(db))
+    fill(store, folder)
+    store.close()
+    key = folder / "ledger.key"
+    key.write_text(f"{generate_signer('example.org/ledger')}\n")
+    port = free_port()
+    log = open(folder / "serve.log", "wb")
+    env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
+    process = subprocess.Popen(["timeout", "--kill-after=5", "300", sys.executable, "-m", "cli", "--db", str(db), "serve",
+                                "--port", str(port), "--key", str(key), "--workers", "2"],
+                               stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/evidence", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail(f"ledger serve did not start: {(folder / 'serve.log').read_text()}")
+        time.sleep(0.2)
+    yield base
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+class Watched:
+    """A page whose console errors, page errors and requests are kept."""
+
+    def __init__(self, browser, base: str, **options):
+        self.context = browser.new_context(**options)
+        self.page = self.context.new_page()
+        self.errors, self.requests = [], []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.base = base
+
+    def close(self):
+        self.context.close()
+
+    def states(self) -> dict[str, str | None]:
+        return self.page.eval_on_selector_all(
+            "li.observation", "items => Object.fromEntries(items.map(i => [i.dataset.observationId, i.dataset.check || null]))")
+
+    def check(self) -> str:
+        self.page.click("#check-digests")
+        self.page.wait_for_selector("#check-summary[data-check]", timeout=30_000)
+        return self.page.get_attribute("#check-summary", "data-check")
+
+
+@pytest.fixture
+def watched(browser, server):
+    opened = []
+
+    def make(**options) -> Watched:
+        opened.append(Watched(browser, server, **options))
+        return opened[-1]
+
+    yield make
+    for w in opened:
+        w.close()
+
+
+def test_seed_004_page_shows_all_12_observations_checked(watched, server, tmp_path):
+    w = watched()
+    w.page.goto(server + RECORD)
+    assert w.page.is_visible("#check-digests")
+    assert set(w.states().values()) == {None}  # nothing claims to be checked before the reader asks
+    assert w.check() == "checked"
+    states = w.states()
+    assert len(states) == 12 and set(states.values()) == {"checked"}
+    assert w.page.get_attribute('span.check[data-check-for="context"]', "data-check") == "checked"
+    assert w.page.text_content("#check-summary") == ("12 of 12 observation digests re-computed in this browser match; "
+                                                     "the context digest matches.")
+    shot = tmp_path / "seed-004-checked.png"
+    w.page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 20_000
+    assert w.errors == []  # no script error, no Content-Security-Policy violation, no missing resource
+    assert all(url.startswith(server + "/") for url in w.requests), w.requests  # nothing from another origin
+
+
+def test_one_changed_title_byte_fails_that_observation_and_the_context_digest(watched, server, tmp_path):
+    w = watched()
+    record = orjson.loads(urllib.request.urlopen(f"{server}/paper/{PAPER_004}/citation-record.json?as_of={AS_OF_004}").read())
+    target = record["inbound"][4]
+    title = target["citation"]["citing_paper"]["title"].encode()
+    assert record["inbound"][4]["citation"]["citing_paper"]["title"] not in [
+        o["citation"]["citing_paper"].get("title") for o in record["inbound"][:4] + record["inbound"][5:]]
+    changed = title[:-1] + bytes([title[-1] ^ 0x01])
+
+    def tamper(route):
+        response = route.fetch()
+        body = response.body()
+        assert body.count(title) == 1
+        route.fulfill(response=response, body=body.replace(title, changed))
+
+    w.page.route("**/citation-record.json*", tamper)
+    w.page.goto(server + RECORD)
+    assert w.check() == "failed"
+    states = w.states()
+    assert states.pop(target["observation_id"]) == "failed"
+    assert len(states) == 11 and set(states.values()) == {"checked"}
+    assert w.page.get_attribute('span.check[data-check-for="context"]', "data-check") == "failed"
+    failed = w.page.text_content(f'li[data-observation-id="{target["observation_id"]}"] span.check')
+    assert failed.startswith("✗ failed: re-computed sha256:") and target["observation_digest"] not in failed
+    w.page.screenshot(path=str(tmp_path / "seed-004-one-byte-changed.png"), full_page=True)
+    assert (tmp_path / "seed-004-one-byte-changed.png").stat().st_size > 20_000
+
+
+def test_the_page_reads_fully_without_javascript(watched, server):
+    w = watched(java_script_enabled=False)
+    w.page.goto(server + RECORD)
+    text = w.page.inner_text("main")
+    assert "As of 9 August 2026, this Paper Citation Record lists 0 of 0 outbound references and 12 inbound" in text
+    assert "sha256:88bbcfe1847497cac1a7e1c3f5aa9530cb1662bfd44d13f772daaeb592ad2687" in text
+    assert w.page.locator("li.observation").count() == 12 and w.page.is_hidden("#check-digests")
+
+
+def test_markup_in_a_record_never_runs(watched, server):
+    w = watched()
+    for path in (f"/paper/{SCRIPT_PAPER}/citation-record", f"/paper/{SCRIPT_PAPER}"):
+        w.page.goto(server + path)
+        assert w.page.evaluate("typeof window.__pwned") == "undefined"
+        assert w.page.text_content("h1") == SCRIPT_TITLE
+        assert w.page.locator("main img").count() == 0
+    w.page.goto(server + f"/paper/{SCRIPT_PAPER}/citation-record")
+    assert w.check() == "checked"  # and its digests still re-compute in the browser
+    assert w.page.evaluate("typeof window.__pwned") == "undefined"
+
+
+# -- the browser's canonical encoding against orjson's -----------------------------------------------------
+ENCODE = """async (texts) => {
+  const out = [];
+  for (const text of texts) {
+    const canonical = LedgerCheck.canonical(LedgerCheck.parse(text));
+    const bytes = Array.from(LedgerCheck.utf8(canonical), b => b.toString(16).padStart(2, "0")).join("");
+    out.push([bytes, await LedgerCheck.sha256(canonical)]);
+  }
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def encoder(browser, server):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server + "/")
+    page.add_script_tag(url="/assets/check.js")
+    yield page
+    context.close()
+
+
+def agree(encoder, values: list, texts: list[str]) -> None:
+    for value, text, (hexed, digest) in zip(values, texts, encoder.evaluate(ENCODE, texts)):
+        expected = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        assert bytes.fromhex(hexed) == expected, (text, expected)
+        assert digest == "sha256:" + hashlib.sha256(expected).hexdigest()
+
+
+def test_the_cases_where_a_naive_encoder_goes_wrong(encoder):
+    values = [
+        {"\U0001f600": 1, "\ue000": 2, "\uffff": 3, "\U00010000": 4, "z": 5, "": 6},  # code points, not UTF-16 units
+        ["\x00\x01\x1f\x7f", '"\\/', "\b\f\n\r\t", "\u2028\u2029", "é\U0001d11e"],  # escapes, and what is not escaped
+        [2**64 - 1, -(2**63), 2**53 + 1, 0, -1],  # beyond what a JS number holds exactly
+        {"b": {"d": [], "c": {}}, "a": [None, True, False]},
+    ]
+    texts = [json.dumps(values[0]), json.dumps(values[1], ensure_ascii=False), json.dumps(values[2]),
+             json.dumps(values[3], indent=2)]
+    agree(encoder, values, texts)
+
+
+CHARACTERS = st.characters(exclude_categories=("Cs",))  # lone surrogates have no UTF-8 form (orjson refuses them)
+STRINGS = st.text(CHARACTERS, max_size=12) | st.sampled_from(["\x00", "\x1f", "\x7f", '"', "\\", "/", "\u2028",
+                                                              "\ue000", "\uffff", "\U0001f600", "\U00010000"])
+SCALARS = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | STRINGS
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=5) | st.dictionaries(STRINGS, inner, max_size=5),
+                      max_leaves=25)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(VALUES, min_size=1, max_size=40), ascii_only=st.booleans(), indent=st.sampled_from([None, 1]))
+def test_the_browser_encodes_exactly_as_orjson(encoder, values, ascii_only, indent):
+    agree(encoder, values, [json.dumps(v, ensure_ascii=ascii_only, indent=indent) for v in values])

@@ -1,0 +1,392 @@
+"""Every path of the site through the ASGI test client: the bytes the CLI gives for the same question, the
+headers a cache and a browser rely on, and one-line errors for everything a client can get wrong."""
+
+import hashlib
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import orjson
+import pytest
+
+from ledger.times import parse_when
+from projections.text import render_text
+from tests.conftest import AS_OF_004, PAPER_004, SEED_000, SEED_003, Cli
+from tests.web.conftest import LATER, SCRIPT_PAPER, SCRIPT_TITLE
+
+DIGEST_0809 = "sha256:88bbcfe1847497cac1a7e1c3f5aa9530cb1662bfd44d13f772daaeb592ad2687"
+
+
+def ok(response, media: str) -> bytes:
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith(media)
+    return response.content
+
+
+class Text(HTMLParser):
+    """The text a reader sees (no script, no style, no attribute)."""
+
+    def __init__(self):
+        super().__init__()
+        self.parts, self.skip = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.skip += tag in ("script", "style")
+
+    def handle_endtag(self, tag):
+        self.skip -= tag in ("script", "style")
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.parts.append(data)
+
+
+def visible(html: bytes) -> str:
+    parser = Text()
+    parser.feed(html.decode())
+    return "".join(parser.parts)
+
+
+# -- bytes equal to the CLI's -----------------------------------------------------------------------------
+def test_record_json_is_the_replay_bytes_for_every_paper_and_date(client, rich):
+    store, dates = rich
+    cli = Cli.of(store)
+    for paper, whens in dates.items():
+        for when in whens:
+            response = client.get(f"/paper/{paper}/citation-record.json", params={"as_of": when})
+            expected = cli("replay", "--paper", paper, "--as-of", when)
+            assert expected.exit_code == 0, expected.stderr
+            assert ok(response, "application/json") == expected.stdout_bytes, (paper, when)
+            record = orjson.loads(response.content)
+            assert response.headers["etag"] == f'"{record["context_digest"]}"'
+    seed = client.get(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": AS_OF_004})
+    assert seed.headers["etag"] == f'"{DIGEST_0809}"'
+
+
+def test_record_json_with_known_at_is_the_replay_bytes(client, rich):
+    store, _ = rich
+    cli = Cli.of(store)
+    head = cli("head", "--json")
+    recorded = orjson.loads(head.stdout)["recorded_at"]
+    for known in ("2026-01-01", recorded):
+        response = client.get(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": LATER, "known_at": known})
+        expected = cli("replay", "--paper", PAPER_004, "--as-of", LATER, "--known-at", known)
+        assert response.status_code == (200 if expected.exit_code == 0 else 404)
+        if expected.exit_code == 0:
+            assert response.content == expected.stdout_bytes
+        else:
+            assert response.json()["error"] == expected.stderr.strip().removeprefix("ledger: ")
+
+
+def test_without_as_of_the_record_is_as_of_the_request_instant(client, rich):
+    store, _ = rich
+    response = client.get(f"/paper/{PAPER_004}/citation-record.json")
+    record = orjson.loads(ok(response, "application/json"))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", record["as_of"])
+    again = Cli.of(store)("replay", "--paper", PAPER_004, "--as-of", record["as_of"])
+    assert response.content == again.stdout_bytes
+    # The content, not the instant, is what the ETag names: weak, and the same a moment later.
+    assert response.headers["etag"] == f'W/"{record["context_digest"]}"'
+    assert client.get(f"/paper/{PAPER_004}/citation-record.json").headers["etag"] == response.headers["etag"]
+
+
+def test_an_etag_that_matches_gets_304_without_a_body(client):
+    path = f"/paper/{PAPER_004}/citation-record.json?as_of={AS_OF_004}"
+    first = client.get(path)
+    again = client.get(path, headers={"if-none-match": first.headers["etag"]})
+    assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", first.headers["etag"])
+    weak = client.get(path, headers={"if-none-match": f'"x", W/{first.headers["etag"]}'})
+    assert weak.status_code == 304
+    other = client.get(path, headers={"if-none-match": '"sha256:00"'})
+    assert other.status_code == 200 and other.content == first.content
+
+
+def test_history_and_diff_json_are_what_the_cli_prints(client, rich):
+    store, _ = rich
+    cli = Cli.of(store)
+    history = client.get(f"/paper/{PAPER_004}/history.json")
+    assert ok(history, "application/json") == cli("history", PAPER_004, "--json").stdout_bytes
+    rows = orjson.loads(history.content)
+    as_of = client.get(f"/paper/{PAPER_004}/history.json", params={"as_of": "2026-08-09"})
+    key = parse_when("2026-08-09")[1]
+    assert orjson.loads(as_of.content) == [r for r in rows if parse_when(r["effective_at"])[1] <= key]
+    assert len(orjson.loads(as_of.content)) < len(rows)
+    for start, end in (("2026-08-06", "2026-08-09"), ("2026-08-09", LATER), ("2020-01-01", "2026-08-09")):
+        diff = client.get(f"/paper/{PAPER_004}/diff.json", params={"from": start, "to": end})
+        assert ok(diff, "application/json") == cli("diff", PAPER_004, "--from", start, "--to", end, "--json").stdout_bytes
+    changed = orjson.loads(client.get(f"/paper/{PAPER_004}/diff.json", params={"from": "2026-08-09", "to": LATER}).content)
+    assert [c["details"][0] for c in changed["changed"]] == ["resolution: unresolved → verified_fuzzy (local_arxiv)"]
+
+
+def test_checkpoint_is_the_cli_checkpoint(client, rich, key_file):
+    store, _ = rich
+    response = client.get("/checkpoint")
+    assert ok(response, "text/plain; charset=utf-8") == Cli.of(store)("checkpoint", "--key", str(key_file)).stdout_bytes
+    assert response.headers["cache-control"] == "public, max-age=5"
+
+
+def test_integrity_carries_the_digests_the_checkpoint_and_the_cli_evidence_bundle(client, rich, key_file, tmp_path):
+    store, _ = rich
+    response = client.get(f"/paper/{PAPER_004}/integrity.json", params={"as_of": AS_OF_004})
+    found = orjson.loads(ok(response, "application/json"))
+    assert found["context_digest"] == DIGEST_0809 and len(found["observations"]) == 12
+    bundle = tmp_path / "bundle.json"
+    made = Cli.of(store)("replay", "--paper", PAPER_004, "--as-of", AS_OF_004, "--evidence", str(bundle),
+                         "--key", str(key_file))
+    assert made.exit_code == 0, made.stderr
+    assert orjson.dumps(found["evidence"], option=orjson.OPT_SORT_KEYS) == bundle.read_bytes()
+    assert found["checkpoint"] == client.get("/checkpoint").text
+    assert found["verifier_key"] == (tmp_path / "ledger.vkey").read_text().strip()
+    # The bundle taken from the page verifies offline with the CLI.
+    check = Cli(str(tmp_path / "absent.db"))("verify", "--evidence", str(bundle), "--verifier-key",
+                                             str(tmp_path / "ledger.vkey"))
+    assert check.exit_code == 0 and "exactly their rebuild" in check.stdout
+    page = client.get(f"/paper/{PAPER_004}/integrity", params={"as_of": AS_OF_004})
+    text = visible(ok(page, "text/html"))
+    assert DIGEST_0809 in text and "Back to the record" in text and found["checkpoint"].split("\n")[2] in text
+    assert f'href="/paper/{PAPER_004}/citation-record?as_of={AS_OF_004}"' in page.text
+
+
+def test_without_a_key_there_is_no_checkpoint_and_no_bundle(rich):
+    from fastapi.testclient import TestClient
+
+    from web.app import create_app
+
+    store, _ = rich
+    bare = TestClient(create_app(store))
+    missing = bare.get("/checkpoint")
+    assert missing.status_code == 404 and "without a signing key" in missing.json()["error"]
+    found = bare.get(f"/paper/{PAPER_004}/integrity.json").json()
+    assert (found["checkpoint"], found["evidence"], found["verifier_key"]) == (None, None, None)
+    assert "served without a signing key" in bare.get("/evidence").text
+
+
+# -- the page form ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [SEED_000, SEED_003], ids=["seed_000", "seed_003"])
+def test_the_html_page_carries_every_line_of_the_text_page(client, rich, seed):
+    # The records built from these pages' facts render to exactly these pages (tests/projections/test_text).
+    store, dates = rich
+    page = seed.read_text(encoding="utf-8")
+    arxiv_id = re.search(r"for arXiv:(\S+)\.", page).group(1)
+    html = client.get(f"/paper/{arxiv_id}/citation-record", params={"as_of": dates[arxiv_id][0]})
+    text = "".join(visible(ok(html, "text/html; charset=utf-8")).split())
+    for line in page.splitlines():
+        assert "".join(line.split()) in text, line
+
+
+def test_the_html_page_shows_every_digest_and_links_its_json(client):
+    response = client.get(f"/paper/{PAPER_004}/citation-record", params={"as_of": AS_OF_004})
+    html = ok(response, "text/html; charset=utf-8").decode()
+    record = orjson.loads(client.get(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": AS_OF_004}).content)
+    assert render_text(record).split("\n\n")[2] in html  # the thesis
+    for obs in record["inbound"] + record["outbound"]:
+        assert f'data-digest="{obs["observation_digest"]}"' in html and obs["observation_digest"] in visible(response.content)
+    assert f'data-context-digest="{DIGEST_0809}"' in html
+    assert f'data-record-json="/paper/{PAPER_004}/citation-record.json?as_of={AS_OF_004}"' in html
+    assert '<script src="/assets/check.js" defer></script>' in html
+    assert html.count("<script") == 1 and "<style" not in html and not re.search(r"<[^>]*\s(style|on\w+)=", html)
+    assert response.headers["content-security-policy"].startswith("default-src 'none'; script-src 'self'; style-src 'self'")
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert '<meta http-equiv="Content-Security-Policy"' in html  # the same policy on a static host
+
+
+def test_a_title_holding_script_renders_as_text(client):
+    response = client.get(f"/paper/{SCRIPT_PAPER}/citation-record")
+    html = ok(response, "text/html").decode()
+    assert "<script>window" not in html and "<img" not in html and "</li><script>" not in html
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;&lt;img src=x onerror=&#34;window.__pwned = 2&#34;&gt;" in html
+    assert SCRIPT_TITLE in visible(response.content)
+    assert "</li><script>window.__pwned = 3</script>" in visible(response.content)
+    for path in (f"/paper/{SCRIPT_PAPER}", f"/paper/{SCRIPT_PAPER}/integrity"):
+        page = ok(client.get(path), "text/html").decode()
+        assert "<script>window" not in page and "<img" not in page
+
+
+def test_the_paper_page_shows_snapshot_versions_history_and_a_record_per_day(client, rich):
+    store, _ = rich
+    response = client.get(f"/paper/{PAPER_004}", params={"as_of": LATER})
+    html = ok(response, "text/html").decode()
+    text = visible(response.content)
+    for row in orjson.loads(Cli.of(store)("history", PAPER_004, "--json").stdout):
+        assert row["account"] in text
+    assert "v1" in text and "v2" in text
+    days = re.findall(rf'href="/paper/{PAPER_004}/as-of/(\d{{4}}-\d\d-\d\d)/citation-record"', html)
+    assert "2026-08-09" in days and "2026-08-20" in days and days == sorted(days, reverse=True)
+    for day in days:
+        record = client.get(f"/paper/{PAPER_004}/as-of/{day}/citation-record.json")
+        assert record.content == client.get(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": day}).content
+        assert orjson.loads(record.content)["as_of"] == f"{day}T23:59:59.999999Z"
+        page = client.get(f"/paper/{PAPER_004}/as-of/{day}/citation-record")
+        assert f'data-record-json="/paper/{PAPER_004}/as-of/{day}/citation-record.json"' in page.text
+
+
+def test_evidence_explains_the_formats_and_its_snippet_checks_a_served_record(client, tmp_path):
+    page = ok(client.get("/evidence"), "text/html").decode()
+    vkey = (tmp_path / "ledger.vkey").read_text().strip()
+    assert vkey in page and "tlog-tiles" in page and "ledger verify --evidence" in page
+    snippet = re.search(r'<code class="snippet" id="digest-snippet">(.*?)</code>', page, re.S).group(1)
+    import html as html_module
+
+    script = tmp_path / "check.py"
+    script.write_text(html_module.unescape(snippet))
+    record = tmp_path / "record.json"
+    record.write_bytes(client.get(f"/paper/{PAPER_004}/citation-record.json").content)
+    good = subprocess.run([sys.executable, "-I", str(script), str(record)], capture_output=True, text=True)
+    assert good.returncode == 0 and good.stdout.startswith("ok: 12 observation digests"), good.stderr
+    record.write_bytes(record.read_bytes().replace(b"Efficient", b"Efficiend", 1))
+    bad = subprocess.run([sys.executable, "-I", str(script), str(record)], capture_output=True, text=True)
+    assert bad.returncode != 0 and "AssertionError" in bad.stderr
+
+
+def test_assets_and_head_requests(client):
+    script = client.get("/assets/check.js")
+    assert ok(script, "text/javascript").startswith(b"// Re-checks")
+    assert client.get("/assets/style.css").headers["content-type"].startswith("text/css")
+    assert client.get("/assets/nothing.js").status_code == 404
+    head = client.head(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": AS_OF_004})
+    assert head.status_code == 200 and head.content == b"" and head.headers["etag"] == f'"{DIGEST_0809}"'
+
+
+# -- tiles through the client: the oracle is `ledger export` ----------------------------------------------
+def test_tiles_hold_the_export_entries_and_their_leaf_hashes(client, rich):
+    store, _ = rich
+    export = Cli.of(store)("export").stdout_bytes.splitlines()
+    entries = []
+    for line in export:
+        entry = orjson.loads(line)
+        del entry["entry_hash"], entry["chain_hash"]
+        entries.append(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS))
+    size = len(entries)
+    assert 0 < size < 256
+    bundle = client.get(f"/tile/entries/000.p/{size}")
+    assert ok(bundle, "application/octet-stream") == b"".join(len(e).to_bytes(2, "big") + e for e in entries)
+    hashes = client.get(f"/tile/0/000.p/{size}").content
+    assert hashes == b"".join(hashlib.sha256(b"\x00" + e).digest() for e in entries)
+    assert client.get("/tile/0/000.p/3").content == hashes[:96]  # a partial tile of an earlier size
+    assert client.get(f"/tile/0/000.p/{size}").headers["cache-control"] == "public, max-age=60"
+    gzipped = client.get(f"/tile/entries/000.p/{size}", headers={"accept-encoding": "gzip"})
+    assert gzipped.headers["content-encoding"] == "gzip" and gzipped.content == bundle.content
+    for beyond in (f"/tile/0/000.p/{size + 1}", "/tile/0/000", "/tile/1/000.p/1", "/tile/entries/001"):
+        missing = client.get(beyond)
+        assert missing.status_code == 404 and "not in the log yet" in missing.json()["error"], beyond
+
+
+# -- bad requests and faults -------------------------------------------------------------------------------
+def one_line_error(response, status: int) -> str:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["cache-control"] == "no-store"
+    body = response.content
+    assert body.endswith(b"\n") and body.count(b"\n") == 1 and b"Traceback" not in body
+    found = orjson.loads(body)
+    assert set(found) == {"error", "status"} and found["status"] == status
+    return found["error"]
+
+
+@pytest.mark.parametrize("path, params, fragment", [
+    (f"/paper/{PAPER_004}/citation-record.json", {"as_of": "yesterday"}, "as_of: expected an RFC 3339 timestamp"),
+    (f"/paper/{PAPER_004}/citation-record.json", {"as_of": "2026-02-30"}, "as_of: not a valid date"),
+    (f"/paper/{PAPER_004}/citation-record.json", {"known_at": "2026-08-09T10:00:00"}, "known_at: expected an RFC 3339"),
+    (f"/paper/{PAPER_004}/citation-record.json", {"asof": "2026-08-09"}, "unknown query parameter 'asof'"),
+    (f"/paper/{PAPER_004}/citation-record.json", {"as_of": "x" * 201}, "as_of: String should have at most 200"),
+    (f"/paper/{PAPER_004}/diff.json", {"from": "2026-08-01"}, "to: Field required"),
+    ("/paper/2407.2001/citation-record.json", {}, "not an arXiv id: '2407.2001'"),
+    ("/paper/0704.00001", {}, "not an arXiv id: '0704.00001'"),
+    ("/paper/hep-th/991301", {}, "not an arXiv id: 'hep-th/991301'"),
+    ("/paper/..%2F..%2Fetc%2Fpasswd/citation-record.json", {}, "not an arXiv id: '../../etc/passwd'"),
+    (f"/paper/{PAPER_004}/as-of/2026-8-9/citation-record", {}, "not a date: '2026-8-9'"),
+    (f"/paper/{PAPER_004}/as-of/2026-13-01/citation-record", {}, "not a valid date"),
+    ("/tile/0/0001", {}, "not a tile path: 'tile/0/0001'"),
+    ("/tile/0/x000/001", {}, "not a tile path"),
+    ("/tile/0/000.p/256", {}, "not a tile path"),
+    ("/tile/64/000", {}, "not a tile path"),
+    ("/tile/entries/000.p/0", {}, "not a tile path"),
+    ("/checkpoint", {"size": "1"}, "unknown query parameter 'size'"),
+])
+def test_a_bad_request_is_400_with_one_line(client, path, params, fragment):
+    error = one_line_error(client.get(path, params=params), 400)
+    assert fragment in error, error
+
+
+def test_a_path_with_a_line_break_matches_nothing(client):
+    assert one_line_error(client.get("/paper/2407.20018%0A%0Devil"), 404).startswith("no such path: /paper/2407.20018")
+
+
+def test_old_and_new_style_ids_are_accepted(client):
+    for paper in ("hep-th/9901001", "math.GT/0309136", "0704.0001", "1412.9999", "1501.00001"):
+        assert "no record of arXiv:" + paper in one_line_error(client.get(f"/paper/{paper}/citation-record.json"), 404)
+
+
+def test_a_query_too_long_or_given_twice_is_400(client):
+    long = client.get(f"/paper/{PAPER_004}/citation-record.json?as_of=2026-08-09&" + "x=1&" * 300)
+    assert "query too long" in one_line_error(long, 400)
+    twice = client.get(f"/paper/{PAPER_004}/citation-record.json?as_of=2026-08-09&as_of=2026-08-10")
+    assert "given more than once" in one_line_error(twice, 400)
+    assert "path too long" in one_line_error(client.get("/paper/" + "1" * 1100), 400)
+
+
+def test_an_unknown_paper_or_date_is_404(client):
+    assert one_line_error(client.get("/paper/2407.99999/citation-record.json"), 404).startswith(
+        "no record of arXiv:2407.99999 as of")
+    early = client.get(f"/paper/{PAPER_004}/citation-record", params={"as_of": "2020-01-01"})
+    assert one_line_error(early, 404) == f"no record of arXiv:{PAPER_004} as of 2020-01-01T23:59:59.999999Z"
+    assert "no events of 2407.99999" in one_line_error(client.get("/paper/2407.99999/history.json"), 404)
+    assert one_line_error(client.get("/no/such/path"), 404) == "no such path: /no/such/path"
+
+
+def test_errors_are_html_when_the_browser_asks_for_html(client):
+    browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    response = client.get("/paper/2407.2001/citation-record", headers={"accept": browser})
+    assert response.status_code == 400 and response.headers["content-type"].startswith("text/html")
+    assert "<p class=\"reason\">not an arXiv id: &#39;2407.2001&#39;" in response.text
+    assert client.get("/paper/2407.2001", headers={"accept": "application/json, text/html;q=0.5"}).headers[
+        "content-type"] == "application/json"
+    escaped = client.get("/paper/%3Cscript%3Ealert(1)%3C%2Fscript%3E", headers={"accept": "text/html"})
+    assert escaped.status_code == 400 and "<script>alert" not in escaped.text and "&lt;script&gt;" in escaped.text
+
+
+def test_a_trailing_slash_redirects_as_a_static_host_does(client):
+    response = client.get(f"/paper/{PAPER_004}/citation-record/?as_of=2026-08-09", follow_redirects=False)
+    assert response.status_code == 308
+    assert response.headers["location"] == f"/paper/{PAPER_004}/citation-record?as_of=2026-08-09"
+    elsewhere = client.get("http://testserver//evil.example/", follow_redirects=False)
+    assert elsewhere.status_code == 308 and elsewhere.headers["location"] == "/evil.example"  # never another host
+
+
+def test_an_unreachable_database_is_503_and_the_server_keeps_running(unused_port):
+    from fastapi.testclient import TestClient
+
+    from web.app import create_app
+
+    # A real PostgreSQL URL on a loopback port where nothing listens: the driver's connection is refused.
+    app = create_app(f"postgresql+psycopg://ledger@127.0.0.1:{unused_port}/ledger?connect_timeout=2")
+    client = TestClient(app)
+    for path in (f"/paper/{PAPER_004}/citation-record.json", "/tile/0/000.p/1", "/evidence"):
+        error = one_line_error(client.get(path), 503)
+        assert "cannot read" in error or "cannot" in error, error
+    assert client.get("/paper/2407.2001").status_code == 400  # the client's mistake is still named first
+
+
+def test_a_directory_that_is_not_a_ledger_fails_at_start_not_per_request(tmp_path):
+    from ledger.errors import InputError
+    from web.app import create_app
+
+    with pytest.raises(InputError, match="no ledger here"):
+        create_app(str(tmp_path / "typo.db"))
+
+
+def test_an_exported_log_is_served_like_its_database(rich, tmp_path, signer):
+    from fastapi.testclient import TestClient
+
+    from web.app import create_app
+
+    store, _ = rich
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(Cli.of(store)("export").stdout_bytes)
+    from_log = TestClient(create_app(str(log), signer))
+    from_db = TestClient(create_app(store, signer))
+    for path in (f"/paper/{PAPER_004}/citation-record.json?as_of={LATER}", f"/paper/{PAPER_004}/history.json",
+                 "/checkpoint", "/tile/entries/000.p/5", f"/paper/{PAPER_004}/citation-record?as_of={LATER}"):
+        assert from_log.get(path).content == from_db.get(path).content, path

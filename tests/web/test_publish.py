@@ -1,0 +1,138 @@
+"""`ledger publish`: the same bytes as `serve` for every path, only changed files rewritten on a re-run, and
+nothing ever written outside OUT/."""
+
+import os
+
+import orjson
+import pytest
+
+from ledger.errors import InputError
+from tests.conftest import PAPER_004, Cli
+from tests.helpers import event_line
+from web.publish import Folder, file_for
+
+
+AS_OF = "2026-09-02"  # every paper of the ledger has a record by then
+
+
+def files_of(out) -> dict[str, tuple[bytes, int, int]]:
+    """relative path -> (bytes, inode, mtime_ns) of every file under `out`."""
+    found = {}
+    for folder, _, names in os.walk(out):
+        for name in names:
+            path = os.path.join(folder, name)
+            stat = os.stat(path)
+            found[os.path.relpath(path, out)] = (open(path, "rb").read(), stat.st_ino, stat.st_mtime_ns)
+    return found
+
+
+def url_of(relative: str, as_of: str) -> str:
+    """The URL a published file answers, with the as-of time `serve` needs for the same bytes."""
+    path = "/" + relative.removesuffix("index.html").rstrip("/")
+    if path.startswith("/paper/") and "/as-of/" not in path:
+        path += f"?as_of={as_of}"
+    return path or "/"
+
+
+def publish(cli, out, *extra):
+    result = cli("publish", "--as-of", AS_OF, str(out), "--json", *extra)
+    assert result.exit_code == 0, result.stderr
+    return orjson.loads(result.stdout)
+
+
+def test_every_published_file_is_what_serve_answers_for_its_path(client, rich, key_file, tmp_path):
+    store, dates = rich
+    out = tmp_path / "site"
+    result = publish(Cli.of(store), out, "--key", str(key_file))
+    files = files_of(out)
+    assert result["written"] == len(files) and result["unchanged"] == 0 and result["papers"] == len(dates)
+    assert {"index.html", "evidence/index.html", "assets/check.js", "assets/style.css", "checkpoint",
+            f"paper/{PAPER_004}/index.html", f"paper/{PAPER_004}/citation-record/index.html",
+            f"paper/{PAPER_004}/citation-record.json", f"paper/{PAPER_004}/integrity/index.html",
+            f"paper/{PAPER_004}/integrity.json", f"paper/{PAPER_004}/history.json",
+            f"paper/{PAPER_004}/as-of/2026-08-09/citation-record.json",
+            f"paper/{PAPER_004}/as-of/2026-08-09/citation-record/index.html",
+            f"tile/0/000.p/{result['tree_size']}", f"tile/entries/000.p/{result['tree_size']}"} <= set(files)
+    for relative, (data, _, _) in files.items():
+        response = client.get(url_of(relative, AS_OF))
+        assert response.status_code == 200, (relative, response.text)
+        assert response.content == data, relative
+    # And the record is the CLI's replay.
+    replay = Cli.of(store)("replay", "--paper", PAPER_004, "--as-of", AS_OF)
+    assert files[f"paper/{PAPER_004}/citation-record.json"][0] == replay.stdout_bytes
+
+
+def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
+    store, dates = rich
+    cli = Cli.of(store)
+    out = tmp_path / "site"
+    first = publish(cli, out)
+    before = files_of(out)
+    again = publish(cli, out)
+    assert (again["written"], again["unchanged"]) == (0, first["written"])
+    assert files_of(out) == before  # not even touched: same inode, same mtime
+    # One more fact about seed 004's paper, effective before the as-of date on a day of its own.
+    record = orjson.loads(before[f"paper/{PAPER_004}/citation-record.json"][0])
+    oid = record["inbound"][5]["observation_id"]
+    later = tmp_path / "more.jsonl"
+    later.write_bytes(event_line("resolution.recorded", {"observation_id": oid, "resolution": {
+        "observed_at": "2026-08-23T10:00:00Z", "resolver_source": "arxiv_id", "status": "metadata_mismatch"}}))
+    assert cli("import", str(later)).exit_code == 0
+    third = publish(cli, out)
+    after = files_of(out)
+    size = third["tree_size"]
+    changed = {name for name in after if name not in before or after[name][0] != before[name][0]}
+    base = f"paper/{PAPER_004}"
+    assert changed == {f"{base}/citation-record.json", f"{base}/citation-record/index.html", f"{base}/integrity.json",
+                       f"{base}/integrity/index.html", f"{base}/index.html", f"{base}/history.json",
+                       f"{base}/as-of/2026-08-23/citation-record.json", f"{base}/as-of/2026-08-23/citation-record/index.html",
+                       f"tile/0/000.p/{size}", f"tile/entries/000.p/{size}"}
+    # The partial tiles of the earlier size stay (a checkpoint of that size may be out there); they are not
+    # part of this publication, so neither written nor counted.
+    earlier = {f"tile/0/000.p/{size - 1}", f"tile/entries/000.p/{size - 1}"}
+    assert earlier <= set(after) - changed
+    assert (third["written"], third["unchanged"]) == (len(changed), len(after) - len(changed) - len(earlier))
+    for name in set(after) - changed:
+        assert after[name] == before[name], name  # left alone
+    text = cli("publish", "--as-of", AS_OF, str(out))
+    assert text.stdout == (f"published {len(dates)} papers as of {AS_OF}T23:59:59.999999Z and the log of {size} events "
+                           f"to {out}: wrote 0 files, left {len(after) - len(earlier)} unchanged\n")
+
+
+@pytest.mark.parametrize("bad", ["../../escaped", "..", "2407.20018/../../../escaped", "/etc/escaped", "a\\b",
+                                 "2407.20018 ", "2407.20018\n"])
+def test_publish_refuses_an_id_that_is_not_an_arxiv_id_and_writes_nothing(cli, tmp_path, bad):
+    assert cli("init").exit_code == 0
+    lines = tmp_path / "bad.jsonl"
+    lines.write_bytes(event_line("paper.snapshot", {"arxiv_id": "2407.20018", "snapshot_observed_at": "2026-01-01T00:00:00Z"})
+                      + event_line("paper.snapshot", {"arxiv_id": bad, "snapshot_observed_at": "2026-01-01T00:00:00Z"}))
+    assert cli("import", str(lines)).exit_code == 0, bad
+    out = tmp_path / "deep" / "site"
+    result = cli("publish", "--as-of", "2026-01-02", str(out))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("ledger: publish: the ledger holds a paper whose id cannot be a path: not an arXiv id")
+    assert result.stderr.endswith("; nothing written\n") and result.stderr.count("\n") == 1
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["bad.jsonl"] + [p.name for p in tmp_path.glob("ledger-*.db*")])
+
+
+def test_no_file_resolves_outside_out_even_through_a_symlink(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = Folder(tmp_path / "site")
+    for bad in ("../x", "a/../../x", "/etc/x", "", "a//b", "./a"):
+        with pytest.raises(InputError, match="not a path inside"):
+            folder.put(bad, b"x")
+    os.symlink(outside, tmp_path / "site" / "paper")
+    with pytest.raises(InputError, match="outside"):
+        folder.put("paper/2407.20018/citation-record.json", b"x")
+    assert list(outside.iterdir()) == [] and folder.written == 0
+    folder.put("paper.json", b"inside")
+    assert (tmp_path / "site" / "paper.json").read_bytes() == b"inside" and folder.written == 1
+
+
+def test_the_static_layout():
+    assert file_for("/", True) == "index.html"
+    assert file_for("/paper/2407.20018/citation-record", True) == "paper/2407.20018/citation-record/index.html"
+    assert file_for("/paper/2407.20018/citation-record.json", False) == "paper/2407.20018/citation-record.json"
+    assert file_for("/tile/0/x001/000.p/5", False) == "tile/0/x001/000.p/5"

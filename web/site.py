@@ -1,0 +1,345 @@
+"""Every path of the site as bytes, with its media type and caching: one function per page, shared by
+`ledger serve` (web.app) and `ledger publish` (web.publish), so both give exactly the same bytes.
+
+A page is a pure rendering of what `ledger/` and `projections/` return: the record JSON is
+`ledger.canonical.canonical` of the record (the bytes of `ledger replay`), the history and diff JSON are what
+`ledger history --json` and `ledger diff --json` print, the tiles are `ledger.tiles`. HTML goes through
+Jinja2 with autoescaping, so no string from a record (a title, a venue, an id) is ever read as markup.
+This module never writes to the ledger and never decides a status code.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import cache
+from importlib.resources import files
+from typing import Iterable
+
+import orjson
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from ledger.canonical import canonical
+from ledger.errors import InputError, NotFoundError
+from ledger.events import PAPER_SNAPSHOT, Fact
+from ledger.signed_notes import Signer
+from ledger.proofs import evidence_bundle
+from ledger.published import RESOLUTION_STATES
+from ledger.store import Store
+from ledger.tiles import Tile
+from ledger.proofs import checkpoint as signed_checkpoint
+from ledger.tilestore import read_tile
+from ledger.times import format_utc, parse_when
+from projections import audit
+from projections.record import build_record
+from projections.text import measurement_line, observation_words
+
+from web import urls
+
+JSON = "application/json"
+HTML = "text/html; charset=utf-8"
+TEXT = "text/plain; charset=utf-8"
+OCTETS = "application/octet-stream"
+# Caching (README "Caching"): pages and records revalidate by ETag after a minute; the checkpoint is
+# fresh for seconds (C2SP: "SHOULD prevent caching beyond a few seconds"); a full tile never changes.
+SHORT = "public, max-age=60"
+CHECKPOINT = "public, max-age=5"
+IMMUTABLE = "public, max-age=31536000, immutable"
+ASSET = "public, max-age=3600"
+# No script, style, font or image from anywhere but this origin, no inline script or style at all.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "base-uri 'none'; form-action 'none'")
+ASSETS = {"check.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+          "icon.svg": "image/svg+xml"}
+
+
+@dataclass(frozen=True)
+class Body:
+    """A page: its bytes, media type, Cache-Control and (for records) ETag."""
+
+    content: bytes
+    media_type: str
+    cache: str
+    etag: str | None = None
+
+
+@dataclass(frozen=True)
+class When:
+    """A time asked for: as written in a record, its ordering key, and whether the client gave it (False:
+    the request instant)."""
+
+    text: str
+    key: str
+    given: bool = True
+
+
+def when(option: str, value: str | None) -> When | None:
+    """`?as_of=` and friends: the CLI's rules (a bare date is the end of that UTC day, inclusive)."""
+    if value is None:
+        return None
+    try:
+        text, key = parse_when(value)
+    except InputError as exc:
+        raise InputError(f"{option}: {exc}") from None
+    return When(text, key)
+
+
+def now() -> When:
+    instant = format_utc(datetime.now(timezone.utc))
+    return When(instant, instant, given=False)
+
+
+def _known(known_at: When | None) -> str | None:
+    return known_at.key if known_at else None
+
+
+# -- the page form, as HTML ----------------------------------------------------------------------------
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _paper_link(arxiv_id: object) -> str | None:
+    """A link to another paper's page, only for a well-formed id: an id is untrusted text."""
+    try:
+        return urls.paper_url(urls.paper_id(arxiv_id))
+    except InputError:
+        return None
+
+
+def _observation(obs: dict, direction: str, index: int) -> dict:
+    citation = obs["citation"]
+    citing_id = citation["citing_paper"]["arxiv_id"]
+    words = observation_words(obs, direction)
+    links = [("Citing paper", f"arXiv:{citing_id}", _paper_link(citing_id))]
+    if citation.get("cited_paper") is not None:
+        cited_id = citation["cited_paper"]["arxiv_id"]
+        links.append(("Cited paper", f"arXiv:{cited_id}", _paper_link(cited_id)))
+    return {
+        "anchor": f"{direction}-{index + 1}", "id": obs["observation_id"], "direction": direction,
+        "sentence": words["sentence"], "citing": words["citing"], "cited": words["cited"],
+        "reference": words["reference"], "resolution": words["resolution"],
+        "notice": words["notice_events"] + ([words["notice_closing"]] if words["notice_closing"] else []),
+        "digest": obs["observation_digest"],
+        "source": citation.get("source"), "source_observed_at": citation.get("source_observed_at"), "links": links,
+    }
+
+
+def _record_view(record: dict) -> dict:
+    paper = record["paper"]
+    lanes = []
+    for lane in record["coverage"]:
+        source = f"Source: {lane['source']}"
+        lanes.append({"heading": f"{lane['state']} {lane['records_observed']} of {lane['denominator']} "
+                                 f"{_words(lane['lane'])}", "note": lane["note"],
+                      "source": source + (f", observed {lane['source_observed_at']}" if lane["source_observed_at"] else "")})
+    resolution = record["reference_resolution"]
+    measurement_source = next((lane["source"] for lane in record["coverage"]
+                               if lane["lane"] == "external_citation_measurements"), "")
+    return {
+        "title": paper.get("title") or f"arXiv:{paper['arxiv_id']}",
+        "arxiv_id": paper["arxiv_id"], "version": f"v{paper.get('latest_version')}",
+        "lanes": lanes,
+        "displayed": f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
+        "states": [(_words(state), resolution["state_counts"].get(state, 0)) for state in RESOLUTION_STATES],
+        "measurements": [measurement_line(m, measurement_source) for m in record["external_citation_measurements"]],
+        "sections": [  # the page form's order: outbound, then inbound
+            ("outbound", "Outbound references", "No outbound references are displayed.",
+             [_observation(o, "outbound", i) for i, o in enumerate(record["outbound"])]),
+            ("inbound", "Pith citing papers", "No inbound Pith citation observations are available.",
+             [_observation(o, "inbound", i) for i, o in enumerate(record["inbound"])]),
+        ],
+    }
+
+
+@cache
+def _templates() -> Environment:
+    env = Environment(loader=PackageLoader("web", "templates"), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(csp=CSP, urls=urls)
+    return env
+
+
+def render(template: str, **context) -> bytes:
+    return _templates().get_template(template).render(**context).encode()
+
+
+@cache
+def asset_bytes(name: str) -> bytes:
+    return files("web").joinpath("assets", name).read_bytes()
+
+
+# -- the site ------------------------------------------------------------------------------------------
+class Site:
+    """The pages of one ledger. Not thread-safe (a Store is not): `web.app` calls it from one thread."""
+
+    def __init__(self, store: Store, signer: Signer | None = None):
+        self.store = store
+        self.signer = signer
+        self._checkpoints: dict[int, str] = {}  # by tree size: a note is signed once per size
+
+    # records ------------------------------------------------------------------------------------------
+    def facts(self, paper: str, known_at: When | None) -> list[Fact]:
+        return self.store.paper_facts(paper, _known(known_at))
+
+    def record(self, paper: str, as_of: When, known_at: When | None, facts: list[Fact] | None = None) -> dict:
+        facts = self.facts(paper, known_at) if facts is None else facts
+        try:
+            return build_record(paper, facts, as_of.text, as_of.key)
+        except NotFoundError as exc:
+            raise NotFoundError(f"{exc} known at {known_at.text}" if known_at else str(exc)) from None
+
+    def record_json(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None) -> Body:
+        """Exactly `ledger replay --paper <id> --as-of <as_of> [--known-at]`. The ETag is the context digest:
+        strong when the as-of time is in the URL (the bytes follow from it), weak when it is the request
+        instant (the content is the same, the as_of field is not)."""
+        record = record or self.record(paper, as_of, known_at)
+        tag = f'"{record["context_digest"]}"'
+        return Body(canonical(record), JSON, SHORT, tag if as_of.given else f"W/{tag}")
+
+    def record_html(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None,
+                    day: str | None = None) -> Body:
+        """The page form as HTML. Its check button fetches the JSON of the same as-of time."""
+        record = record or self.record(paper, as_of, known_at)
+        known = known_at.text if known_at else None
+        if day is None:
+            json_url = urls.record_url(paper, as_of.text, known, html=False)
+        else:
+            json_url = urls.day_record_url(paper, day, known, html=False)
+        page = render("record.html", record=record, view=_record_view(record), json_url=json_url,
+                      integrity_url=urls.integrity_url(paper, as_of.text, known),
+                      page_url=urls.page_url(paper, as_of.text, known))
+        return Body(page, HTML, SHORT, f'W/"{record["context_digest"]}"')
+
+    # integrity ------------------------------------------------------------------------------------------
+    def integrity(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None) -> dict:
+        """The record's digests, the current signed checkpoint, the paper index proof (how many events of the
+        paper the signed index counts) and the evidence bundle holding every one of them (with a key; the
+        bundle carries its own rebuild of the record and the same index proof)."""
+        known = known_at.text if known_at else None
+        if self.signer is not None:
+            bundle = evidence_bundle(self.store, paper, as_of.text, as_of.key, self.signer, _known(known_at))
+            record, checkpoint, verifier = bundle["record"], bundle["checkpoint"], str(self.signer.verifier)
+            index = bundle["index"]
+        else:
+            record = record or self.record(paper, as_of, known_at)
+            bundle, checkpoint, verifier, index = None, None, None, None
+        return {
+            "paper": paper, "as_of": record["as_of"], "known_at": known,
+            "record": urls.record_url(paper, as_of.text, known, html=False),
+            "context_digest": record["context_digest"],
+            "observations": [{"direction": d, "observation_digest": o["observation_digest"],
+                              "observation_id": o["observation_id"]} for d in ("inbound", "outbound") for o in record[d]],
+            "checkpoint": checkpoint, "verifier_key": verifier, "index": index, "evidence": bundle,
+        }
+
+    def integrity_json(self, paper: str, as_of: When, known_at: When | None = None, found: dict | None = None) -> Body:
+        found = found or self.integrity(paper, as_of, known_at)
+        return Body(canonical(found) + b"\n", JSON, SHORT)
+
+    def integrity_html(self, paper: str, as_of: When, known_at: When | None = None, found: dict | None = None) -> Body:
+        found = found or self.integrity(paper, as_of, known_at)
+        known = known_at.text if known_at else None
+        size = found["index"]["tree_size"] if found["index"] else None
+        page = render("integrity.html", found=found, tree_size=size,
+                      record_url=urls.record_url(paper, as_of.text, known),
+                      json_url=urls.integrity_url(paper, as_of.text, known, html=False))
+        return Body(page, HTML, SHORT)
+
+    # the paper and its history ----------------------------------------------------------------------------
+    def history_json(self, paper: str, as_of: When | None = None, known_at: When | None = None,
+                     facts: list[Fact] | None = None) -> Body:
+        """What `ledger history <id> --json` prints; with `as_of`, only events effective by then."""
+        facts = self.facts(paper, known_at) if facts is None else facts
+        facts = [f for f in facts if as_of is None or f.effective_key <= as_of.key]
+        if not facts:
+            raise NotFoundError(f"no events of {paper} in this ledger" + (f" as of {as_of.text}" if as_of else ""))
+        return Body(canonical(audit.history(facts)) + b"\n", JSON, SHORT)
+
+    def diff_json(self, paper: str, start: When, end: When, known_at: When | None = None) -> Body:
+        """What `ledger diff <id> --from --to [--known-at] --json` prints."""
+        facts = self.facts(paper, known_at)
+        after = self.record(paper, end, known_at, facts)
+        try:
+            before = build_record(paper, facts, start.text, start.key)
+        except NotFoundError:
+            before = None
+        return Body(canonical(audit.diff(before, after)) + b"\n", JSON, SHORT)
+
+    def change_days(self, paper: str, facts: Iterable[Fact], as_of: When) -> list[tuple[str, bool]]:
+        """(day, has its own page) for each UTC day on which an event of the paper is effective, up to
+        `as_of`, newest first. A day has a page of its own when its end is before `as_of` and a snapshot of
+        the paper is effective by then (before it there is no record)."""
+        facts = [f for f in facts if f.effective_key <= as_of.key]
+        snapshots = [f.effective_key for f in facts if f.kind == PAPER_SNAPSHOT and f.subject == paper]
+        first = min(snapshots, default=None)
+        days = sorted({f.effective_key[:10] for f in facts}, reverse=True)
+        return [(d, first is not None and first <= parse_when(d)[1] < as_of.key) for d in days]
+
+    def paper_html(self, paper: str, as_of: When, known_at: When | None = None, facts: list[Fact] | None = None) -> Body:
+        """The paper: its snapshot and versions, its history, and the record as of each day something changed."""
+        facts = self.facts(paper, known_at) if facts is None else facts
+        record = self.record(paper, as_of, known_at, facts)
+        seen = [f for f in facts if f.effective_key <= as_of.key]
+        versions: dict[object, dict] = {}
+        for fact in sorted(seen, key=lambda f: (f.effective_key, f.seq)):
+            if fact.kind == PAPER_SNAPSHOT and fact.subject == paper:
+                snapshot = orjson.loads(fact.payload)
+                versions.setdefault(snapshot.get("latest_version"), {
+                    "version": f"v{snapshot.get('latest_version')}", "observed": fact.effective_at,
+                    "title": snapshot.get("title") or ""})
+        known = known_at.text if known_at else None
+        snapshot = [(key, value if isinstance(value, str) else orjson.dumps(value).decode())
+                    for key, value in sorted(record["paper"].items())]
+        days = [(d, urls.day_record_url(paper, d, known) if own else urls.record_url(paper, as_of.text, known),
+                 urls.day_record_url(paper, d, known, html=False) if own else urls.record_url(paper, as_of.text, known, html=False))
+                for d, own in self.change_days(paper, seen, as_of)]
+        page = render("paper.html", record=record, snapshot=snapshot, versions=list(versions.values()),
+                      history=audit.history(seen), days=days, paper=paper,
+                      record_url=urls.record_url(paper, as_of.text, known),
+                      json_url=urls.record_url(paper, as_of.text, known, html=False),
+                      integrity_url=urls.integrity_url(paper, as_of.text, known),
+                      history_url=urls.history_url(paper, as_of.text, known))
+        return Body(page, HTML, SHORT)
+
+    # the log ----------------------------------------------------------------------------------------------
+    def checkpoint(self, size: int | None = None) -> Body:
+        if self.signer is None:
+            raise NotFoundError("this ledger is served without a signing key: no checkpoint (start it with --key)")
+        if size is None:
+            size = self.store.head()[0]
+        if size not in self._checkpoints:
+            note, size = signed_checkpoint(self.store, self.signer, size)
+            self._checkpoints = {size: note}  # the latest only
+        return Body(self._checkpoints[size].encode(), TEXT, CHECKPOINT)
+
+    def tile(self, tile: Tile) -> Body:
+        data, _ = read_tile(self.store, tile)
+        return Body(data, OCTETS, IMMUTABLE if tile.full else SHORT)
+
+    # the rest ---------------------------------------------------------------------------------------------
+    def evidence_html(self) -> Body:
+        verifier = self.signer.verifier if self.signer else None
+        return Body(render("evidence.html", verifier=str(verifier) if verifier else None,
+                           origin=verifier.name if verifier else None,
+                           key_id=verifier.id.hex() if verifier else None,
+                           public_key=base64.b64encode(verifier.public).decode() if verifier else None),
+                    HTML, ASSET)
+
+    def index_html(self) -> Body:
+        return Body(render("index.html", signed=self.signer is not None), HTML, ASSET)
+
+    @staticmethod
+    def asset(name: str) -> Body:
+        if name not in ASSETS:
+            raise NotFoundError(f"no asset {name[:40]!r}")
+        return Body(asset_bytes(name), ASSETS[name], ASSET)
+
+
+def error_html(status: int, reason: str) -> bytes:
+    return render("error.html", status=status, reason=reason)
+
+
+def error_json(status: int, reason: str) -> bytes:
+    return canonical({"error": reason, "status": status}) + b"\n"
+
