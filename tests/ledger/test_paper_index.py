@@ -376,3 +376,17 @@ def test_upgrade_builds_the_index_of_a_version_1_ledger_at_its_head(ledger_locat
             assert cursor.execute("SELECT COUNT(*) FROM observation_papers WHERE seq IS NULL").fetchone()[0] == 0
     finally:
         store.close()
+
+
+def test_a_checkpoint_binds_the_index_of_every_size_the_head_had_and_no_other(store):
+    from ledger.proofs import checkpoint
+
+    signer = generate_signer("example.org/ledger")
+    grow(store, generate(60, seed=3), [20, 40])
+    with store.reading() as cursor:
+        roots = {size: root_at(cursor, size)[1] for size in (20, 60)}
+    for size in (20, 60, None):
+        note, signed_size = checkpoint(store, signer, size)
+        assert verify_checkpoint(note, signer.verifier).index_root == roots[signed_size]
+    note, _ = checkpoint(store, signer, 30)  # never a head: signed as a checkpoint of before the index
+    assert verify_checkpoint(note, signer.verifier).index_root is None
