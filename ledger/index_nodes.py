@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple
 
 from hashlib import sha256 as _sha256
+from struct import Struct
 
 import orjson
 
@@ -183,8 +184,7 @@ def encode(node: Node) -> bytes:
     """Bytes of a node: a 16-bit map of the slots in use, a 16-bit map of those holding a leaf, then per
     slot in use its hash and either the child's id (8 bytes) or the leaf's key, count (8 bytes) and
     edge. Raises nothing."""
-    return b"".join([node.used.to_bytes(2, "big"), node.leaves.to_bytes(2, "big")]
-                    + [slot.data for slot in node.slots if slot is not None])
+    return _HEADER(node.used, node.leaves) + b"".join([slot.data for slot in node.slots if slot is not None])
 
 
 def decode(data: bytes) -> Node:
@@ -222,6 +222,7 @@ def _mask(position: int) -> int:
 _MASKS = [0] + [_mask(position) for position in range(1, 2 * SLOTS)]  # slots under each heap position
 _EMPTY_INNER: list[bytes | None] = [ZERO] * (2 * SLOTS)  # the inner hashes of a node with no slot
 _HEX = {f"{digit:x}": digit for digit in range(SLOTS)}
+_HEADER = Struct(">HH").pack  # the two bit maps of a node
 _KEYS: dict[str, tuple[str, bytes]] = {}  # paper -> its key (hex, bytes): SHA-256 once per paper and process
 _ABOVE = [tuple((SLOTS + j) >> up for up in range(1, 5)) for j in range(SLOTS)]  # a slot's inner positions, upwards
 
@@ -465,13 +466,16 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
 
     def apply(path: str, node: Node, group: list[tuple[str, Leaf]]) -> int:
         depth = len(path)
-        by_digit: dict[str, list[tuple[str, Leaf]]] = {}
-        for pair in group:
-            below = by_digit.get(pair[0][depth])
-            if below is None:
-                by_digit[pair[0][depth]] = [pair]
-            else:
-                below.append(pair)
+        if len(group) == 1:
+            by_digit = {group[0][0][depth]: group}
+        else:
+            by_digit: dict[str, list[tuple[str, Leaf]]] = {}
+            for pair in group:
+                below = by_digit.get(pair[0][depth])
+                if below is None:
+                    by_digit[pair[0][depth]] = [pair]
+                else:
+                    below.append(pair)
         slots: dict[int, Child | Leaf] = {}
         for char, below in by_digit.items():
             digit = _HEX[char]
