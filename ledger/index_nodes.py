@@ -84,31 +84,17 @@ def grown(key: bytes, leaf: Leaf | None, leaf_hashes: Iterable[bytes]) -> Leaf:
     """A paper's leaf slot with more events added to its events tree (from none when `leaf` is None).
     Raises nothing."""
     count, frontier = (0, {}) if leaf is None else (leaf.count, dict(zip(_levels(leaf.count), leaf.edge)))
-    sha256 = _sha256
-    for digest in leaf_hashes:  # merkle.grow, inlined: this runs for every event appended
-        level, index = 0, count
-        while index & 1:
-            digest = sha256(b"\x01" + frontier[level] + digest).digest()
-            level, index = level + 1, index >> 1
-        frontier[level] = digest
-        count += 1
+    count = extend(frontier, count, leaf_hashes)
     edge = tuple(frontier[level] for level in _levels(count))
-    digest = edge[-1]
-    for left in edge[-2::-1]:
-        digest = sha256(b"\x01" + left + digest).digest()
-    digest = sha256(b"\x02" + key + count.to_bytes(8, "big") + digest).digest()  # paper_index.leaf_hash
+    digest = leaf_hash(key, count, frontier_root(frontier, count))
     return Leaf(digest, key, count, edge, b"".join((digest, key, count.to_bytes(8, "big")) + edge))
 
 
 def make_leaf(key: bytes, count: int, frontier: dict[int, bytes]) -> Leaf:
     """A paper's leaf slot from its count and the right edge of its events tree. Raises KeyError for an edge
     that does not belong to `count` events."""
-    edge = tuple(frontier[level] for level in range(count.bit_length() - 1, -1, -1) if count >> level & 1)
-    digest = edge[-1]
-    for left in edge[-2::-1]:
-        digest = _sha256(b"\x01" + left + digest).digest()
-    digest = leaf_hash(key, count, digest)
-    return Leaf(digest, key, count, edge, b"".join((digest, key, count.to_bytes(8, "big")) + edge))
+    edge = tuple(frontier[level] for level in _levels(count))
+    return grown(key, Leaf(b"", key, count, edge, b""), ())
 
 
 class Node:
