@@ -66,12 +66,12 @@ def _parse_record(name: str, record: dict) -> Parsed:
         check_record(record)
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
-    try:
-        verify_digests(record)
+    try:  # the record came from parse_json: no NaN or Infinity in it (see canonical.canonical)
+        verify_digests(record, finite=True)
     except IntegrityError as exc:
         raise IntegrityError(f"{name}: {exc}") from None
     try:
-        events = record_events(record)
+        events = record_events(record, finite=True)
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
     return Parsed(name, record=record, events=[(0, e) for e in events])
@@ -97,12 +97,14 @@ def _add_line(parsed: Parsed, name: str, number: int, obj: object) -> None:
         if not isinstance(obj, dict):
             raise InputError(f"expected an event object, found {type(obj).__name__}")
         if "seq" in obj:
-            parsed.entries.append((number, *parse_entry(obj)))
+            parsed.entries.append((number, *parse_entry(obj, finite=True)))
         else:
             unknown = set(obj) - {"kind", "payload", "effective_at"}
             if unknown:
                 raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
-            parsed.events.append((number, make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))))
+            # finite: the line came from parse_json (see canonical.canonical)
+            parsed.events.append((number, make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"),
+                                                     finite=True)))
     except InputError as exc:
         raise InputError(f"{name}: line {number}: {exc}") from None
 
@@ -117,9 +119,9 @@ def _hash_field(obj: dict, key: str) -> bytes:
         raise InputError(f"field {key}: not hex: {value!r}") from None
 
 
-def parse_entry(obj: dict) -> tuple[Entry, Event]:
-    """An exported log line: the event plus the ledger's own seq, recorded time and hashes.
-    Raises InputError naming the field."""
+def parse_entry(obj: dict, finite: bool = False) -> tuple[Entry, Event]:
+    """An exported log line: the event plus the ledger's own seq, recorded time and hashes (`finite` as in
+    `events.make_event`). Raises InputError naming the field."""
     missing = [k for k in _ENTRY_FIELDS if k not in obj]
     if missing:
         raise InputError(f"field {missing[0]}: missing (a log line carries {', '.join(_ENTRY_FIELDS)})")
@@ -133,7 +135,7 @@ def parse_entry(obj: dict) -> tuple[Entry, Event]:
         raise InputError(f"field recorded_at: {exc}") from None
     if recorded != normal:  # known-at compares recorded times as text: only the ledger's own form sorts
         raise InputError(f"field recorded_at: expected the ledger's form {normal}, found {recorded!r}")
-    event = make_event(obj["kind"], obj["payload"], obj["effective_at"])
+    event = make_event(obj["kind"], obj["payload"], obj["effective_at"], finite)
     entry = Entry(seq, event.kind, obj["effective_at"], recorded, event.payload,
                   _hash_field(obj, "entry_hash"), _hash_field(obj, "chain_hash"))
     return entry, event
@@ -241,7 +243,7 @@ def _import(store: Store, parsed: list[Parsed], look_up: bool) -> ImportResult:
 def _check_rebuild(writer: Writer, name: str, record: dict) -> None:
     """The ledger must give back this record's exact bytes at its as_of, or the import is refused."""
     try:
-        mismatch = rebuild_mismatch(writer.paper_facts(record["paper"]["arxiv_id"]), record)
+        mismatch = rebuild_mismatch(writer.paper_facts(record["paper"]["arxiv_id"]), record, finite=True)
     except NotFoundError as exc:
         raise InputError(f"{name}: the ledger cannot rebuild this record: {exc}") from None
     if mismatch is not None:
