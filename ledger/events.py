@@ -9,7 +9,6 @@ payload is a contradiction. This module never touches storage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple
 
 from .canonical import canonical
@@ -39,9 +38,9 @@ NOT_CHECKED = {"events": [], "reason": "not_checked", "source_receipts": [], "st
 NO_MEASUREMENT_SOURCE = "cited_works"
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """A fact ready to append: kind, effective time as the source wrote it, canonical payload."""
+class Event(NamedTuple):
+    """A fact ready to append: kind, effective time as the source wrote it, canonical payload. A tuple: one is
+    built for every fact imported, and worker processes send them back (`import --jobs`)."""
 
     kind: str
     effective_at: str

@@ -326,6 +326,16 @@ class Store:
             after = page[-1]
             del page  # before the next page is read: one page held at a time
 
+    def paper_count(self, as_of_key: str, known_at: str | None = None) -> int:
+        """How many papers `papers` would list (for progress: the time left). Raises StoreError."""
+        sql = "SELECT COUNT(DISTINCT paper) FROM events WHERE kind = 'paper.snapshot' AND effective_key <= ?"
+        params = [as_of_key]
+        if known_at is not None:
+            sql += " AND recorded_at <= ?"
+            params.append(known_at)
+        with self.reading() as cursor:
+            return cursor.execute(sql, params).fetchone()[0]
+
     def entries(self, batch: int = 2000) -> Iterator[Entry]:
         """Every entry in ledger order, read in pages by seq so memory stays flat. Raises StoreError."""
         after = 0

@@ -21,7 +21,7 @@ CORE, STORAGE, FOLDS, SERVICES, INTERFACES = range(5)
 LAYERS = {
     "ledger": CORE, "ledger.errors": CORE, "ledger.canonical": CORE, "ledger.times": CORE, "ledger.inputs": CORE,
     "ledger.standing_notices": CORE, "ledger.published": CORE, "ledger.events": CORE, "ledger.chain": CORE,
-    "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE,
+    "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE, "ledger.workers": CORE,
     "ledger.tables": STORAGE, "ledger.backends": STORAGE, "ledger.backends.sqlite": STORAGE,
     "ledger.backends.postgres": STORAGE, "ledger.backends.base": STORAGE, "ledger.store": STORAGE,
     "projections": FOLDS, "projections.record": FOLDS, "projections.text": FOLDS, "projections.audit": FOLDS,

@@ -289,9 +289,13 @@ def test_import_and_verify_report_progress_to_a_callback(store):
     from ledger.importer import import_files
     from ledger.verify import verify_chain
 
+    from ledger.importer import Progress
+
     lines = []
     import_files(store, [str(SEED_004)], lines.append)
-    assert lines == [f"validated {SEED_004}: 40 events"]
+    size = SEED_004.stat().st_size
+    assert lines == [Progress("decoding", size, size, 40), Progress("appending", size, size, 40)]
+    lines = []
     entries = list(store.entries()) * 2500  # 100,000 entries through the progress wrapper (a broken chain)
     with pytest.raises(IntegrityError, match="sequence gap: expected seq 41, found seq 1"):
         verify_chain(entries, lines.append)
