@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
@@ -34,6 +34,7 @@ _OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.check
 # Merkle subtrees of 16 leaves and more are stored as appended; smaller ones are re-computed from their
 # block's event rows when a proof needs them. Storing every level cost an append about one more row.
 _STORED_FROM_LEVEL = 4
+_STAND_IN = bytes(32)  # a node's value while a proof's nodes are being listed (Cursor.node_source)
 
 
 def now_utc() -> str:
@@ -133,10 +134,17 @@ class Cursor:
             found.update(perfect_subtrees(block * width, [leaf for _, leaf in digests], _STORED_FROM_LEVEL))
         return found
 
-    def node_source(self):
-        """A Merkle node source for proofs: each node read once, then remembered.
-        Its nodes raise IntegrityError for a node the ledger cannot give."""
+    def node_source(self, prefetch: Callable[[Callable[[int, int], bytes]], object] | None = None):
+        """A Merkle node source for proofs: each node read once, then remembered. `prefetch`, a function of a
+        node source (building a proof), is first run on a stand-in that only notes which nodes it asks for
+        (which nodes a proof needs depends on its sizes, never on hashes): all of them are then read in one
+        statement, not one each. Its nodes raise IntegrityError for a node the ledger cannot give."""
         cache: dict[tuple[int, int], bytes] = {}
+        if prefetch is not None:
+            wanted: set[tuple[int, int]] = set()
+            prefetch(lambda level, index: wanted.add((level, index)) or _STAND_IN)
+            if wanted:
+                cache.update(self.tree_nodes(sorted(wanted)))
 
         def node(level: int, index: int) -> bytes:
             if (level, index) not in cache:
