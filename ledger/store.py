@@ -19,14 +19,13 @@ from typing import Callable, Iterable, Iterator
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
-from sqlmodel import SQLModel
 
 from .backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for
 from .chain import GENESIS, Entry, entry_bytes, seal
 from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
 from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
-from .tables import EVENT_COLUMNS, SCHEMA_VERSION, TABLES, LedgerMeta
+from .schema import EVENT_COLUMNS, SCHEMA_VERSION
 from .times import format_utc
 
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
@@ -203,6 +202,10 @@ class Store:
         path = sqlite_path(location)
         if path is not None and os.path.exists(path):
             raise InputError(f"{path}: already exists; a ledger is created only once")
+        from sqlmodel import SQLModel  # here only: loading the tables costs every other command its start-up
+
+        from .tables import TABLES, LedgerMeta
+
         store = cls._connect(database_url(location))
         with store._failures("create"):
             with store.engine.connect() as conn, conn.begin():
