@@ -34,8 +34,9 @@ def event_line(entry_line: bytes) -> bytes:
     return canonical({"effective_at": entry["effective_at"], "kind": entry["kind"], "payload": entry["payload"]}) + b"\n"
 
 
-def write_corpus(folder: Path, papers: int, seed: int = 300) -> tuple[Path, Path, int, int]:
-    """(events file, records folder, event lines, records written) for the first `papers` generated papers."""
+def write_corpus(folder: Path, papers: int, seed: int = 300) -> tuple[Path, Path, Path, int, int]:
+    """(events file, records folder, the ledger they came from, event lines, records written) for the first
+    `papers` generated papers."""
     folder.mkdir(parents=True, exist_ok=True)
     events: list[Event] = generate_papers(papers, seed=seed)
     store = Store.create(str(folder / "source.db"))
@@ -55,5 +56,4 @@ def write_corpus(folder: Path, papers: int, seed: int = 300) -> tuple[Path, Path
         (records / f"{arxiv_id}.json").write_bytes(canonical(record))
         written += 1
     store.close()
-    (folder / "source.db").unlink()
-    return lines, records, len(events), written
+    return lines, records, folder / "source.db", len(events), written

@@ -27,7 +27,7 @@ from projections.record import rebuild_mismatch
 from .canonical import canonical, loads_finite, parse_json
 from .chain import Entry, hex_hash, seal
 from .errors import InputError, IntegrityError, LedgerError, NotFoundError
-from .events import Event, make_event, record_events
+from .events import Event, Fact, make_event, record_events
 from .inputs import STDIN, decode_input, read_input
 from .published import check_record, verify_digests
 from .store import FactStored, Store, Writer
@@ -52,6 +52,7 @@ class Parsed:
     last: bool = True
     size: int = 0  # bytes of the input this unit stands for (progress)
     mixed: bool = False  # the input may hold exported log lines: its new facts wait for its last unit
+    rebuilds_alone: bool = False  # a worker rebuilt the record from its own events alone, byte for byte
 
 
 @dataclass
@@ -331,19 +332,39 @@ def _apply(writer: Writer, item: Parsed, inputs: dict[str, _Input], mode: str) -
         writer.append(fresh)
         appended, present = appended + len(fresh), present + held
     if item.record is not None:
-        _check_rebuild(writer, item.name, item.record)
+        _check_rebuild(writer, item.name, item.record, item.events if item.rebuilds_alone else None)
     return appended, present
 
 
-def _check_rebuild(writer: Writer, name: str, record: dict) -> None:
-    """The ledger must give back this record's exact bytes at its as_of, or the import is refused."""
+def _check_rebuild(writer: Writer, name: str, record: dict, rebuilt_from: list[tuple[int, Event]] | None = None) -> None:
+    """The ledger must give back this record's exact bytes at its as_of, or the import is refused.
+
+    `rebuilt_from`: the record's own events, from which a worker process already rebuilt it byte for byte
+    (`rebuild_mismatch`, the one rebuild-and-compare). A rebuild reads of each fact its kind, subject,
+    effective key and payload, and their order: when the ledger's facts of the paper are exactly those, in
+    that order, its rebuild is that one, and is not done twice. Otherwise it is done here."""
+    facts = writer.paper_facts(record["paper"]["arxiv_id"])
+    if rebuilt_from is not None and [(f.kind, f.subject, f.effective_key, f.payload) for f in facts] == \
+            [(e.kind, e.subject, e.effective_key, e.payload) for _, e in rebuilt_from]:
+        return
     try:
-        mismatch = rebuild_mismatch(writer.paper_facts(record["paper"]["arxiv_id"]), record, finite=True)
+        mismatch = rebuild_mismatch(facts, record, finite=True)
     except NotFoundError as exc:
         raise InputError(f"{name}: the ledger cannot rebuild this record: {exc}") from None
     if mismatch is not None:
         raise InputError(f"{name}: the ledger cannot reproduce this record at its as_of {record['as_of']}: "
                          f"first difference at {mismatch.first()}")
+
+
+def _rebuilds_alone(parsed: Parsed) -> bool:
+    """Whether a record rebuilds byte for byte from its own events alone (in ledger order, as appended to a
+    ledger that holds nothing else of its paper). Raises nothing."""
+    facts = [Fact(n, e.kind, e.subject, e.effective_at, e.effective_key, "", e.payload)
+             for n, (_, e) in enumerate(parsed.events, start=1)]
+    try:
+        return rebuild_mismatch(facts, parsed.record, finite=True) is None  # finite: from parse_json
+    except NotFoundError:
+        return False
 
 
 # -- units: what one worker decodes ------------------------------------------------------------------------
@@ -413,20 +434,22 @@ def _decode(unit: _Unit) -> Parsed:
 
 
 def _decode_packed(unit: _Unit) -> tuple:
-    """`_decode` in a worker process: plain tuples and the record's canonical bytes pickle several times
-    faster than Event tuples and nested dicts (an import's results all cross the pipe)."""
+    """`_decode` in a worker process, and a record's rebuild from its own events (which spares the writer a
+    rebuild: `_check_rebuild`). Plain tuples and the record's canonical bytes pickle several times faster
+    than Event tuples and nested dicts (an import's results all cross the pipe)."""
     p = _decode(unit)
     record = None if p.record is None else canonical(p.record, finite=True)  # finite: from parse_json
+    alone = p.record is not None and _rebuilds_alone(p)
     return (p.name, record, [(n, tuple(e)) for n, e in p.events],
-            [(n, tuple(entry), tuple(e)) for n, entry, e in p.entries], p.last, p.mixed, p.size)
+            [(n, tuple(entry), tuple(e)) for n, entry, e in p.entries], p.last, p.mixed, p.size, alone)
 
 
 def _unpack(packed: tuple) -> Parsed:
-    name, record, events, entries, last, mixed, size = packed
+    name, record, events, entries, last, mixed, size, alone = packed
     make_entry, make_event_ = Entry._make, Event._make
     return Parsed(name, None if record is None else loads_finite(record),  # finite: orjson refuses NaN
                   [(n, make_event_(e)) for n, e in events],
-                  [(n, make_entry(entry), make_event_(e)) for n, entry, e in entries], last, size, mixed)
+                  [(n, make_entry(entry), make_event_(e)) for n, entry, e in entries], last, size, mixed, alone)
 
 
 def import_files(store: Store, names: list[str], progress: Callable[[Progress], None] | None = None,
@@ -475,7 +498,8 @@ def _whole(units: Iterator[Parsed]) -> Iterator[Parsed]:
     current: Parsed | None = None
     for unit in units:
         if current is None:
-            current = Parsed(unit.name, unit.record, list(unit.events), list(unit.entries), size=unit.size)
+            current = Parsed(unit.name, unit.record, list(unit.events), list(unit.entries), size=unit.size,
+                             rebuilds_alone=unit.rebuilds_alone)
         else:
             current.events += unit.events
             current.entries += unit.entries

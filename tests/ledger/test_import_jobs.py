@@ -276,3 +276,17 @@ def test_ctrl_c_in_the_middle_of_appending_leaves_nothing(tmp_path, jobs, whom):
         assert list(store.entries()) == []
     finally:
         store.close()
+
+
+def test_a_record_that_rebuilds_from_its_own_events_is_still_checked_against_the_ledger(new_location, monkeypatch,
+                                                                                         tmp_path):
+    # A worker rebuilds each record from its own events; the writer relies on that only when the ledger's
+    # facts of the paper are exactly those. Here the ledger holds one more (a later resolution, before the
+    # record's as_of): the seed no longer reproduces, in every mode.
+    resolution = {"observed_at": "2026-08-09T10:00:00Z", "resolver_source": "arxiv_id", "status": "verified_exact"}
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(event_line("resolution.recorded", {"observation_id": "b7d1cb3d-82fc-453c-be89-0574bc0e903d",
+                                                         "resolution": resolution}))
+    outcome = assert_same(outcomes(new_location, monkeypatch, [SEED_004], before=(later,)))
+    assert outcome[0] == "InputError" and "cannot reproduce this record at its as_of" in outcome[1], outcome
+    assert "resolution" in outcome[1]
