@@ -91,22 +91,10 @@ class without_tree:
 
 
 def peer_append(events, batch: int, folder: Path) -> float:
-    from eventsourcing.persistence import StoredEvent
-    from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+    from benchmarks.whole import peer_recorder, stored_events  # whole.py imports this module: not at the top
 
-    path = folder / f"peer-{uuid.uuid4().hex}.db"
-    datastore = SQLiteDatastore(str(path))
-    recorder = SQLiteApplicationRecorder(datastore)
-    recorder.create_table()
-    with datastore.transaction(commit=False) as cursor:
-        cursor.execute("PRAGMA synchronous")
-        gate(cursor.fetchone()[0] == 2, "peer: synchronous is not FULL")  # the same setting as ours
-    versions: dict[str, int] = {}
-    stored = []
-    for e in events:  # the same pre-encoded payloads; one aggregate per subject
-        versions[e.subject] = versions.get(e.subject, 0) + 1
-        stored.append(StoredEvent(originator_id=uuid.uuid5(uuid.NAMESPACE_URL, e.subject),
-                                  originator_version=versions[e.subject], topic=e.kind, state=e.payload))
+    datastore, recorder, _ = peer_recorder(folder)  # the same synchronous setting as ours (a gate)
+    stored = stored_events(events)  # the same pre-encoded payloads; one aggregate per subject
     started = time.perf_counter()
     for i in range(0, len(stored), batch):
         recorder.insert_events(stored[i:i + batch])

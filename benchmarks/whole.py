@@ -117,7 +117,7 @@ def replay_command(ledger: Path, jobs: int, folder: Path, papers: int | None = N
     return written / elapsed, written, rss
 
 
-def _recorder(folder: Path):
+def peer_recorder(folder: Path):
     from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
     path = folder / f"peer-{uuid.uuid4().hex}.db"
@@ -130,7 +130,7 @@ def _recorder(folder: Path):
     return datastore, recorder, path
 
 
-def _stored(events: list[Event]) -> list:
+def stored_events(events: list[Event]) -> list:
     from eventsourcing.persistence import StoredEvent
 
     versions: dict[str, int] = {}
@@ -164,8 +164,8 @@ def leaves_of(events: list[Event], folder: Path) -> tuple[list[bytes], Path]:
 def peer_pair(events: list[Event], leaves: list[bytes], folder: Path) -> float:
     """Events/s of what a Python user would assemble instead: the eventsourcing recorder appending the events
     and pymerkle's SQLite tree appending their leaves, each in one transaction (encoded beforehand, as ours)."""
-    datastore, recorder, path = _recorder(folder)
-    stored = _stored(events)
+    datastore, recorder, path = peer_recorder(folder)
+    stored = stored_events(events)
     tree = _tree(folder)
     started = time.perf_counter()
     recorder.insert_events(stored)
@@ -214,6 +214,13 @@ def peer_job(lines: Path, expected: int, folder: Path) -> float:
     return expected / elapsed
 
 
+def _rate(prove, asked: list[tuple[int, int]]) -> float:
+    started = time.perf_counter()
+    for first, second in asked:
+        prove(first, second)
+    return len(asked) / (time.perf_counter() - started)
+
+
 def proof_rates(ledger: Path, leaves: list[bytes], folder: Path, count: int = 200, seed: int = 5) -> dict[str, float]:
     """Proofs/s of ours (read from the store, as `ledger prove` builds them) and pymerkle's (its SQLite tree of
     the same leaves, a fresh tree object each time so its cache starts cold as ours does), inclusion and
@@ -236,27 +243,13 @@ def proof_rates(ledger: Path, leaves: list[bytes], folder: Path, count: int = 20
         for size in sizes:
             gate(root(nodes, size) == peer.get_root(size), f"pymerkle's root differs from ours at size {size}")
     peer.close()
-    rates = {}
-    started = time.perf_counter()
-    for seq, size in inclusion:
-        prove_inclusion(store, seq, size)
-    rates["ours inclusion"] = len(inclusion) / (time.perf_counter() - started)
-    started = time.perf_counter()
-    for old, new in consistency:
-        prove_consistency(store, old, new)
-    rates["ours consistency"] = len(consistency) / (time.perf_counter() - started)
-    peer = SqliteTree(tree_path)
-    started = time.perf_counter()
-    for index, size in inclusion:
-        peer.prove_inclusion(index, size)
-    rates["pymerkle inclusion"] = len(inclusion) / (time.perf_counter() - started)
-    peer.close()
-    peer = SqliteTree(tree_path)
-    started = time.perf_counter()
-    for old, new in consistency:
-        peer.prove_consistency(old, new)
-    rates["pymerkle consistency"] = len(consistency) / (time.perf_counter() - started)
-    peer.close()
+    rates = {"ours inclusion": _rate(lambda seq, size: prove_inclusion(store, seq, size), inclusion),
+             "ours consistency": _rate(lambda old, new: prove_consistency(store, old, new), consistency)}
+    for kind, asked in (("inclusion", inclusion), ("consistency", consistency)):
+        peer = SqliteTree(tree_path)  # a fresh tree object: its cache starts cold, as ours does
+        prove = peer.prove_inclusion if kind == "inclusion" else peer.prove_consistency
+        rates[f"pymerkle {kind}"] = _rate(prove, asked)
+        peer.close()
     store.close()
     remove(Path(tree_path))
     return rates
