@@ -321,8 +321,8 @@ def postgres_writers(url: str, events, writers: int, folder: Path) -> float:
 def whole_commands(args, folder: Path, say, target) -> None:
     """`ledger import` and `ledger replay` as a user runs them, against the in-process append path on the same
     events and against the peers (benchmarks/whole.py), interleaved, paired ratios of medians."""
-    from benchmarks.whole import (corpus, import_command, in_process, leaves_of, peer_job, peer_pair, proof_rates,
-                                  replay_command)
+    from benchmarks.whole import (corpus, import_command, in_process, leaves_of, peer_job, peer_pair, profile_import,
+                                  proof_rates, replay_command)
 
     c = corpus(folder / "corpus", args.papers, args.records)
     lines, records = len(c.line_events), len(c.record_events)
@@ -386,6 +386,12 @@ def whole_commands(args, folder: Path, say, target) -> None:
     for key, name, unit in rows:
         say(f"| {name} | {statistics.median(figures[key]):,.0f} {unit} | {mb(key)} |")
     say()
+    for what, files in (("event lines", [c.lines]), (f"{len(c.records):,} records", c.records)):
+        say(f"Where `ledger import` of the {what} spends its time (cProfile, one job; own time, top 12):\n")
+        say("| function | calls | own s | with callees s | share of own time |\n|---|---|---|---|---|")
+        for row in profile_import(files, folder):
+            say(row)
+        say()
     for name, ours, theirs, least in (
             ("import of event lines, whole command, vs the in-process append path", "import lines 1", "inproc lines", 0.5),
             ("import of published records, whole command (digests, rebuild), vs the in-process append path",

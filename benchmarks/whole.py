@@ -254,3 +254,23 @@ def proof_rates(ledger: Path, leaves: list[bytes], folder: Path, count: int = 20
     remove(Path(tree_path))
     return rates
 
+
+
+def profile_import(files: list[Path], folder: Path, top: int = 12) -> list[str]:
+    """The top functions (own time) of a whole `ledger import` under cProfile, as table rows: what the
+    command spends its time on (cProfile inflates small Python functions; the order is what it is for)."""
+    import pstats
+
+    db, out = new_ledger(folder), folder / f"profile-{uuid.uuid4().hex}.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "cli", "--db", str(db), "import",
+                           *map(str, files)], capture_output=True, cwd=HERE.parent)
+    gate(done.returncode == 0, f"profiled import: {done.stderr!r}")
+    stats = pstats.Stats(str(out))
+    total = stats.total_tt
+    rows = []
+    for (path, line, name), (_, calls, own, cumulative, _) in sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]:
+        where = f"{Path(path).name}:{line}({name})" if path != "~" else name
+        rows.append(f"| `{where}` | {calls:,} | {own:.2f} | {cumulative:.2f} | {100 * own / total:.0f}% |")
+    out.unlink()
+    remove(db)
+    return rows
