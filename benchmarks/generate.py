@@ -66,17 +66,31 @@ def _paper_events(arxiv_id: str, inbound: int, outbound: int, sweeps: int, rng: 
             yield make_event("notice.checked", {"observation_id": oid, "standing_notice": notice})
 
 
-def generate(total: int, seed: int = 7) -> list[Event]:
-    """About `total` events (exactly `total`, cut at the end), deterministic for a seed."""
+def _papers(seed: int) -> Iterator[list[Event]]:
+    """Every paper's events, the probe paper first, without end; deterministic for a seed."""
     rng = random.Random(seed)
-    events: list[Event] = list(_paper_events(PROBE, 60, 40, 3, random.Random(1), 0.0))
+    yield list(_paper_events(PROBE, 60, 40, 3, random.Random(1), 0.0))
     n = 0
-    while len(events) < total:
+    while True:
         n += 1
         # Long tail: most papers have a handful of inbound citations, a few have hundreds.
         inbound = min(int(rng.paretovariate(1.2)) - 1, 400)
         outbound = rng.randrange(5, 40)
         sweeps = rng.randrange(1, 3)
-        events.extend(_paper_events(f"2{n // 100000:03d}.{n % 100000:05d}", inbound, outbound, sweeps, rng,
-                                    rng.uniform(0, 200 * 86400)))
+        yield list(_paper_events(f"2{n // 100000:03d}.{n % 100000:05d}", inbound, outbound, sweeps, rng,
+                                 rng.uniform(0, 200 * 86400)))
+
+
+def generate(total: int, seed: int = 7) -> list[Event]:
+    """About `total` events (exactly `total`, cut at the end), deterministic for a seed."""
+    events: list[Event] = []
+    papers = _papers(seed)
+    while len(events) < total:
+        events.extend(next(papers))
     return events[:total]
+
+
+def generate_papers(count: int, seed: int = 7) -> list[Event]:
+    """Every event of the first `count` papers (the probe paper among them), deterministic for a seed."""
+    papers = _papers(seed)
+    return [event for _ in range(count) for event in next(papers)]

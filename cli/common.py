@@ -7,7 +7,8 @@ stdout carries results only (`write_stdout`, `write_json`); progress goes to std
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+import time
+from typing import Annotated, Callable
 
 import typer
 
@@ -21,6 +22,7 @@ from ledger.times import parse_when
 
 DEFAULT_DB = "ledger.db"
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]  # every command's --json
+Jobs = Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (default 1: this one alone).")]
 
 
 def db_location(ctx: typer.Context) -> str:
@@ -66,6 +68,53 @@ def progress(message: str) -> None:
     """Progress goes to stderr, and only when a person is watching."""
     if sys.stderr.isatty():
         typer.echo(message, err=True)
+
+
+class Meter:
+    """Progress of long work on stderr, only when a person is watching (stderr is a terminal): one line,
+    redrawn in place at most every `every` seconds, saying how much is done, the rate and the time left.
+
+    `update(stage, done, total, count)`: `done` of `total` (None: unknown, no time left shown) in the unit
+    the time left is judged by (bytes of input, papers), and `count` things (`noun`) so far; the rate is of
+    `count` since the stage began. `close()` ends the line.
+    """
+
+    def __init__(self, label: str, noun: str, every: float = 0.25, clock: Callable[[], float] = time.monotonic):
+        self.label, self.noun, self.every, self.clock = label, noun, every, clock
+        self.live = sys.stderr.isatty()
+        self.stage: str | None = None
+        self.started = self.drawn = 0.0
+        self.line = ""
+
+    def update(self, stage: str, done: int, total: int | None, count: int) -> None:
+        if not self.live:
+            return
+        now = self.clock()
+        if stage != self.stage:
+            self.stage, self.started, self.drawn = stage, now, 0.0
+        elif now - self.drawn < self.every and (total is None or done < total):
+            return
+        self.drawn = now
+        elapsed = now - self.started
+        parts = [f"{self.label}: {stage}" if stage else f"{self.label}:"]
+        if total:
+            parts.append(f"{done * 100 // total}%,")
+        parts.append(f"{count:,} {self.noun}")
+        if elapsed > 0 and count:
+            parts[-1] += ","
+            parts.append(f"{count / elapsed:,.0f} {self.noun}/s")
+            if total and 0 < done < total:
+                parts[-1] += ","
+                parts.append(f"about {elapsed * (total - done) / done:,.0f} s left")
+        self.line = " ".join(parts)
+        sys.stderr.write(f"\r{self.line}\x1b[K")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.line:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.line = ""
 
 
 def write_stdout(data: bytes) -> None:

@@ -8,8 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.common import (Json, db_location, load_signer, load_verifier, open_store, progress, read_text, when, write_json,
-                        write_stdout)
+from functools import partial
+
+from cli.common import (Jobs, Json, Meter, db_location, load_signer, load_verifier, open_store, progress, read_text,
+                        when, write_json, write_stdout)
 from ledger.auditor import load_json, verify_bundle, verify_index
 from ledger.canonical import canonical
 from ledger.chain import hex_hash
@@ -18,9 +20,10 @@ from ledger.importer import import_files
 from ledger.inputs import read_input
 from ledger.logfile import is_exported_log, log_entries
 from ledger.proofs import evidence_bundle
-from ledger.replay import records_as_of
+from ledger.replay import render_records, shared
 from ledger.store import Store, sqlite_path
 from ledger.verify import compare_record, verify_chain
+from ledger.workers import Workers
 from projections import audit
 from projections.record import build_record
 from projections.text import render_text
@@ -36,10 +39,14 @@ def import_(
     ctx: typer.Context,
     files: Annotated[list[str], typer.Argument(help="Published records (JSON) or event lines (JSONL); - for stdin.")],
     json: Json = False,
+    jobs: Jobs = 1,
 ) -> None:
     """Append the facts of published records or event lines, all or nothing."""
-    store = open_store(ctx)
-    result = import_files(store, files, progress)
+    with Workers(jobs) as workers:  # before the store connects: a forked worker must share no connection
+        store = open_store(ctx)
+        meter = Meter("import", "events")
+        result = import_files(store, files, (lambda p: meter.update(*p)) if meter.live else None, workers)
+        meter.close()
     seq, chain = result.head
     if json:
         write_json({"appended": result.appended, "present": result.present,
@@ -63,6 +70,7 @@ def replay(
     stats: Annotated[bool, typer.Option("--stats", help="SQL statements, events read and time on stderr.")] = False,
     evidence: Annotated[Optional[Path], typer.Option("--evidence", help="Write an evidence bundle (needs --paper, --key).")] = None,
     key: Annotated[Optional[str], typer.Option("--key", help="Signing key for the bundle's checkpoint.")] = None,
+    jobs: Jobs = 1,
 ) -> None:
     """Rebuild records as of a date, byte for byte as published."""
     if fmt not in ("json", "text"):
@@ -99,20 +107,38 @@ def replay(
         return
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    suffix = ".json" if fmt == "json" else ".txt"
+    if jobs > 1 and not shared(store):
+        jobs = 1  # an exported log, loaded into this process's memory: no worker could open it
+    if jobs > 1:  # workers fork before their parent's connection exists; each opens its own
+        store.close()
+    emit = partial(_emit, out, fmt)
     count = 0
-    for count, (arxiv_id, record) in enumerate(records_as_of(store, as_of_text, as_of_key, known_key), start=1):
-        data = _render(record, fmt)
-        if out is not None:
-            _write(out / f"{arxiv_id}{suffix}", data)
-        else:
-            write_stdout(data + b"\n")
-        progress(f"{count} {arxiv_id}")
+    with Workers(jobs) as workers:
+        meter = Meter("replay", "records")
+        total = store.paper_count(as_of_key, known_key) if meter.live else None
+        for count, (arxiv_id, data) in enumerate(render_records(store, as_of_text, as_of_key, known_key, emit,
+                                                                workers), start=1):
+            if data is not None:
+                write_stdout(data)
+            meter.update("", count, total, count)
+        meter.close()
     if count == 0:
         raise NotFoundError(f"no record of any paper as of {as_of_text}{known_note}")
     if stats:
-        elapsed = (time.perf_counter() - started) * 1000
-        typer.echo(f"statements: {store.statements}, papers: {count}, time: {elapsed:.1f} ms", err=True)
+        elapsed = time.perf_counter() - started
+        workers_note = " in this process (the workers' not counted)" if jobs > 1 else ""
+        typer.echo(f"statements: {store.statements}{workers_note}, papers: {count}, time: {elapsed * 1000:.1f} ms, "
+                   f"{count / elapsed:,.0f} records/s", err=True)
+
+
+def _emit(out: Path | None, fmt: str, arxiv_id: str, record: dict) -> bytes | None:
+    """One record: written to `out/<arxiv_id>.json` (or `.txt`), or returned for stdout. Runs in a worker
+    process under --jobs."""
+    data = _render(record, fmt)
+    if out is None:
+        return data + b"\n"
+    _write(out / f"{arxiv_id}{'.json' if fmt == 'json' else '.txt'}", data)
+    return None
 
 
 def _write(path: Path, data: bytes) -> None:

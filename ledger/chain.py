@@ -49,7 +49,7 @@ def entry_bytes(seq: int, kind: str, effective_at: str, recorded_at: str, payloa
     """The canonical byte string whose blake3 is the entry hash (and which is the Merkle leaf).
 
     Raises CanonicalError only if a field cannot be encoded (the payload is trusted to be canonical bytes)."""
-    return canonical(entry_object(seq, kind, effective_at, recorded_at, payload), floats=False)
+    return canonical(entry_object(seq, kind, effective_at, recorded_at, payload), finite=True)  # no float in an entry
 
 
 def entry_hash(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:

@@ -72,7 +72,7 @@ def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
         if not 0 < seq <= size:
             raise InputError(f"seq {seq}: not in a tree of size {size}")
         entry = cursor.entry(seq)
-        nodes = cursor.node_source(size)
+        nodes = cursor.node_source(size, lambda nodes: (inclusion_path(nodes, seq - 1, size), root(nodes, size)))
         proof = _inclusion(nodes, seq, size, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
         proof["root"] = root(nodes, size).hex()
         return proof
@@ -84,7 +84,8 @@ def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
         new = _size(cursor, new)
         if not 0 < old <= new:
             raise InputError(f"--consistency {old}: expected a size from 1 to {new}")
-        nodes = cursor.node_source(new)
+        nodes = cursor.node_source(new, lambda nodes: (root(nodes, new), root(nodes, old),
+                                                        consistency_path(nodes, old, new)))
         return {"new_root": root(nodes, new).hex(), "new_size": new, "old_root": root(nodes, old).hex(),
                 "old_size": old, "path": [p.hex() for p in consistency_path(nodes, old, new)]}
 
@@ -102,7 +103,8 @@ def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer
         facts = cursor.paper_facts(paper, size=size)
         shown = [f for f in facts if f.effective_key <= as_of_key and (known_at is None or f.recorded_at <= known_at)]
         record = build_record(paper, shown, as_of, as_of_key)
-        nodes = cursor.node_source(size)
+        nodes = cursor.node_source(size, lambda nodes: ([inclusion_path(nodes, f.seq - 1, size) for f in facts],
+                                                        root(nodes, size)))  # every node in one statement
         index = index_proof(cursor, store.index_nodes, paper, size)
         events, leaves = [], []
         for f in facts:

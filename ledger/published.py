@@ -15,7 +15,7 @@ from . import SCHEMA
 from .canonical import sha256_digest
 from .errors import InputError, IntegrityError
 from .standing_notices import NOTICE_STATES
-from .times import parse_instant
+from .times import instant_key
 
 RESOLUTION_STATES = (
     "verified_exact",
@@ -38,12 +38,17 @@ def _type_name(value: Any) -> str:
             float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
+_MISSING = object()
+
+
 def field(obj: dict, key: str, kind: type | tuple, path: str, nullable: bool = False) -> Any:
     """Return obj[key] after checking it exists and has the expected JSON type. Raises InputError naming the field."""
+    value = obj.get(key, _MISSING)
+    if type(value) is kind:  # the common case, and exact: a bool is never taken for an int here
+        return value
     where = f"{path}.{key}" if path else key
-    if key not in obj:
+    if value is _MISSING:
         raise InputError(f"field {where}: missing")
-    value = obj[key]
     if value is None and nullable:
         return None
     kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -59,7 +64,7 @@ def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | N
     value = field(obj, key, str, path, nullable)
     if value is not None:
         try:
-            parse_instant(value)
+            instant_key(value)
         except InputError as exc:
             raise InputError(f"field {f'{path}.{key}' if path else key}: {exc}") from None
     return value
@@ -188,38 +193,39 @@ def check_record(record: Any) -> dict:
     return record
 
 
-def observation_digest(obs: dict) -> str:
-    """sha256 of the canonical observation without its `observation_digest`.
+def observation_digest(obs: dict, finite: bool = False) -> str:
+    """sha256 of the canonical observation without its `observation_digest` (`finite` as in `canonical`).
     Raises CanonicalError for a value with no canonical form."""
-    return sha256_digest({k: v for k, v in obs.items() if k != "observation_digest"})
+    return sha256_digest({k: v for k, v in obs.items() if k != "observation_digest"}, finite)
 
 
-def context_digest(record: dict) -> str:
-    """sha256 of the canonical record without `context_digest` and `as_of` (SPEC 1).
-    Raises CanonicalError for a value with no canonical form."""
-    return sha256_digest({k: v for k, v in record.items() if k not in ("context_digest", "as_of")})
+def context_digest(record: dict, finite: bool = False) -> str:
+    """sha256 of the canonical record without `context_digest` and `as_of` (SPEC 1; `finite` as in
+    `canonical`). Raises CanonicalError for a value with no canonical form."""
+    return sha256_digest({k: v for k, v in record.items() if k not in ("context_digest", "as_of")}, finite)
 
 
-def digest_mismatches(record: dict) -> list[str]:
-    """One line per digest that does not re-check; empty when all do.
-    Raises nothing for a record `check_record` accepted."""
+def digest_mismatches(record: dict, finite: bool = False) -> list[str]:
+    """One line per digest that does not re-check; empty when all do. `finite=True`: the record came from
+    `canonical.parse_json`. Raises nothing for a record `check_record` accepted."""
     problems = []
     for direction in ("inbound", "outbound"):
         for obs in record[direction]:
-            found = observation_digest(obs)
+            found = observation_digest(obs, finite)
             if found != obs["observation_digest"]:
                 problems.append(
                     f"observation {obs['observation_id']} ({direction}): published {obs['observation_digest']}, "
                     f"re-computed {found}"
                 )
-    found = context_digest(record)
+    found = context_digest(record, finite)
     if found != record["context_digest"]:
         problems.append(f"context_digest: published {record['context_digest']}, re-computed {found}")
     return problems
 
 
-def verify_digests(record: dict) -> None:
-    """Return None when every published digest re-checks; raise IntegrityError naming each that does not."""
-    problems = digest_mismatches(record)
+def verify_digests(record: dict, finite: bool = False) -> None:
+    """Return None when every published digest re-checks; raise IntegrityError naming each that does not.
+    `finite` as in `digest_mismatches`."""
+    problems = digest_mismatches(record, finite)
     if problems:
         raise IntegrityError(f"{len(problems)} digest(s) do not re-check: " + "; ".join(problems))

@@ -15,12 +15,10 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.schema import CreateTable
-from sqlmodel import SQLModel
 
 from .backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for
 from .chain import GENESIS, Entry, entry_bytes, seal
@@ -29,7 +27,7 @@ from .events import Event, Fact
 from .index_nodes import ZERO, Nodes, Update as IndexUpdate, update as index_update, write_leaves
 from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
 from .paper_index import Membership, log_event
-from .tables import EVENT_COLUMNS, SCHEMA_VERSION, TABLES, IndexNode, IndexRoot, LedgerMeta, ObservationPaper
+from .schema import EVENT_COLUMNS, SCHEMA_VERSION
 from .times import format_utc
 
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
@@ -37,6 +35,7 @@ _OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.check
 # Merkle subtrees of 16 leaves and more are stored as appended; smaller ones are re-computed from their
 # block's event rows when a proof needs them. Storing every level cost an append about one more row.
 _STORED_FROM_LEVEL = 4
+_STAND_IN = bytes(32)  # a node's value while a proof's nodes are being listed (Cursor.node_source)
 
 
 def now_utc() -> str:
@@ -134,11 +133,19 @@ class Cursor:
             found.update(perfect_subtrees(block * width, [leaf for _, leaf in digests], _STORED_FROM_LEVEL))
         return found
 
-    def node_source(self, size: int):
+    def node_source(self, size: int, prefetch: Callable[[Callable[[int, int], bytes]], object] | None = None):
         """A Merkle node source for proofs in the tree of `size` leaves: each node read once, then remembered;
-        nothing past `size` is read, so an append landing meanwhile cannot reach a proof.
-        Its nodes raise IntegrityError for a node outside that tree or one the ledger cannot give."""
+        nothing past `size` is read, so an append landing meanwhile cannot reach a proof. `prefetch`, a
+        function of a node source (building a proof), is first run on a stand-in that only notes which nodes
+        it asks for (which nodes a proof needs depends on its sizes, never on hashes): all of them are then
+        read in one statement, not one each. Its nodes raise IntegrityError for a node outside that tree or
+        one the ledger cannot give."""
         cache: dict[tuple[int, int], bytes] = {}
+        if prefetch is not None:
+            wanted: set[tuple[int, int]] = set()
+            prefetch(lambda level, index: wanted.add((level, index)) or _STAND_IN)
+            if wanted:
+                cache.update(self.tree_nodes(sorted(pair for pair in wanted if (pair[1] + 1) << pair[0] <= size), size))
 
         def node(level: int, index: int) -> bytes:
             if (index + 1) << level > size:
@@ -209,6 +216,10 @@ class Store:
         path = sqlite_path(location)
         if path is not None and os.path.exists(path):
             raise InputError(f"{path}: already exists; a ledger is created only once")
+        from sqlmodel import SQLModel  # here only: loading the tables costs every other command its start-up
+
+        from .tables import TABLES, LedgerMeta
+
         store = cls._connect(database_url(location))
         with store._failures("create"):
             with store.engine.connect() as conn, conn.begin():
@@ -260,6 +271,10 @@ class Store:
             store.close()
 
     def _upgrade(self, cursor: Cursor) -> int:
+        from sqlalchemy.schema import CreateTable  # the tables load only where they are used (ledger.schema)
+
+        from .tables import IndexNode, IndexRoot, ObservationPaper
+
         tables = (ObservationPaper.__table__, IndexNode.__table__, IndexRoot.__table__)
         cursor.execute("DROP TABLE observation_papers")  # its rows are re-derived below, with their seq
         for table in tables:
@@ -408,6 +423,16 @@ class Store:
                 return
             after = page[-1]
             del page  # before the next page is read: one page held at a time
+
+    def paper_count(self, as_of_key: str, known_at: str | None = None) -> int:
+        """How many papers `papers` would list (for progress: the time left). Raises StoreError."""
+        sql = "SELECT COUNT(DISTINCT paper) FROM events WHERE kind = 'paper.snapshot' AND effective_key <= ?"
+        params = [as_of_key]
+        if known_at is not None:
+            sql += " AND recorded_at <= ?"
+            params.append(known_at)
+        with self.reading() as cursor:
+            return cursor.execute(sql, params).fetchone()[0]
 
     def entries(self, batch: int = 2000) -> Iterator[Entry]:
         """Every entry in ledger order, read in pages by seq so memory stays flat. Raises StoreError."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Index, Integer, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = "2"  # 2: the paper index (index_nodes, index_roots) and observation_papers.seq
+from .schema import EVENT_COLUMNS, SCHEMA_VERSION  # noqa: F401 -- the same names, for whoever reads them here
 
 # 64-bit on PostgreSQL; exactly INTEGER on SQLite, where only that type makes the key the rowid.
 SEQUENCE = BigInteger().with_variant(Integer(), "sqlite")
@@ -88,5 +88,3 @@ class LedgerMeta(SQLModel, table=True):
 
 TABLES = [EventRow.__table__, ObservationPaper.__table__, MerkleNode.__table__, IndexNode.__table__,
           IndexRoot.__table__, LedgerMeta.__table__]
-EVENT_COLUMNS = ("seq", "kind", "subject", "paper", "effective_at", "effective_key", "recorded_at", "payload",
-                 "entry_hash", "chain_hash")

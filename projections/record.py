@@ -12,7 +12,7 @@ from typing import Iterable, NamedTuple
 import orjson
 
 from ledger import SCHEMA
-from ledger.canonical import canonical
+from ledger.canonical import canonical, loads_finite
 from ledger.errors import NotFoundError
 from ledger.standing_notices import CHECK_FAILED
 from ledger.events import (
@@ -54,7 +54,7 @@ def _observation(oid: str, citation: dict, resolution: dict | None, notice: dict
         links["cited_paper"] = f"/paper/{citation['cited_paper']['arxiv_id']}"
     obs = {"citation": citation, "links": links, "observation_id": oid,
            "resolution": resolution or UNRESOLVED, "standing_notice": notice or NOT_CHECKED}
-    obs["observation_digest"] = observation_digest(obs)
+    obs["observation_digest"] = observation_digest(obs, finite=True)  # parts from loads_finite, see build_record
     return obs
 
 
@@ -75,7 +75,7 @@ class Fold:
         for a fact the ledger stored."""
         if fact.effective_key > self.cutoff:
             return False
-        payload = orjson.loads(fact.payload)
+        payload = loads_finite(fact.payload)  # every value of the record comes from here or is built below
         if fact.kind == PAPER_SNAPSHOT and payload["arxiv_id"] != self.paper_id:
             return False
         if fact.kind in (SOURCE_CHECKED, MEASUREMENTS_CHECKED) and payload["paper"] != self.paper_id:
@@ -178,7 +178,8 @@ def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -
                    f"{len(outbound)} outbound references and {len(shown_in)} inbound Pith citation "
                    f"observations for arXiv:{paper_id}."),
     }
-    record["context_digest"] = context_digest(record)
+    # No float but those of the payloads (loads_finite: never NaN or Infinity): the walk for them is skipped.
+    record["context_digest"] = context_digest(record, finite=True)
     return record
 
 
@@ -197,14 +198,15 @@ class Mismatch(NamedTuple):
         return history_differences(self.rebuilt, self.record) or [self.first()]
 
 
-def rebuild_mismatch(facts: Iterable[Fact], record: dict) -> Mismatch | None:
+def rebuild_mismatch(facts: Iterable[Fact], record: dict, finite: bool = False) -> Mismatch | None:
     """Rebuild `record`'s paper from `facts` at the record's own `as_of`: None when the rebuild is the record
     byte for byte, else the Mismatch. The one rebuild-and-compare of import, verify and evidence bundles.
+    `finite=True`: the record came from `canonical.parse_json` (see `canonical.canonical`).
 
     Raises NotFoundError when the facts hold no snapshot of the paper by then.
     """
     rebuilt = build_record(record["paper"]["arxiv_id"], facts, record["as_of"])
-    return None if canonical(rebuilt) == canonical(record) else Mismatch(rebuilt, record)
+    return None if canonical(rebuilt, finite=True) == canonical(record, finite) else Mismatch(rebuilt, record)
 
 
 def history_differences(rebuilt: dict, record: dict) -> list[str]:

@@ -22,8 +22,9 @@ LAYERS = {
     "ledger": CORE, "ledger.errors": CORE, "ledger.canonical": CORE, "ledger.times": CORE, "ledger.inputs": CORE,
     "ledger.standing_notices": CORE, "ledger.published": CORE, "ledger.events": CORE, "ledger.chain": CORE,
     "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE, "ledger.tiles": CORE,
-    "ledger.paper_index": CORE,
-    "ledger.tables": STORAGE, "ledger.index_nodes": STORAGE, "ledger.backends": STORAGE, "ledger.backends.sqlite": STORAGE,
+    "ledger.workers": CORE, "ledger.paper_index": CORE,
+    "ledger.schema": STORAGE, "ledger.tables": STORAGE, "ledger.index_nodes": STORAGE, "ledger.backends": STORAGE,
+    "ledger.backends.sqlite": STORAGE,
     "ledger.backends.postgres": STORAGE, "ledger.backends.base": STORAGE, "ledger.store": STORAGE,
     "projections": FOLDS, "projections.record": FOLDS, "projections.text": FOLDS, "projections.audit": FOLDS,
     "ledger.importer": SERVICES, "ledger.verify": SERVICES, "ledger.replay": SERVICES, "ledger.proofs": SERVICES,
@@ -130,3 +131,18 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
         if done.returncode:
             failures.append(f"{name}: {done.stderr.strip().splitlines()[-1]}")
     assert failures == []
+
+
+def test_commands_start_without_loading_the_sqlmodel_tables():
+    # Loading SQLModel (and pydantic, SQLAlchemy's ORM) took longer than the rest of a command's start-up:
+    # only `init` needs the tables (ledger/schema.py holds what every other command needs).
+    script = "import sys, cli.main; print(sorted(m for m in ('sqlmodel', 'pydantic', 'ledger.tables') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
+
+
+def test_the_schema_names_the_tables_columns():
+    from ledger.schema import EVENT_COLUMNS
+    from ledger.tables import EventRow
+
+    assert set(EVENT_COLUMNS) == set(EventRow.__table__.columns.keys())

@@ -13,7 +13,6 @@ from typing import Any, Sequence
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
-from sqlmodel import SQLModel
 
 from .base import LOCK_TIMEOUT_SECONDS, Backend
 
@@ -25,7 +24,9 @@ LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout expired, or NOWAIT
 @cache
 def _column_types(table: str, columns: tuple[str, ...], dialect) -> list[str]:
     """The database types of a table's columns, from the SQLModel tables (compiled once: ~50 us each time)."""
-    columns_of = SQLModel.metadata.tables[table].columns
+    from ..tables import TABLES  # loaded here, not at start-up (ledger/schema.py)
+
+    columns_of = next(t for t in TABLES if t.name == table).columns
     return [columns_of[name].type.compile(dialect=dialect).lower() for name in columns]
 
 

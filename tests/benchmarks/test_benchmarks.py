@@ -167,3 +167,33 @@ def test_the_index_section_replaces_only_itself(tmp_path, monkeypatch):
     text = out.read_text()
     assert text.count(run.INDEX_BEGIN) == 1 and "## idx 6" in text and "## idx 5" not in text
     assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n") and "serve\n" in text
+
+
+def test_the_corpus_imports_whole_and_the_commands_pass_their_gates(tmp_path):
+    # Every record of the corpus must be one a new ledger accepts (rebuilt byte for byte), and the event lines
+    # the same facts as the ledger they came from; the command runners' gates check appended counts and chains.
+    from benchmarks.whole import corpus, import_command, in_process, replay_command
+
+    c = corpus(tmp_path / "corpus", papers=8, records=5)
+    assert len(c.records) == 5 and len(c.line_events) > 100
+    assert in_process(c.line_events, tmp_path) > 0
+    for jobs in (1, 2):
+        assert import_command([c.lines], jobs, len(c.line_events), tmp_path)[0] > 0
+        assert import_command(c.records, jobs, len(c.record_events), tmp_path)[0] > 0
+        rate, written, _ = replay_command(c.ledger, jobs, tmp_path, 8)
+        assert rate > 0 and written == 8
+    assert sorted(p.name for p in tmp_path.glob("ledger-*.db")) == []  # each run's ledger removed
+
+
+def test_the_peers_get_the_same_leaves_and_agree_on_every_root(tmp_path):
+    pytest.importorskip("pymerkle")
+    pytest.importorskip("eventsourcing")
+    from benchmarks.whole import leaves_of, peer_pair, proof_rates
+
+    events = generate(700, seed=3)
+    leaves, ledger = leaves_of(events, tmp_path)
+    assert peer_pair(events, leaves, tmp_path) > 0  # its gates: every row and leaf present
+    rates = proof_rates(ledger, leaves, tmp_path, count=30)  # its gate: pymerkle's roots equal ours
+    assert set(rates) == {"ours inclusion", "ours consistency", "pymerkle inclusion", "pymerkle consistency"}
+    with pytest.raises(GateError, match="root differs"):
+        proof_rates(ledger, leaves[:-1] + [b"not the leaf"], tmp_path, count=3)

@@ -299,7 +299,8 @@ def test_progress_goes_to_a_terminal_only(ready, tmp_path):
         shown += chunk
     os.close(terminal)
     assert proc.returncode == 0
-    assert shown.replace(b"\r\n", b"\n") == f"validated {SEED_004}: 40 events\n".encode()
+    shown = shown.replace(b"\r\n", b"\n")  # the terminal's line discipline
+    assert shown.startswith(b"\rimport: ") and b", 40 events" in shown and shown.endswith(b"\x1b[K\n"), shown
     assert stdout.startswith(b"appended 40 events (0 already present); head 40 blake3:")
 
 
@@ -308,9 +309,13 @@ def test_import_and_verify_report_progress_to_a_callback(store):
     from ledger.importer import import_files
     from ledger.verify import verify_chain
 
+    from ledger.importer import Progress
+
     lines = []
     import_files(store, [str(SEED_004)], lines.append)
-    assert lines == [f"validated {SEED_004}: 40 events"]
+    size = SEED_004.stat().st_size
+    assert lines == [Progress("decoding", size, size, 40), Progress("appending", size, size, 40)]
+    lines = []
     entries = list(store.entries()) * 2500  # 100,000 entries through the progress wrapper (a broken chain)
     with pytest.raises(IntegrityError, match="sequence gap: expected seq 41, found seq 1"):
         verify_chain(entries, lines.append)
@@ -384,3 +389,36 @@ def test_sqlite_synchronous_takes_sqlites_values_in_any_case(tmp_path, monkeypat
     facts.write_bytes(NEW_PAPER)
     done = run_ledger("--db", db, "import", str(facts), env={"LEDGER_SQLITE_SYNCHRONOUS": "normal"})
     assert (done.returncode, done.stderr) == (0, b"") and done.stdout.startswith(b"appended 1 events")
+
+
+def test_the_meter_shows_counts_rate_and_time_left_on_a_terminal_only(monkeypatch, capsys):
+    import cli.common
+
+    now = [0.0]
+    monkeypatch.setattr(cli.common.sys.stderr, "isatty", lambda: True, raising=False)
+    meter = cli.common.Meter("import", "events", clock=lambda: now[0])
+    meter.update("decoding", 0, 1000, 0)
+    now[0] = 2.0
+    meter.update("decoding", 250, 1000, 5000)
+    now[0] = 2.1
+    meter.update("decoding", 260, 1000, 5200)  # too soon to redraw
+    now[0] = 3.0
+    meter.update("appending", 100, 1000, 1000)  # a new stage: its own clock
+    meter.close()
+    assert capsys.readouterr().err == (
+        "\rimport: decoding 0%, 0 events\x1b[K"
+        "\rimport: decoding 25%, 5,000 events, 2,500 events/s, about 6 s left\x1b[K"
+        "\rimport: appending 10%, 1,000 events\x1b[K\n")
+    monkeypatch.setattr(cli.common.sys.stderr, "isatty", lambda: False, raising=False)
+    quiet = cli.common.Meter("replay", "records", clock=lambda: now[0])
+    quiet.update("", 1, 10, 1)
+    quiet.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_long_commands_say_nothing_on_stderr_when_it_is_not_a_terminal(imported, tmp_path):
+    out = tmp_path / "records"
+    result = imported("replay", "--as-of", "2026-08-09", "--out", str(out), "--stats")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr.startswith("statements: ") and "records/s" in result.stderr  # --stats only
+    assert (out / f"{PAPER_004}.json").exists()

@@ -4,8 +4,9 @@ import json
 import math
 import random
 
+import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.canonical import CanonicalError, canonical, parse_json, sha256_digest
@@ -152,3 +153,99 @@ def test_sha256_digest_gives_seed_004s_published_digests():
     assert computed == SEED_DIGESTS
     assert sha256_digest({k: v for k, v in record.items() if k not in ("context_digest", "as_of")}) == \
         record["context_digest"] == SEED_CONTEXT_DIGEST
+
+
+@settings(max_examples=50)
+@given(json_values)
+def test_sha256_digest_format(value):
+    digest = sha256_digest(value)
+    assert digest.startswith("sha256:") and len(digest) == 71
+
+
+# -- the parser's fast path (orjson) must decide exactly as the strict one ---------------------------------
+from ledger.canonical import _parse_strict, loads_finite  # noqa: E402
+
+_SCALARS = st.sampled_from([
+    "null", "true", "false", "0", "-0", "1.5", "1e5", "1E400", "-1e999", "1e20", "NaN", "-Infinity",
+    "18446744073709551615", "18446744073709551616", "-9223372036854775808", "-9223372036854775809",
+    "123456789012345678901234567890", '"a:b"', '"\\u003a"', '"\\u003A:"', '"\\ud800"', '"x"', '"\\u00e9"', '"é"',
+    '"\\"a\\":"', '"\\\\"', '"e+1"', "01", "1.", "[1,]",
+]) | st.integers().map(str) | st.floats(allow_nan=False, allow_infinity=False).map(repr)
+_KEYS = st.sampled_from(['"a"', '"b"', '"a:"', '"a\\u003a"', '"\\u0061"', '"seq"', '"k\\":"', '""'])
+_SPACE = st.sampled_from(["", "", " ", "\n", "\t", "\r\n", "\x0c", "\xa0"])
+
+
+def _object(members):
+    return "{" + ",".join(f"{space}{key}{space}:{value}" for key, value, space in members) + "}"
+
+
+json_texts = st.recursive(
+    _SCALARS,
+    lambda children: st.lists(st.tuples(_KEYS, children, _SPACE), max_size=5).map(_object)
+    | st.lists(children, max_size=4).map(lambda items: "[" + ",".join(items) + "]"),
+    max_leaves=25,
+)
+
+
+def _outcome(parse, text):
+    try:
+        return "ok", canonical(parse(text))
+    except CanonicalError as exc:
+        return "refused", str(exc)
+
+
+@settings(max_examples=1500)
+@given(json_texts)
+def test_the_fast_path_decides_every_text_as_the_strict_parser_does(text):
+    # The oracle is the standard library's parser with the duplicate-key and constant hooks: the same
+    # value (byte for byte once encoded) or the same refusal, word for word.
+    assert _outcome(parse_json, text) == _outcome(_parse_strict, text)
+
+
+@given(json_values)
+def test_the_fast_path_round_trips_what_the_encoder_writes(value):
+    assert canonical(parse_json(canonical(value).decode())) == canonical(value)
+
+
+@pytest.mark.parametrize("text, problem", [
+    # A duplicate deep inside an event line, among strings full of colons.
+    ('{"kind":"citation.observed","payload":{"citation":{"cited_work":{"t":"a:b:c","t":"d"}},"observation_id":"x:y"}}',
+     "duplicate key 't'"),
+    # A colon written as an escape must not hide a duplicate from the count of colons.
+    ('{"a\\u003a":1,"b":{"c":1,"c":2}}', "duplicate key 'c'"),
+    ('{"a\\u003a":1,"a:":2}', "duplicate key 'a:'"),
+    ('{"n":18446744073709551616}', "64-bit"),  # orjson would have made it a float
+    ('{"n":-9223372036854775809}', "64-bit"),
+    ('{"n":1e999}', "n: NaN and Infinity have no JSON form"),
+    ('{"s":"\\ud800"}', "surrogates not allowed"),
+])
+def test_parse_json_refuses_what_orjson_alone_would_take_or_misname(text, problem):
+    with pytest.raises(CanonicalError, match=problem):
+        parse_json(text)
+
+
+def test_the_64_bit_edges_stay_integers():
+    assert parse_json('[18446744073709551615,-9223372036854775808]') == [2**64 - 1, -(2**63)]
+
+
+def test_what_the_fast_path_relies_on_in_orjson():
+    # loads_finite: orjson refuses NaN, Infinity and literals that overflow a double, so what it returns is
+    # finite (the NaN walk is skipped for it). And it writes every float of 2**63 or more with an exponent
+    # (`e+`), which is how the fast path sees an integer orjson turned into a float.
+    for text in ("NaN", "[Infinity]", "-Infinity", "1e999", "[-1E400]"):
+        with pytest.raises(orjson.JSONDecodeError):
+            loads_finite(text)
+    for number in (2.0**63, 2.0**64, -(2.0**63) - 4096, 1e300, float(10**25), -1.8446744073709552e19):
+        assert b"e+" in orjson.dumps(number)
+    assert loads_finite("18446744073709551616") == 2.0**64  # the coercion the fast path guards against
+
+
+def test_canonical_bytes_hold_no_more_memory_than_their_length():
+    # orjson's own result keeps a 4 KiB buffer however short: an import holds one per event.
+    import tracemalloc
+
+    tracemalloc.start()
+    kept = [canonical({"n": n, "title": "x" * 300}) for n in range(500)]
+    held = tracemalloc.get_traced_memory()[0] / len(kept)
+    tracemalloc.stop()
+    assert held < 1024, held

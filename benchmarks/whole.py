@@ -1,0 +1,276 @@
+"""Whole commands, as a user runs them, against the in-process append path and against the peers.
+
+Every contender here is timed from process start to exit when it is a command (a subprocess), and on the
+same events, in the same run, interleaved with the others. What each row includes is said in its name:
+decoding (JSON to events), checks (shapes, timestamps, digests, the record's byte-for-byte rebuild),
+append (chain, fact index, paper links, guards), tree (the RFC 9162 Merkle tree).
+
+The peers: the `eventsourcing` SQLite recorder (appends), and `pymerkle`'s SQLite tree (leaves, inclusion
+and consistency proofs), fed the same events and the same leaves; both run with the ledger's journal mode
+and `synchronous` setting.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import NamedTuple
+
+from benchmarks.corpus import AS_OF, write_corpus
+from benchmarks.run import HERE, gate  # run.py imports this module inside its main only: no cycle at load
+from ledger.chain import entry_bytes, verify_entries
+from ledger.events import Event
+from ledger.importer import Parsed, import_inputs, parse_input
+from ledger.merkle import root
+from ledger.proofs import prove_consistency, prove_inclusion
+from ledger.store import Store
+
+
+class Corpus(NamedTuple):
+    lines: Path  # event lines: an export with the hashes stripped
+    records: list[Path]  # published records, one file each
+    ledger: Path  # the ledger they came from (for replay)
+    line_events: list[Event]  # the same facts, decoded beforehand (the in-process path's input)
+    record_events: list[Event]
+
+
+def corpus(folder: Path, papers: int, records: int) -> Corpus:
+    lines, record_dir, ledger, _, written = write_corpus(folder, papers)
+    gate(written >= records, f"corpus: {written} records, {records} wanted")
+    files = sorted(record_dir.iterdir())[:records]
+    line_events = [e for _, e in parse_input(str(lines), lines.read_bytes()).events]
+    record_events = [e for f in files for _, e in parse_input(str(f), f.read_bytes()).events]
+    return Corpus(lines, files, ledger, line_events, record_events)
+
+
+def remove(path: Path) -> None:
+    """A database file and its SQLite companions: a run makes dozens, some of 100 MB."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def new_ledger(folder: Path) -> Path:
+    path = folder / f"ledger-{uuid.uuid4().hex}.db"
+    Store.create(str(path)).close()
+    return path
+
+
+def in_process(events: list[Event], folder: Path) -> float:
+    """Events/s of the append path alone (dedupe, chain, tree, SQL), in one transaction as a command runs it,
+    from events already decoded and checked in memory."""
+    path = new_ledger(folder)
+    store = Store.open(str(path))
+    started = time.perf_counter()
+    appended = import_inputs(store, [Parsed("bench", events=[(0, e) for e in events])]).appended
+    elapsed = time.perf_counter() - started
+    store.close()
+    remove(path)
+    gate(appended == len(events), f"in process: {appended} of {len(events)} appended")
+    return len(events) / elapsed
+
+
+def command(args: list[str]) -> tuple[float, bytes, int]:
+    """Seconds from process start to exit, stdout, and the largest process's peak RSS (bytes) of a
+    `ledger` command (a fresh interpreter, as a user starts it), run from a small wrapper so that the RSS is
+    the command's and its workers', not this process's."""
+    wrapper = ("import resource, subprocess, sys, time\n"
+               "started = time.perf_counter()\n"
+               "done = subprocess.run(sys.argv[1:], capture_output=True)\n"
+               "elapsed = time.perf_counter() - started\n"
+               "sys.stderr.buffer.write(done.stderr)\n"
+               "sys.stdout.buffer.write(done.stdout)\n"
+               "print(elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, done.returncode,\n"
+               "      file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "cli", *args], capture_output=True,
+                          cwd=HERE.parent)
+    *errors, summary = done.stderr.decode().strip().splitlines()
+    elapsed, rss, code = summary.split()
+    gate(code == "0" and not errors, f"ledger {' '.join(args[:4])}...: exit {code}: {errors}")
+    return float(elapsed), done.stdout, int(rss)
+
+
+def import_command(files: list[Path], jobs: int, expected: int, folder: Path) -> tuple[float, int]:
+    """Events/s and peak RSS of `ledger import --jobs N FILES` into a new ledger, process start to exit."""
+    db = new_ledger(folder)
+    elapsed, out, rss = command(["--db", str(db), "import", "--jobs", str(jobs), *map(str, files)])
+    gate(out.startswith(f"appended {expected} events (0 already present)".encode()), f"import: {out!r}")
+    store = Store.open(str(db))
+    gate(verify_entries(store.entries())[0] == expected, "import: the chain does not verify")
+    store.close()
+    remove(db)
+    return expected / elapsed, rss
+
+
+def replay_command(ledger: Path, jobs: int, folder: Path, papers: int | None = None) -> tuple[float, int, int]:
+    """Records/s, records written and peak RSS of `ledger replay --as-of D --out DIR --jobs N`."""
+    out = folder / f"replay-{uuid.uuid4().hex}"
+    elapsed, _, rss = command(["--db", str(ledger), "replay", "--as-of", AS_OF, "--out", str(out), "--jobs", str(jobs)])
+    written = sum(1 for _ in out.iterdir())
+    gate(papers is None or written == papers, f"replay: {written} records, {papers} expected")
+    for path in out.iterdir():
+        path.unlink()
+    out.rmdir()
+    return written / elapsed, written, rss
+
+
+def peer_recorder(folder: Path):
+    from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+
+    path = folder / f"peer-{uuid.uuid4().hex}.db"
+    datastore = SQLiteDatastore(str(path))
+    recorder = SQLiteApplicationRecorder(datastore)
+    recorder.create_table()
+    with datastore.transaction(commit=False) as cursor:
+        cursor.execute("PRAGMA synchronous")
+        gate(cursor.fetchone()[0] == 2, "peer: synchronous is not FULL")
+    return datastore, recorder, path
+
+
+def stored_events(events: list[Event]) -> list:
+    from eventsourcing.persistence import StoredEvent
+
+    versions: dict[str, int] = {}
+    stored = []
+    for e in events:  # the same pre-encoded payloads; one aggregate per subject
+        versions[e.subject] = versions.get(e.subject, 0) + 1
+        stored.append(StoredEvent(originator_id=uuid.uuid5(uuid.NAMESPACE_URL, e.subject),
+                                  originator_version=versions[e.subject], topic=e.kind, state=e.payload))
+    return stored
+
+
+def _tree(folder: Path):
+    from pymerkle import SqliteTree
+
+    tree = SqliteTree(str(folder / f"pymerkle-{uuid.uuid4().hex}.db"))
+    tree.con.execute("PRAGMA journal_mode=WAL")  # the ledger's setting
+    tree.con.execute("PRAGMA synchronous=FULL")
+    return tree
+
+
+def leaves_of(events: list[Event], folder: Path) -> tuple[list[bytes], Path]:
+    """The Merkle leaves (entry bytes) of these events as the ledger appends them, and that ledger."""
+    path = new_ledger(folder)
+    store = Store.open(str(path))
+    import_inputs(store, [Parsed("leaves", events=[(0, e) for e in events])])
+    leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in store.entries()]
+    store.close()
+    return leaves, path
+
+
+def peer_pair(events: list[Event], leaves: list[bytes], folder: Path) -> float:
+    """Events/s of what a Python user would assemble instead: the eventsourcing recorder appending the events
+    and pymerkle's SQLite tree appending their leaves, each in one transaction (encoded beforehand, as ours)."""
+    datastore, recorder, path = peer_recorder(folder)
+    stored = stored_events(events)
+    tree = _tree(folder)
+    started = time.perf_counter()
+    recorder.insert_events(stored)
+    tree.append_entries(leaves)
+    elapsed = time.perf_counter() - started
+    gate(tree.get_size() == len(leaves), "pymerkle: leaves missing")
+    count = len(recorder.select_notifications(start=1, limit=len(events) + 1))
+    gate(count == len(events), f"peer: {count} rows, expected {len(events)}")
+    tree.close()
+    datastore.close()
+    remove(Path(tree.dbfile))
+    remove(path)
+    return len(events) / elapsed
+
+
+PEER_JOB = """
+import sys, time, uuid, orjson
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+datastore = SQLiteDatastore(sys.argv[2])
+recorder = SQLiteApplicationRecorder(datastore)
+recorder.create_table()
+versions, stored = {}, []
+for line in open(sys.argv[1], "rb"):
+    event = orjson.loads(line)
+    subject = orjson.dumps(event["payload"].get("observation_id") or event["payload"].get("arxiv_id")
+                           or [event["payload"].get("paper"), event["payload"].get("source")])
+    versions[subject] = versions.get(subject, 0) + 1
+    stored.append(StoredEvent(originator_id=uuid.uuid5(uuid.NAMESPACE_URL, subject.decode()),
+                              originator_version=versions[subject], topic=event["kind"],
+                              state=orjson.dumps(event["payload"], option=orjson.OPT_SORT_KEYS)))
+recorder.insert_events(stored)
+print(len(recorder.select_notifications(start=1, limit=len(stored) + 1)))
+"""
+
+
+def peer_job(lines: Path, expected: int, folder: Path) -> float:
+    """Events/s of the peer's whole job, process start to exit: the same file decoded with orjson (no checks)
+    and appended by the eventsourcing recorder in one transaction."""
+    db = folder / f"job-{uuid.uuid4().hex}.db"
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", PEER_JOB, str(lines), str(db)], capture_output=True, cwd=HERE.parent)
+    elapsed = time.perf_counter() - started
+    remove(db)
+    gate(done.returncode == 0 and done.stdout.split() == [str(expected).encode()], f"peer job: {done.stderr!r}")
+    return expected / elapsed
+
+
+def _rate(prove, asked: list[tuple[int, int]]) -> float:
+    started = time.perf_counter()
+    for first, second in asked:
+        prove(first, second)
+    return len(asked) / (time.perf_counter() - started)
+
+
+def proof_rates(ledger: Path, leaves: list[bytes], folder: Path, count: int = 200, seed: int = 5) -> dict[str, float]:
+    """Proofs/s of ours (read from the store, as `ledger prove` builds them) and pymerkle's (its SQLite tree of
+    the same leaves, a fresh tree object each time so its cache starts cold as ours does), inclusion and
+    consistency, at the same tree sizes. Gate: both trees have the same root at every size asked."""
+    rng = random.Random(seed)
+    n = len(leaves)
+    sizes = [n, n // 2 + 1, n // 3 + 7]
+    inclusion = [(rng.randrange(1, size + 1), size) for size in sizes for _ in range(count // len(sizes))]
+    consistency = [(rng.randrange(1, size), size) for size in sizes for _ in range(count // len(sizes))]
+    store = Store.open(str(ledger))
+    tree = _tree(folder)
+    tree.append_entries(leaves)
+    tree_path = tree.dbfile
+    tree.close()
+    from pymerkle import SqliteTree
+
+    peer = SqliteTree(tree_path)
+    with store.reading() as cursor:
+        nodes = cursor.node_source()
+        for size in sizes:
+            gate(root(nodes, size) == peer.get_root(size), f"pymerkle's root differs from ours at size {size}")
+    peer.close()
+    rates = {"ours inclusion": _rate(lambda seq, size: prove_inclusion(store, seq, size), inclusion),
+             "ours consistency": _rate(lambda old, new: prove_consistency(store, old, new), consistency)}
+    for kind, asked in (("inclusion", inclusion), ("consistency", consistency)):
+        peer = SqliteTree(tree_path)  # a fresh tree object: its cache starts cold, as ours does
+        prove = peer.prove_inclusion if kind == "inclusion" else peer.prove_consistency
+        rates[f"pymerkle {kind}"] = _rate(prove, asked)
+        peer.close()
+    store.close()
+    remove(Path(tree_path))
+    return rates
+
+
+
+def profile_import(files: list[Path], folder: Path, top: int = 12) -> list[str]:
+    """The top functions (own time) of a whole `ledger import` under cProfile, as table rows: what the
+    command spends its time on (cProfile inflates small Python functions; the order is what it is for)."""
+    import pstats
+
+    db, out = new_ledger(folder), folder / f"profile-{uuid.uuid4().hex}.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "cli", "--db", str(db), "import",
+                           *map(str, files)], capture_output=True, cwd=HERE.parent)
+    gate(done.returncode == 0, f"profiled import: {done.stderr!r}")
+    stats = pstats.Stats(str(out))
+    total = stats.total_tt
+    rows = []
+    for (path, line, name), (_, calls, own, cumulative, _) in sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]:
+        where = f"{Path(path).name}:{line}({name})" if path != "~" else name
+        rows.append(f"| `{where}` | {calls:,} | {own:.2f} | {cumulative:.2f} | {100 * own / total:.0f}% |")
+    out.unlink()
+    remove(db)
+    return rows

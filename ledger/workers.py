@@ -1,0 +1,83 @@
+"""Work spread over worker processes, with results in input order: what `import --jobs` and `replay --jobs`
+share. Standard library only; it knows nothing of the ledger.
+
+`Workers(1)` runs every task here, in order, as a plain loop. `Workers(n)` starts n processes when entered
+(forked on Linux, so a worker starts at once with the parent's modules; callers enter it before opening a
+connection, which a forked child must never share) and hands them at most `ahead` tasks at a time, so a
+corpus of any size holds a bounded number of tasks and results in memory. A task's exception is raised
+here, in input order, when its turn comes: the first failing task in input order is the one reported,
+whatever the order in which the workers finished.
+
+Workers ignore SIGINT. Ctrl-C at a terminal signals the whole process group; only the parent decides what
+it means (it rolls its transaction back and leaves), and leaving the `with` block stops every worker (tasks
+already running finish first: each is small). SIGINT is blocked while the workers are forked, so none can
+arrive in the moment before a worker has started ignoring it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _start_method():
+    # fork: a worker needs no start-up (it has the parent's modules), and it is entered before any connection
+    # exists. Elsewhere (macOS, Windows) fork is unsafe or absent: the platform's default, slower to start.
+    return multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+
+
+class Workers:
+    """A context manager: `map` runs tasks here (jobs <= 1) or in `jobs` worker processes."""
+
+    def __init__(self, jobs: int, ahead: int | None = None):
+        self.jobs = max(1, jobs)
+        self.ahead = ahead or 2 * self.jobs + 2  # enough to keep every worker busy while one result waits
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> "Workers":
+        if self.jobs > 1:
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                self._executor = ProcessPoolExecutor(self.jobs, mp_context=_start_method(),
+                                                     initializer=_ignore_interrupts)
+                self._executor.submit(int).result()  # starts the processes now, with SIGINT blocked
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def map(self, function: Callable[[T], R], tasks: Iterable[T]) -> Iterator[R]:
+        """`function(task)` for every task, in input order. `function` and the tasks must pickle when jobs > 1.
+        Raises whatever a task raised, when its turn comes."""
+        if self._executor is None:
+            for task in tasks:
+                yield function(task)
+            return
+        pending: deque[Future] = deque()
+        remaining = iter(tasks)
+        for task in remaining:
+            pending.append(self._executor.submit(function, task))
+            if len(pending) >= self.ahead:
+                break
+        while pending:
+            oldest = pending.popleft()
+            for task in remaining:  # one in, one out: the window stays full while the oldest is awaited
+                pending.append(self._executor.submit(function, task))
+                break
+            yield oldest.result()

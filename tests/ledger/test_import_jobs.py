@@ -1,0 +1,292 @@
+"""`import --jobs` and `replay --jobs`: the same ledger and the same refusals, word for word, as one process
+decoding whole files; and Ctrl-C, in a real process, leaves nothing behind and no worker running."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ledger import importer
+from ledger.chain import verify_entries
+from ledger.errors import LedgerError
+from ledger.export import export_line
+from ledger.importer import import_files
+from ledger.store import Store
+from ledger.workers import Workers
+from tests.conftest import AS_OF_004, SEED_004, run_ledger
+from tests.helpers import event_line, redigest, seed_record, write_record
+from tests.ledger.test_concurrency import stream
+
+MODES = {"whole files, one job": (10**9, 1), "chunks, one job": (7, 1), "chunks, two jobs": (7, 2)}
+
+
+def import_with(location: str, paths, jobs: int) -> tuple:
+    """The outcome of one import: its counts, or its error's family and message."""
+    with Workers(jobs) as workers:  # entered before the store connects, as the command does
+        store = Store.open(location)
+        try:
+            result = import_files(store, [str(p) for p in paths], workers=workers)
+            return "ok", result.appended, result.present, result.head[0]
+        except LedgerError as exc:
+            return type(exc).__name__, str(exc)
+        finally:
+            store.close()
+
+
+def facts(location: str) -> list[tuple]:
+    store = Store.open(location)
+    try:
+        entries = list(store.entries())
+    finally:
+        store.close()
+    assert verify_entries(entries)[0] == len(entries)
+    return [(e.seq, e.kind, e.effective_at, e.payload) for e in entries]
+
+
+def lines_of(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def outcomes(new_location, monkeypatch, files, before=()):
+    """The outcome and the ledger after it, in every mode; they must all be the same."""
+    seen = {}
+    for mode, (chunk, jobs) in MODES.items():
+        monkeypatch.setattr(importer, "CHUNK_LINES", chunk)
+        location = new_location()
+        Store.create(location).close()
+        for path in before:
+            assert import_with(location, [path], 1)[0] == "ok"
+        seen[mode] = (import_with(location, files, jobs), facts(location))
+    return seen
+
+
+def assert_same(seen: dict) -> tuple:
+    first = next(iter(seen.values()))
+    for mode, outcome in seen.items():
+        assert outcome == first, mode
+    return first[0]
+
+
+def test_the_same_ledger_in_every_mode(new_location, monkeypatch, tmp_path):
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(stream("2901", papers=12))  # 72 lines: 11 chunks of 7
+    again = tmp_path / "again.jsonl"
+    again.write_bytes(b"".join(lines_of(stream("2901", papers=12))[30:]) + stream("2902", papers=2))
+    outcome = assert_same(outcomes(new_location, monkeypatch, [events, SEED_004, again, SEED_004]))
+    assert outcome == ("ok", 72 + 40 + 12, 42 + 40, 124)
+
+
+def test_a_repeat_across_chunks_counts_as_present(new_location, monkeypatch, tmp_path):
+    lines = lines_of(stream("2903", papers=12))
+    path = tmp_path / "repeat.jsonl"
+    path.write_bytes(b"".join(lines + [lines[2]]))  # line 73 repeats line 3, ten chunks later
+    assert assert_same(outcomes(new_location, monkeypatch, [path])) == ("ok", 72, 1, 72)
+
+
+@pytest.mark.parametrize("case", ["bad_json", "duplicate_key_deep", "unknown_kind", "contradiction_in_file",
+                                  "contradiction_with_stored"])
+def test_every_refusal_is_worded_as_when_decoding_whole_files(new_location, monkeypatch, tmp_path, case):
+    lines = lines_of(stream("2904", papers=12))
+    citation = lines[40].decode()
+    changed = {
+        "bad_json": (49, b'{"kind": "paper.snapshot", "payload": \n'),
+        # A duplicate key deep inside an event line, in the sixth chunk.
+        "duplicate_key_deep": (40, citation.replace('"cited_work":{', '"cited_work":{"title":"x",', 1).encode()),
+        "unknown_kind": (58, b'{"kind":"citation.deleted","payload":{}}\n'),
+        "contradiction_in_file": (70, lines[1].replace(b'"source":"pdf_text"', b'"source":"arxiv_source"')),
+    }
+    before = ()
+    if case == "contradiction_with_stored":
+        first = tmp_path / "first.jsonl"
+        first.write_bytes(b"".join(lines[:20]))
+        before = (first,)
+        lines = lines[20:]  # seq 16 is stored; the file states it again, otherwise, on its line 41
+        lines[40] = lines_of(first.read_bytes())[15].replace(b'"source":"pdf_text"', b'"source":"arxiv_source"')
+    else:
+        number, line = changed[case]
+        lines[number] = line
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(lines))
+    outcome = assert_same(outcomes(new_location, monkeypatch, [path], before))
+    expected = {
+        "bad_json": "events.jsonl: line 50: invalid JSON at line 1 column 39",
+        "duplicate_key_deep": "events.jsonl: line 41: duplicate key 'title'",
+        "unknown_kind": "events.jsonl: line 59: field kind: expected one of",
+        "contradiction_in_file": "events.jsonl: line 71: citation.observed of 2904.00000/0 effective "
+                                 "2026-08-02T00:00:00Z contradicts another fact in this import",
+        "contradiction_with_stored": "events.jsonl: line 41: citation.observed of 2904.00002/2 effective "
+                                     "2026-08-02T00:00:00Z contradicts event seq 16 (same subject",
+    }[case]
+    assert outcome[0] == "InputError" and expected in outcome[1], outcome
+
+
+def test_a_contradiction_of_a_line_that_repeats_a_stored_fact_is_worded_as_when_taken_whole(
+        new_location, monkeypatch, tmp_path):
+    # Line 16 repeats a stored fact; line 71, nine chunks on, contradicts line 16. Taken whole, the file's own
+    # lines are compared first: "another fact in this import", not the stored event.
+    lines = lines_of(stream("2911", papers=12))
+    first = tmp_path / "first.jsonl"
+    first.write_bytes(b"".join(lines[:20]))
+    lines[70] = lines[15].replace(b'"source":"pdf_text"', b'"source":"arxiv_source"')
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(lines))
+    outcome = assert_same(outcomes(new_location, monkeypatch, [path], before=(first,)))
+    assert outcome[1].endswith("events.jsonl: line 71: citation.observed of 2911.00002/2 effective "
+                               "2026-08-02T00:00:00Z contradicts another fact in this import"), outcome
+
+
+def test_a_bad_file_later_is_reported_before_a_refusal_met_while_appending(new_location, monkeypatch, tmp_path):
+    # As when every input was decoded before anything was appended: the malformed file wins.
+    record = seed_record()
+    record["reference_resolution"]["displayed"] = 1
+    unreproducible = write_record(tmp_path / "inconsistent.json", redigest(record))
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(stream("2905", papers=12))
+    lines = lines_of(stream("2906", papers=12))
+    lines[65] = b"{not json}\n"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(lines))
+    outcome = assert_same(outcomes(new_location, monkeypatch, [unreproducible, events, bad]))
+    assert outcome[0] == "InputError" and outcome[1].startswith(f"{bad}: line 66: invalid JSON"), outcome
+    alone = assert_same(outcomes(new_location, monkeypatch, [unreproducible, events]))
+    assert "cannot reproduce this record at its as_of" in alone[1]
+
+
+def test_log_lines_go_before_new_facts_of_the_same_file(new_location, monkeypatch, tmp_path):
+    # A file of new facts whose log lines (an export of another ledger) come last, chunks later: the log
+    # lines are appended first, as when the file is taken whole.
+    source = new_location()
+    Store.create(source).close()
+    log_source = tmp_path / "log-source.jsonl"
+    log_source.write_bytes(stream("2907", papers=3))
+    assert import_with(source, [log_source], 1)[0] == "ok"
+    store = Store.open(source)
+    exported = b"".join(export_line(entry) for entry in store.entries())
+    store.close()
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(stream("2908", papers=5) + exported)
+    seen = outcomes(new_location, monkeypatch, [path])
+    assert assert_same(seen) == ("ok", 30 + 18, 0, 48)
+    ledger = next(iter(seen.values()))[1]
+    assert [payload for _, _, _, payload in ledger[:18]] == [e.payload for e in Store.open(source).entries()]
+
+
+def test_replay_with_jobs_writes_the_same_records(imported_many, tmp_path):
+    location, papers = imported_many
+    outputs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs-{jobs}"
+        done = run_ledger("--db", location, "replay", "--as-of", "2026-08-09", "--out", str(out), "--jobs", str(jobs))
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        outputs[jobs] = {path.name: path.read_bytes() for path in out.iterdir()}
+        lines = run_ledger("--db", location, "replay", "--as-of", "2026-08-09", "--jobs", str(jobs))
+        assert lines.returncode == 0
+        outputs[f"stdout {jobs}"] = lines.stdout
+    assert len(outputs[1]) == papers + 1 and outputs[1] == outputs[2]
+    assert outputs["stdout 1"] == outputs["stdout 2"]
+    assert outputs["stdout 1"].splitlines() == [outputs[1][name] for name in sorted(outputs[1])]
+
+
+@pytest.fixture
+def imported_many(tmp_path):
+    location = str(tmp_path / "many.db")
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(stream("2909", papers=40))
+    assert run_ledger("--db", location, "init").returncode == 0
+    assert run_ledger("--db", location, "import", str(path), str(SEED_004)).returncode == 0
+    return location, 40
+
+
+def test_replay_of_an_exported_log_with_jobs_runs_in_one_process(imported_many, tmp_path):
+    location, _ = imported_many
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(run_ledger("--db", location, "export").stdout)
+    one = run_ledger("--db", str(log), "replay", "--as-of", AS_OF_004)
+    two = run_ledger("--db", str(log), "replay", "--as-of", AS_OF_004, "--jobs", "2")
+    assert (two.returncode, two.stderr) == (0, b"") and two.stdout == one.stdout != b""
+
+
+def test_jobs_must_be_at_least_one(tmp_path):
+    done = run_ledger("--db", str(tmp_path / "x.db"), "import", "--jobs", "0", str(SEED_004))
+    assert done.returncode == 2 and b"--jobs" in done.stderr and b"Traceback" not in done.stderr
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------------------
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry))
+    return members
+
+
+def _wait_for_appends(wal, proc, least: int = 64 * 1024) -> None:
+    """Until the open transaction has spilled pages into the write-ahead log: appends are under way."""
+    deadline = time.monotonic() + 120
+    while not (wal.exists() and wal.stat().st_size >= least):
+        assert proc.poll() is None, f"the import ended first: {proc.communicate()}"
+        assert time.monotonic() < deadline, "no appends seen"
+        time.sleep(0.005)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("jobs, whom", [(2, "group"), (2, "parent"), (1, "group")])
+def test_ctrl_c_in_the_middle_of_appending_leaves_nothing(tmp_path, jobs, whom):
+    # SQLite only: the rollback is the database's; PostgreSQL's is covered by a SIGKILL in test_concurrency.
+    db = tmp_path / "interrupted.db"
+    assert run_ledger("--db", str(db), "init").returncode == 0
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(stream("2910", papers=8000))
+    files = [str(big)]
+    if jobs > 1:
+        # With workers, appends overlap decoding: the parent then blocks reading this pipe, which nobody
+        # writes, with its transaction open. Without, everything is decoded first: the pipe would stop it early.
+        fifo = tmp_path / "never.jsonl"
+        os.mkfifo(fifo)
+        files.append(str(fifo))
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "--db", str(db), "import", "--jobs", str(jobs), *files],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _wait_for_appends(tmp_path / "interrupted.db-wal", proc)
+        if whom == "group":  # as a terminal's Ctrl-C: every process of the foreground group
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, out, err) == (130, b"", b"")  # typer's exit for Ctrl-C; no worker's traceback
+    deadline = time.monotonic() + 30
+    while _group_members(proc.pid):  # every worker has left too
+        assert time.monotonic() < deadline, _group_members(proc.pid)
+        time.sleep(0.05)
+    store = Store.open(str(db))
+    try:
+        assert store.head()[0] == 0
+        assert list(store.entries()) == []
+    finally:
+        store.close()
+
+
+def test_a_record_that_rebuilds_from_its_own_events_is_still_checked_against_the_ledger(new_location, monkeypatch,
+                                                                                         tmp_path):
+    # A worker rebuilds each record from its own events; the writer relies on that only when the ledger's
+    # facts of the paper are exactly those. Here the ledger holds one more (a later resolution, before the
+    # record's as_of): the seed no longer reproduces, in every mode.
+    resolution = {"observed_at": "2026-08-09T10:00:00Z", "resolver_source": "arxiv_id", "status": "verified_exact"}
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(event_line("resolution.recorded", {"observation_id": "b7d1cb3d-82fc-453c-be89-0574bc0e903d",
+                                                         "resolution": resolution}))
+    outcome = assert_same(outcomes(new_location, monkeypatch, [SEED_004], before=(later,)))
+    assert outcome[0] == "InputError" and "cannot reproduce this record at its as_of" in outcome[1], outcome
+    assert "resolution" in outcome[1]
