@@ -239,7 +239,7 @@ def proof_rates(ledger: Path, leaves: list[bytes], folder: Path, count: int = 20
 
     peer = SqliteTree(tree_path)
     with store.reading() as cursor:
-        nodes = cursor.node_source()
+        nodes = cursor.node_source(n)  # every size asked is at most n
         for size in sizes:
             gate(root(nodes, size) == peer.get_root(size), f"pymerkle's root differs from ours at size {size}")
     peer.close()
