@@ -67,7 +67,6 @@ class Cursor:
     def __init__(self, store: "Store", connection):
         self.store = store
         self.raw = connection.cursor()
-        self.dialect = store.engine.dialect
 
     def execute(self, sql: str, params: tuple | list = ()):
         """Run one statement; returns the DBAPI cursor. Raises the driver's errors."""

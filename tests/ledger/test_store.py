@@ -319,3 +319,17 @@ def test_driver_errors_are_recognised_by_their_code_not_their_words(seeded):
         assert texts[seeded.dialect] in str(error)  # the same words...
         assert not getattr(backend, predicate)(error), predicate  # ...under another code are not that error
     assert seeded.head()[0] == 40
+
+
+def test_postgresql_copy_types_are_the_tables_types():
+    # The bulk copy's column types are written out (loading the tables inside a writer's lock serialized
+    # writers); they must stay what the SQLModel tables declare.
+    from sqlalchemy.dialects import postgresql
+
+    from ledger.backends.postgres import COPY_TYPES
+    from ledger.tables import TABLES
+
+    dialect = postgresql.dialect()
+    declared = {t.name: {c.name: c.type.compile(dialect=dialect).lower() for c in t.columns}
+                for t in TABLES if t.name in COPY_TYPES}
+    assert declared == COPY_TYPES
