@@ -36,6 +36,19 @@ def notice_lines(notice: dict) -> tuple[list[str], str | None]:
     return events, None
 
 
+def lane_words(lane: dict) -> tuple[str, str, str]:
+    """A coverage lane as the pages show it: its heading, its note and its source line."""
+    source = f"Source: {lane['source']}"
+    return (f"{lane['state']} {lane['records_observed']} of {lane['denominator']} {_words(lane['lane'])}",
+            lane["note"], source + (f", observed {lane['source_observed_at']}" if lane["source_observed_at"] else ""))
+
+
+def state_words(record: dict) -> list[tuple[str, int]]:
+    """The six resolution states, spaced as the pages show them, with their counts."""
+    counts = record["reference_resolution"]["state_counts"]
+    return [(_words(state), counts.get(state, 0)) for state in RESOLUTION_STATES]
+
+
 def observation_words(obs: dict, direction: str) -> dict:
     """The sentences of one observation block, as the text page and the HTML page show them."""
     citation, resolution = obs["citation"], obs["resolution"]
@@ -92,15 +105,12 @@ def render_text(record: dict) -> str:
     ]
     lanes = {lane["lane"]: lane for lane in record["coverage"]}
     for lane in record["coverage"]:
-        blocks.append(f"{lane['state']} {lane['records_observed']} of {lane['denominator']} {_words(lane['lane'])}")
-        blocks.append(lane["note"])
-        source = f"Source: {lane['source']}"
-        blocks.append(source + (f", observed {lane['source_observed_at']}" if lane["source_observed_at"] else ""))
+        blocks.extend(lane_words(lane))
     resolution = record["reference_resolution"]
     blocks += [
         "Reference resolution",
         f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
-        "\n".join(f"{_words(state)}{resolution['state_counts'].get(state, 0)}" for state in RESOLUTION_STATES),
+        "\n".join(f"{state}{count}" for state, count in state_words(record)),
         "External citation measurements",
     ]
     measurements = record["external_citation_measurements"]

@@ -25,7 +25,6 @@ from ledger.errors import InputError, NotFoundError
 from ledger.events import PAPER_SNAPSHOT, Fact
 from ledger.signed_notes import Signer
 from ledger.proofs import evidence_bundle
-from ledger.published import RESOLUTION_STATES
 from ledger.store import Store
 from ledger.tiles import Tile
 from ledger.proofs import checkpoint as signed_checkpoint
@@ -33,7 +32,7 @@ from ledger.tilestore import read_tile
 from ledger.times import format_utc, parse_when
 from projections import audit
 from projections.record import build_record
-from projections.text import measurement_line, observation_words
+from projections.text import lane_words, measurement_line, observation_words, state_words
 
 from web import urls
 
@@ -95,10 +94,6 @@ def _known(known_at: When | None) -> str | None:
 
 
 # -- the page form, as HTML ----------------------------------------------------------------------------
-def _words(name: str) -> str:
-    return name.replace("_", " ")
-
-
 def _paper_link(arxiv_id: object) -> str | None:
     """A link to another paper's page, only for a well-formed id: an id is untrusted text."""
     try:
@@ -127,12 +122,7 @@ def _observation(obs: dict, direction: str, index: int) -> dict:
 
 def _record_view(record: dict) -> dict:
     paper = record["paper"]
-    lanes = []
-    for lane in record["coverage"]:
-        source = f"Source: {lane['source']}"
-        lanes.append({"heading": f"{lane['state']} {lane['records_observed']} of {lane['denominator']} "
-                                 f"{_words(lane['lane'])}", "note": lane["note"],
-                      "source": source + (f", observed {lane['source_observed_at']}" if lane["source_observed_at"] else "")})
+    lanes = [dict(zip(("heading", "note", "source"), lane_words(lane))) for lane in record["coverage"]]
     resolution = record["reference_resolution"]
     measurement_source = next((lane["source"] for lane in record["coverage"]
                                if lane["lane"] == "external_citation_measurements"), "")
@@ -141,7 +131,7 @@ def _record_view(record: dict) -> dict:
         "arxiv_id": paper["arxiv_id"], "version": f"v{paper.get('latest_version')}",
         "lanes": lanes,
         "displayed": f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
-        "states": [(_words(state), resolution["state_counts"].get(state, 0)) for state in RESOLUTION_STATES],
+        "states": state_words(record),
         "measurements": [measurement_line(m, measurement_source) for m in record["external_citation_measurements"]],
         "sections": [  # the page form's order: outbound, then inbound
             ("outbound", "Outbound references", "No outbound references are displayed.",
