@@ -269,14 +269,6 @@ class _Unusual(Exception):
     """A fact met twice (stored already, or in two units of one input) or contradicted, in the chunked pass."""
 
 
-class _Input:
-    """An input's new facts held back until its last unit: its log lines go first (an input that may hold
-    some, `Parsed.mixed`)."""
-
-    def __init__(self):
-        self.held: list[tuple[int, Event]] = []
-
-
 def _import(store: Store, units: Iterator[Parsed], mode: str, progress: Callable | None = None,
             total: int | None = None) -> ImportResult:
     """One transaction over `units` in input order. `mode`: "chunked" (units may be parts of an input; any
@@ -285,7 +277,7 @@ def _import(store: Store, units: Iterator[Parsed], mode: str, progress: Callable
     appended = present = done = 0
     first = next(units, None)  # decoded before the lock is taken: a bad first input never waits for it
     refusal: LedgerError | None = None
-    inputs: dict[str, _Input] = {}
+    inputs: dict[str, list[tuple[int, Event]]] = {}  # an input's new facts held back until its last unit
     with store.writing() as writer:
         for item in _chain(first, units):  # raises the first unit that cannot be decoded, in input order
             done += item.size
@@ -315,7 +307,7 @@ def _chain(first: Parsed | None, rest: Iterator[Parsed]) -> Iterator[Parsed]:
         yield from rest
 
 
-def _apply(writer: Writer, item: Parsed, inputs: dict[str, _Input], mode: str) -> tuple[int, int]:
+def _apply(writer: Writer, item: Parsed, inputs: dict[str, list[tuple[int, Event]]], mode: str) -> tuple[int, int]:
     """One unit: its log lines, then its new facts (an input's log lines all go before its new facts), then
     its record's rebuild. Returns (appended, present)."""
     look_up = mode == "look up"
@@ -323,11 +315,10 @@ def _apply(writer: Writer, item: Parsed, inputs: dict[str, _Input], mode: str) -
     if item.entries:
         appended, present = _append_entries(writer, item.name, item.entries, look_up)
     events = item.events
-    state = inputs.get(item.name)
-    if state is not None or (events and item.mixed and not item.last):
-        state = inputs.setdefault(item.name, _Input())
-        state.held.extend(events)
-        events = state.held if item.last else []
+    if item.name in inputs or (events and item.mixed and not item.last):
+        held_back = inputs.setdefault(item.name, [])  # an input that may hold log lines: they go first
+        held_back.extend(events)
+        events = held_back if item.last else []
         if item.last:
             del inputs[item.name]
     if events:
