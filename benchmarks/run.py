@@ -568,9 +568,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run_main(main) -> None:
+    """A benchmark's entry point: its exit code, or 1 with one line when a correctness gate fails."""
     try:
         sys.exit(main())
     except GateError as exc:
         print(f"benchmark: correctness gate failed: {exc}", file=sys.stderr)
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from benchmarks.generate import PROBE, generate
-from benchmarks.run import GateError, gate, import_batch
+from benchmarks.run import GateError, gate, import_batch, run_main
 from ledger.signed_notes import generate_signer
 from ledger.store import Store
 from ledger.canonical import canonical
@@ -283,8 +283,4 @@ def main(argv: list[str] | None = None) -> int:
 SECTION_TITLE = "## Serving and publishing (`benchmarks.serve`)"
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except GateError as exc:
-        print(f"benchmark: correctness gate failed: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main)
