@@ -49,11 +49,11 @@ def read_text(name: str, expected: str) -> str:
 
 
 def _load_key(name: str, parse, expected: str):
+    text = read_text(name, expected)  # names the file itself when it cannot be read
     try:
-        return parse(read_text(name, expected))
+        return parse(text)
     except InputError as exc:
-        message = str(exc)
-        raise InputError(message if message.startswith(f"{name}: ") else f"{name}: {message}") from None
+        raise InputError(f"{name}: {exc}") from None
 
 
 def load_signer(name: str) -> Signer:
