@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.run                 # 10k and 100k events (a few minutes on 2 cores)
     .venv/bin/python -m benchmarks.run --million       # adds the 1M-event ledger
     .venv/bin/python -m benchmarks.run --postgres URL  # adds 1, 2, 4 and 8 concurrent PostgreSQL writers
+    .venv/bin/python -m benchmarks.run --index         # the paper index's figures alone, as their own section
 
 Every figure is the median of --reps repetitions (at least 5). Contenders run interleaved, on the same
 file system with the same `synchronous` setting, and every comparison is the median of the ratios taken
@@ -15,6 +16,7 @@ benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import bisect
 import os
 import shutil
 import sqlite3
@@ -88,6 +90,153 @@ class without_tree:
         import ledger.store as store_module
 
         store_module.grow, store_module.leaf_hash, store_module.frontier_nodes = self.saved
+
+
+class without_index:
+    """The same append path with the paper index switched off, to price keeping it (benchmark only): each
+    transaction ends without updating the index (a ledger appended this way has none)."""
+
+    def __enter__(self):
+        import ledger.store as store_module
+
+        self.saved = store_module.Writer.finish
+        store_module.Writer.finish = lambda writer: None
+
+    def __exit__(self, *exc):
+        import ledger.store as store_module
+
+        store_module.Writer.finish = self.saved
+
+
+# -- the paper index: proofs at 100k papers, their size at 1M -----------------------------------------------
+def interleaved_appends(events, batch: int, folder: Path) -> tuple[float, float]:
+    """Events/s with and without the paper index, their transactions interleaved: transaction i of one
+    ledger, then transaction i of the other, alternating which goes first. Both see the machine as it is at
+    that moment, so a busy neighbour slows both alike (whole runs one after the other drift apart on a
+    shared machine). Each ledger's chain and sequence are checked afterwards."""
+    stores = {True: Store.create(str(folder / f"with-{uuid.uuid4().hex}.db")),
+              False: Store.create(str(folder / f"without-{uuid.uuid4().hex}.db"))}
+    spent = {True: 0.0, False: 0.0}
+    for n, i in enumerate(range(0, len(events), batch)):
+        for with_index in ((True, False) if n % 2 == 0 else (False, True)):
+            if with_index:
+                started = time.perf_counter()
+                import_batch(stores[True], events[i:i + batch])
+                spent[True] += time.perf_counter() - started
+            else:
+                with without_index():
+                    started = time.perf_counter()
+                    import_batch(stores[False], events[i:i + batch])
+                    spent[False] += time.perf_counter() - started
+    for with_index, store in stores.items():
+        entries = list(store.entries())
+        gate([e.seq for e in entries] == list(range(1, len(events) + 1)), "interleaved: sequence not contiguous")
+        gate(verify_entries(entries)[0] == len(events), "interleaved: chain does not verify")
+        with store.reading() as cursor:
+            roots = cursor.execute("SELECT COUNT(*) FROM index_roots").fetchone()[0]
+        gate(roots == (-(-len(events) // batch) if with_index else 0), "interleaved: index roots")
+        store.close()
+    return len(events) / spent[True], len(events) / spent[False]
+
+
+def snapshots(count: int, first: int = 0) -> list:
+    """A paper.snapshot each for `count` papers: the cheapest way to a ledger of many papers."""
+    from ledger.events import make_event
+
+    return [make_event("paper.snapshot", {"arxiv_id": f"1{n // 100000:03d}.{n % 100000:05d}", "latest_version": 1,
+                                          "primary_category": "cs.DC", "snapshot_observed_at": _stamp(n),
+                                          "title": f"Paper {n}"}) for n in range(first, first + count)]
+
+
+def _stamp(n: int) -> str:
+    return f"2026-{1 + n % 12:02d}-{1 + n % 28:02d}T{n % 24:02d}:{n % 60:02d}:{n // 60 % 60:02d}.{n % 1000000:06d}Z"
+
+
+def index_proofs(path: Path, papers: int, reps: int) -> dict[str, float]:
+    """A ledger of `papers` papers (one snapshot each, then the generated workload on top): the median and
+    99th percentile latency of `prove --paper` (ledger.proofs.prove_paper: a snapshot, one statement per level
+    of the index, the proof built) for papers in the index and papers not in it, each on a store opened
+    afresh for the run, and the sizes of those proofs as `prove --paper --json` prints them."""
+    import random
+
+    from ledger.canonical import canonical
+    from ledger.paper_index import index_root
+    from ledger.proofs import prove_paper
+
+    store = Store.create(str(path))
+    events = snapshots(papers) + generate(10_000, seed=13)
+    for i in range(0, len(events), 5000):
+        import_batch(store, events[i:i + 5000])
+    store.close()
+    rng = random.Random(5)
+    present = [f"1{n // 100000:03d}.{n % 100000:05d}" for n in rng.sample(range(papers), 200)]
+    absent = [f"7{n:03d}.{n:05d}" for n in range(200)]
+    timings, sizes, depths = {"present": [], "absent": []}, [], []
+    for _ in range(max(1, reps // 5)):
+        store = Store.open(str(path))
+        for kind, names in (("present", present), ("absent", absent)):
+            for paper in names:
+                started = time.perf_counter()
+                proof = prove_paper(store, paper)
+                timings[kind].append(time.perf_counter() - started)
+                sizes.append(len(canonical(proof)) + 1)
+                depths.append(len(proof["siblings"]))
+                gate((proof["count"] > 0) == (kind == "present"), f"index proof of {paper}: wrong membership")
+        store.close()
+    gate(index_root({}) == bytes(32), "empty index root")
+
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {"present_median": statistics.median(timings["present"]), "present_p99": pct(timings["present"], 0.99),
+            "absent_median": statistics.median(timings["absent"]), "absent_p99": pct(timings["absent"], 0.99),
+            "size_median": statistics.median(sizes), "size_max": max(sizes), "depth_median": statistics.median(depths)}
+
+
+def proof_shape(keys: list[bytes], name: str, tree_size: int) -> tuple[int, int, int]:
+    """The exact size of a paper's index proof from the index's shape (its sorted keys): the proof's
+    siblings are the subtrees beside the key's path down to where the key is alone (null where a subtree is
+    empty), and hashes' values do not change a proof's length. (JSON bytes as `prove --paper --json` prints
+    it for a paper with one event, binary bytes: 32 a non-empty sibling, a bit each for empty or not, the
+    leaf's count and root; depth.)"""
+    from ledger.canonical import canonical
+    from ledger.paper_index import paper_key
+
+    key = paper_key(name)
+    value = int.from_bytes(key, "big")
+    at = bisect.bisect_left(keys, key)
+    shared = -1  # the longest prefix the key shares with another key: its neighbours in sorted order
+    for other in (keys[at - 1] if at else None, keys[at + 1] if at + 1 < len(keys) else None):
+        if other is not None:
+            shared = max(shared, 256 - (value ^ int.from_bytes(other, "big")).bit_length())
+    depth = shared + 1
+    siblings = [None if not _beside(keys, value, d) else "ab" * 32 for d in range(depth)]
+    proof = {"count": 1, "events_root": "ab" * 32, "index_root": "ab" * 32, "key": key.hex(), "neighbour": None,
+             "paper": name, "siblings": siblings, "tree_size": tree_size}
+    return len(canonical(proof)) + 1, 32 * sum(1 for s in siblings if s) + (depth + 7) // 8 + 8 + 32, depth
+
+
+def _beside(keys: list[bytes], value: int, depth: int) -> bool:
+    """Whether some key shares the first `depth` bits of the key `value` and differs from it at bit `depth`."""
+    prefix = (value >> (255 - depth)) ^ 1
+    lo, hi = prefix << (255 - depth), ((prefix + 1) << (255 - depth)) - 1
+    at = bisect.bisect_left(keys, lo.to_bytes(32, "big"))
+    return at < len(keys) and keys[at] <= hi.to_bytes(32, "big")
+
+
+def proof_shapes(papers: int, sample: int = 2000) -> dict[str, float]:
+    """Index proof sizes in an index of `papers` papers (`proof_shape`), over a sample of them."""
+    import random
+
+    from ledger.paper_index import paper_key
+
+    names = [f"1{n // 100000:03d}.{n % 100000:05d}" for n in range(papers)]
+    keys = sorted(paper_key(name) for name in names)
+    shapes = [proof_shape(keys, name, papers) for name in random.Random(9).sample(names, min(sample, papers))]
+    return {"json_median": statistics.median(s[0] for s in shapes), "json_max": max(s[0] for s in shapes),
+            "binary_median": statistics.median(s[1] for s in shapes), "binary_max": max(s[1] for s in shapes),
+            "depth_median": statistics.median(s[2] for s in shapes), "depth_max": max(s[2] for s in shapes)}
 
 
 def peer_append(events, batch: int, folder: Path) -> float:
@@ -410,6 +559,75 @@ def whole_commands(args, folder: Path, say, target) -> None:
 
 
 # -- the report ------------------------------------------------------------------------------------------
+INDEX_SECTION = "## The paper index (issue 15)"
+INDEX_BEGIN, INDEX_END = "<!-- benchmarks.run --index: begin -->", "<!-- benchmarks.run --index: end -->"
+
+
+def index_section(reps: int, folder: Path) -> str:
+    """`--index`: appends with and without the paper index (paired transaction by transaction, 100 events
+    and 1 event per transaction), proof latency at 100k papers and proof sizes at 100k and 1M papers, as one
+    section."""
+    lines: list[str] = []
+
+    def say(line: str = "") -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    workload = generate(10_000, seed=11)
+    single = workload[:1_000]
+    figures: dict[str, list[float]] = {k: [] for k in ("ours100", "noindex100", "ours1", "noindex1")}
+    for _ in range(reps):
+        for batch, events in ((100, workload), (1, single)):
+            with_rate, without_rate = interleaved_appends(events, batch, folder)
+            figures[f"ours{batch}"].append(with_rate)
+            figures[f"noindex{batch}"].append(without_rate)
+    paired = {b: [a / n for a, n in zip(figures[f"ours{b}"], figures[f"noindex{b}"])] for b in (100, 1)}
+    proofs = index_proofs(folder / "papers.db", 100_000, reps)
+    shapes = {n: proof_shapes(n) for n in (100_000, 1_000_000)}
+    say(INDEX_BEGIN)
+    say(f"{INDEX_SECTION}\n")
+    say(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `python -m benchmarks.run --index`, "
+        f"{reps} repetitions, on {os.cpu_count()} cores **shared with other engineers' work (a busy machine: "
+        f"absolute rates drift by 2x within a run, so only the ratios paired within each repetition count)**. "
+        f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, synchronous={SYNCHRONOUS}.\n")
+    say("Appends: two ledgers fed the same generated workload, their transactions interleaved one by one (the "
+        "order alternating), one keeping the index and one not; the ratio is taken within each repetition.\n")
+    say("| appends (SQLite, the generated workload) | with the index, events/s (median) | without, events/s "
+        "(median) | paired ratio, median (each repetition) |\n|---|---|---|---|")
+    for batch in (100, 1):
+        say(f"| {batch} event{'s' if batch > 1 else ''}/transaction | {statistics.median(figures[f'ours{batch}']):,.0f} | "
+            f"{statistics.median(figures[f'noindex{batch}']):,.0f} | {statistics.median(paired[batch]):.2f} "
+            f"({', '.join(f'{r:.2f}' for r in paired[batch])}) |")
+    say()
+    say("| the index's proofs | figure |\n|---|---|")
+    say(f"| `prove --paper` at 100,000 papers (a SQLite file; each proof a snapshot and one statement per level), "
+        f"a paper in the index: median / 99th percentile | {proofs['present_median'] * 1000:.3f} ms / "
+        f"{proofs['present_p99'] * 1000:.3f} ms |")
+    say(f"| the same, a paper not in the index (non-membership) | {proofs['absent_median'] * 1000:.3f} ms / "
+        f"{proofs['absent_p99'] * 1000:.3f} ms |")
+    say(f"| those proofs as printed (JSON): median / largest | {proofs['size_median']:,.0f} / {proofs['size_max']:,.0f} "
+        f"bytes ({proofs['depth_median']:.0f} siblings, median) |")
+    for n, shape in shapes.items():
+        say(f"| index proof at {n:,} papers, exact sizes from the tree's shape (2,000 papers): JSON median / largest; "
+            f"binary median / largest; siblings median / largest | {shape['json_median']:,.0f} / "
+            f"{shape['json_max']:,.0f} bytes; {shape['binary_median']:,.0f} / {shape['binary_max']:,.0f} bytes; "
+            f"{shape['depth_median']:.0f} / {shape['depth_max']} |")
+    say()
+    say("| target | figure | met |\n|---|---|---|")
+    for name, value, ok in (
+            ("appends keeping the paper index vs without it, 100 events/transaction (>= 0.8)",
+             f"{statistics.median(paired[100]):.2f}", statistics.median(paired[100]) >= 0.8),
+            ("appends keeping the paper index vs without it, 1 event/transaction (>= 0.8)",
+             f"{statistics.median(paired[1]):.2f}", statistics.median(paired[1]) >= 0.8),
+            ("index proof at 100,000 papers, median (< 1 ms)", f"{proofs['present_median'] * 1000:.3f} ms",
+             proofs["present_median"] < 0.001),
+            ("index proof at 1,000,000 papers, JSON, median (< 2 KB)", f"{shapes[1_000_000]['json_median']:,.0f} bytes",
+             shapes[1_000_000]["json_median"] < 2048)):
+        say(f"| {name} | {value} | {'yes' if ok else 'NO'} |")
+    say(INDEX_END)
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
@@ -419,12 +637,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--papers", type=int, default=1010, help="papers in the whole-command corpus")
     parser.add_argument("--records", type=int, default=1000, help="of them, published records imported")
     parser.add_argument("--only-whole", action="store_true", help="only the whole-command section (a quick check)")
+    parser.add_argument("--index", action="store_true", help="only the paper index's figures, written as their own "
+                        "section of --out (the rest of the file is kept)")
     args = parser.parse_args(argv)
     from benchmarks.whole import replay_command  # whole.py imports this module: here, not at the top
 
     gate(args.reps >= 5, "--reps must be at least 5")
     os.environ["LEDGER_SQLITE_SYNCHRONOUS"] = SYNCHRONOUS
     folder = Path(tempfile.mkdtemp(prefix="ledger-bench-", dir=HERE.parent))
+    if args.index:
+        try:
+            section = index_section(args.reps, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        out = Path(args.out)
+        text = out.read_text() if out.exists() else "# Benchmark results\n"
+        if INDEX_BEGIN in text and INDEX_END in text:
+            text = text[:text.index(INDEX_BEGIN)] + section.rstrip("\n") + text[text.index(INDEX_END) + len(INDEX_END):]
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+        out.write_text(text if text.endswith("\n") else text + "\n")
+        return 0
     lines, verdicts = [], []
 
     def say(line: str = "") -> None:
@@ -559,6 +792,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, ok, detail in verdicts:
             say(f"| {name} | {detail} | {'reported' if ok is None else 'yes' if ok else 'NO'} |")
         say("\nCorrectness gates passed: chains verify, sequence numbers contiguous, every row present, no lock errors.")
+        if not args.only_whole:
+            say()
+            say(index_section(args.reps, folder).rstrip("\n"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     from benchmarks.serve import kept_section  # the serving figures share the file; keep them

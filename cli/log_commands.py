@@ -1,4 +1,4 @@
-"""Commands about the log itself: create it (init), read its head, export it."""
+"""Commands about the log itself: create it (init), upgrade it, read its head, export it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ def init(ctx: typer.Context) -> None:
     location = db_location(ctx)
     Store.create(location)
     typer.echo(f"created an empty ledger at {location}")
+
+
+@app.command()
+def upgrade(ctx: typer.Context) -> None:
+    """Bring a ledger of an older schema version to this one (builds the paper index at its head)."""
+    typer.echo(Store.upgrade(db_location(ctx)))
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""Commands for outsiders' proofs: keygen, checkpoint, prove, verify-proof."""
+"""Commands for outsiders' proofs: keygen, checkpoint, prove (events, consistency, papers), verify-proof."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ledger.auditor import load_json, verify_proof
 from ledger.errors import InputError
 from ledger.inputs import read_input
 from ledger.proofs import checkpoint as signed_checkpoint
-from ledger.proofs import prove_consistency, prove_inclusion
+from ledger.proofs import prove_consistency, prove_inclusion, prove_paper
 from ledger.signed_notes import generate_signer
 
 app = typer.Typer()
@@ -48,16 +48,26 @@ def prove(
     ctx: typer.Context,
     seq: Annotated[Optional[int], typer.Argument(help="Sequence number of the event to prove included.")] = None,
     consistency: Annotated[Optional[int], typer.Option("--consistency", help="Prove this older tree size is a prefix.")] = None,
+    paper: Annotated[Optional[str], typer.Option("--paper", help="Prove how many events of this arXiv id the paper index counts.")] = None,
     tree_size: Annotated[Optional[int], typer.Option("--tree-size", help="Prove against this size (default: now).")] = None,
     json: Json = False,
 ) -> None:
-    """An inclusion proof of one event, or a consistency proof between two tree sizes."""
-    if (seq is None) == (consistency is None):
-        raise InputError("prove: give either SEQ or --consistency OLD_SIZE")
+    """An inclusion proof of one event, a consistency proof between two tree sizes, or a paper index proof."""
+    if [seq, consistency, paper].count(None) != 2:
+        raise InputError("prove: give one of SEQ, --consistency OLD_SIZE or --paper ID")
     store = open_store(ctx)
-    proof = prove_inclusion(store, seq, tree_size) if seq is not None else prove_consistency(store, consistency, tree_size)
+    if paper is not None:
+        proof = prove_paper(store, paper, tree_size)
+    elif seq is not None:
+        proof = prove_inclusion(store, seq, tree_size)
+    else:
+        proof = prove_consistency(store, consistency, tree_size)
     if json:
         write_json(proof)
+    elif paper is not None:
+        held = f"{proof['count']} events (events root {proof['events_root']})" if proof["count"] else "no events"
+        typer.echo(f"arXiv:{paper} has {held} in the paper index of tree {proof['tree_size']}; index root "
+                   f"{proof['index_root']}; path of {len(proof['siblings'])} hashes (--json for the proof)")
     elif seq is not None:
         typer.echo(f"event {seq} is leaf {proof['leaf_index']} of {proof['tree_size']}; root {proof['root']}; "
                    f"path of {len(proof['path'])} hashes (--json for the proof)")
@@ -72,7 +82,7 @@ def verify_proof_command(
     checkpoint_file: Annotated[str, typer.Option("--checkpoint", help="A signed checkpoint.")],
     verifier_key: Annotated[str, typer.Option("--verifier-key", help="The log's verifier key.")],
 ) -> None:
-    """Check a proof against a signed checkpoint, with no database."""
+    """Check a proof (inclusion, consistency or paper index) against a signed checkpoint, with no database."""
     data = load_json(proof, read_input(proof))
     note = read_text(checkpoint_file, "a signed checkpoint")
     typer.echo(verify_proof(data, note, load_verifier(verifier_key), proof, checkpoint_file))

@@ -10,9 +10,9 @@ import typer
 
 from functools import partial
 
-from cli.common import (Jobs, Json, Meter, db_location, load_signer, load_verifier, open_store, progress, when,
-                        write_json, write_stdout)
-from ledger.auditor import load_json, verify_bundle
+from cli.common import (Jobs, Json, Meter, db_location, load_signer, load_verifier, open_store, progress, read_text,
+                        when, write_json, write_stdout)
+from ledger.auditor import load_json, verify_bundle, verify_index
 from ledger.canonical import canonical
 from ledger.chain import hex_hash
 from ledger.errors import InputError, IntegrityError, NotFoundError
@@ -84,7 +84,9 @@ def replay(
             raise InputError("--evidence: needs --paper and --key")
         bundle = evidence_bundle(store, paper, as_of_text, as_of_key, load_signer(key), known_key)
         _write(evidence, canonical(bundle))
-        typer.echo(f"wrote {evidence}: {len(bundle['events'])} events with inclusion proofs and a signed checkpoint")
+        typer.echo(f"wrote {evidence}: every event of arXiv:{paper} in the log of size {bundle['index']['tree_size']} "
+                   f"({len(bundle['events'])}), each with its inclusion proofs, the paper index proof and a signed "
+                   "checkpoint")
         return
     started, store.statements = time.perf_counter(), 0
     known_note = f" known at {known[0]}" if known else ""  # why nothing may be found
@@ -151,17 +153,31 @@ def verify(
     ctx: typer.Context,
     records: Annotated[Optional[list[str]], typer.Argument(help="Published records; none: the whole chain.")] = None,
     evidence: Annotated[Optional[str], typer.Option("--evidence", help="An evidence bundle: checked offline.")] = None,
+    index: Annotated[Optional[str], typer.Option("--index", help="An exported log: re-compute its paper index "
+                                                 "and check it against --checkpoint.")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="A signed checkpoint (with --index).")] = None,
     verifier_key: Annotated[Optional[str], typer.Option("--verifier-key", help="The log's verifier key.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A record must be today's rebuild, not only what the "
                                          "ledger knew when it was published.")] = False,
     json: Json = False,
 ) -> None:
     """Re-check published records (digests and history), or with no file the whole chain."""
+    if index is not None:
+        if checkpoint is None or verifier_key is None or evidence is not None or records:
+            raise InputError("--index: needs --checkpoint and --verifier-key, and nothing else to verify")
+        account = verify_index(log_entries(index), read_text(checkpoint, "a signed checkpoint"),
+                               load_verifier(verifier_key), checkpoint)
+        _say(json, {"file": index, "ok": True, "account": account}, f"{index}: {account}")
+        return
+    if checkpoint is not None:
+        raise InputError("--checkpoint: only with --index")
     if evidence is not None:
         if verifier_key is None:
             raise InputError("--evidence: needs --verifier-key")
-        account = verify_bundle(load_json(evidence, read_input(evidence)), load_verifier(verifier_key), evidence)
-        _say(json, {"file": evidence, "ok": True, "account": account}, f"{evidence}: {account}")
+        bundle = load_json(evidence, read_input(evidence))
+        account = verify_bundle(bundle, load_verifier(verifier_key), evidence)
+        complete = True if "index" in bundle else None  # None: a bundle from before the index proves no completeness
+        _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
         return
     location = db_location(ctx)
     if not records:

@@ -1,5 +1,6 @@
-"""Building what an outsider checks: inclusion and consistency proofs (RFC 9162), signed checkpoints, and
-evidence bundles that carry one record with every event that built it.
+"""Building what an outsider checks: inclusion and consistency proofs (RFC 9162), paper index proofs, signed
+checkpoints (with the paper index root), and evidence bundles that carry one record with every event of its
+paper up to the checkpoint's size, each placed in the log and in the paper's own events tree.
 
 This module reads the store; checking what it builds needs none: that is `ledger.auditor`, which never
 imports this module or the store. Everything one call builds comes from one snapshot of the store (one read
@@ -14,8 +15,10 @@ import base64
 from projections.record import build_record
 
 from .chain import entry_bytes
-from .errors import InputError
+from .errors import InputError, IntegrityError
+from .index_nodes import prove as index_proof, root_at
 from .merkle import consistency_path, inclusion_path, leaf_hash, root
+from .paper_index import events_root, events_tree
 from .signed_notes import Checkpoint, Signer
 from .store import Store
 
@@ -31,15 +34,29 @@ def _size(cursor, size: int | None) -> int:
 
 def checkpoint(store: Store, signer: Signer, size: int | None = None) -> tuple[str, int]:
     """A signed note of the tree of `size` leaves (default: the current tree), and that size: origin (the
-    key's name), size, root. Raises InputError for a size the ledger does not hold, StoreError, or
-    IntegrityError when a Merkle node cannot be had."""
+    key's name), size, root, and the paper index root at that size. Raises InputError for a size the ledger
+    does not hold, StoreError, or IntegrityError when a Merkle node or the index root cannot be had."""
     with store.snapshot() as cursor:
         size = _size(cursor, size) if size else cursor.head()[0]
-        return _signed_checkpoint(signer, cursor.node_source(size), size), size
+        return _signed_checkpoint(signer, cursor, cursor.node_source(size), size), size
 
 
-def _signed_checkpoint(signer: Signer, nodes, size: int) -> str:
-    return signer.sign(Checkpoint(signer.name, size, root(nodes, size)).text())
+def _signed_checkpoint(signer: Signer, cursor, nodes, size: int) -> str:
+    found = root_at(cursor, size)
+    if found is None and size == cursor.head()[0]:
+        raise IntegrityError(f"the ledger kept no paper index at tree size {size}, its head")
+    # An older size the head never had (or had before the index was built) is signed without the index line,
+    # as a checkpoint of before the index: there is no index root of that size to bind.
+    return signer.sign(Checkpoint(signer.name, size, root(nodes, size), found and found[1]).text())
+
+
+def prove_paper(store: Store, paper: str, size: int | None = None) -> dict:
+    """The paper index proof of one paper (its count of events and their root, or that it has none) in the
+    tree of `size` (default: now). Raises InputError for a size the ledger's head never had, IntegrityError
+    for an index node that cannot be read, StoreError."""
+    with store.snapshot() as cursor:
+        size = _size(cursor, size)
+        return index_proof(cursor, store.index_nodes, paper, size).to_json()
 
 
 def _inclusion(nodes, seq: int, size: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict:
@@ -75,17 +92,34 @@ def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
 
 def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer: Signer,
                     known_at: str | None = None) -> dict:
-    """The record, every event that built it (each with its leaf and inclusion proof), a signed checkpoint:
-    the head, the facts and the proofs read from one snapshot, the facts bounded by the tree's size.
-    Raises NotFoundError when the paper has no record then, StoreError."""
+    """The record; every event of its paper in the log of the checkpoint's size, also those the record does
+    not show (effective after as_of, recorded after known_at), each with its leaf, its inclusion proof in the
+    log and its place in the paper's events tree; the paper index proof; a signed checkpoint: all read from
+    one snapshot, every read bounded by the tree's size.
+    Raises NotFoundError when the paper has no record then, IntegrityError when the ledger's index disagrees
+    with its events, StoreError."""
     with store.snapshot() as cursor:
         size = cursor.head()[0]
-        facts = [f for f in cursor.paper_facts(paper, known_at, size) if f.effective_key <= as_of_key]
-        record = build_record(paper, facts, as_of, as_of_key)
-        nodes = cursor.node_source(size)
-        events = []
+        facts = cursor.paper_facts(paper, size=size)
+        shown = [f for f in facts if f.effective_key <= as_of_key and (known_at is None or f.recorded_at <= known_at)]
+        record = build_record(paper, shown, as_of, as_of_key)
+        nodes = cursor.node_source(size, lambda nodes: ([inclusion_path(nodes, f.seq - 1, size) for f in facts],
+                                                        root(nodes, size)))  # every node in one statement
+        index = index_proof(cursor, store.index_nodes, paper, size)
+        events, leaves = [], []
         for f in facts:
             proof = _inclusion(nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)
+            leaves.append(bytes.fromhex(proof["leaf_hash"]))
             events.append({"leaf": proof.pop("leaf"), "proof": proof, "seq": f.seq})
-        note = _signed_checkpoint(signer, nodes, size)
-    return {"checkpoint": note, "events": events, "record": record}
+        if (index.count, index.root) != (len(leaves), events_root(leaves)):
+            raise IntegrityError(f"the ledger's paper index disagrees with its events of arXiv:{paper} at tree "
+                                 f"size {size} (index: {index.count} events, log: {len(leaves)})")
+        tree = events_tree(leaves)
+        for position, event in enumerate(events):
+            event["paper_proof"] = {"index": position,
+                                    "path": [p.hex() for p in inclusion_path(tree, position, len(leaves))]}
+        note = _signed_checkpoint(signer, cursor, nodes, size)
+    bundle = {"checkpoint": note, "events": events, "index": index.to_json(), "record": record}
+    if known_at is not None:
+        bundle["known_at"] = known_at
+    return bundle

@@ -5,6 +5,6 @@ needs the SQLModel tables themselves (`ledger.tables`), which take longer to loa
 run: so this module imports nothing, and the tables are loaded where they are used.
 """
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the paper index (index_nodes, index_roots) and observation_papers.seq
 EVENT_COLUMNS = ("seq", "kind", "subject", "paper", "effective_at", "effective_key", "recorded_at", "payload",
                  "entry_hash", "chain_hash")

@@ -1,6 +1,7 @@
 """Signed notes and checkpoints, as C2SP `signed-note` and `tlog-checkpoint`, with Ed25519 keys.
 
-    checkpoint = "<origin>\\n<tree size>\\n<base64 root hash>\\n"
+    checkpoint = "<origin>\\n<tree size>\\n<base64 root hash>\\n" + extension lines, each ending in "\\n";
+                 this ledger's one extension: "paper-index/v1 <base64 index root>\\n" (ledger.paper_index)
     signed note = checkpoint + "\\n" + "— <key name> <base64(key id || signature)>\\n"
     key id      = SHA-256(<key name> || "\\n" || 0x01 || public key)[:4]
     verifier key = "<name>+<hex key id>+<base64(0x01 || public key)>"
@@ -132,26 +133,49 @@ def open_note(note: str, verifier: Verifier) -> str:
     raise IntegrityError(f"signed note: no signature by the key {verifier.name}+{verifier.id.hex()}")
 
 
+INDEX_EXTENSION = "paper-index/v1"  # the extension line binding the paper index root to the tree size
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     origin: str
     size: int
     root: bytes
+    index_root: bytes | None = None  # the paper index at this size, when the note carries it
+    extensions: tuple[str, ...] = ()  # other extension lines, kept as read
 
     def text(self) -> str:
-        """The checkpoint body (origin, size, base64 root), each line ending in a newline. Raises nothing."""
-        return f"{self.origin}\n{self.size}\n{base64.b64encode(self.root).decode()}\n"
+        """The checkpoint body (origin, size, base64 root, then the extension lines), each line ending in a
+        newline. Raises nothing."""
+        lines = [self.origin, str(self.size), base64.b64encode(self.root).decode()]
+        if self.index_root is not None:
+            lines.append(f"{INDEX_EXTENSION} {base64.b64encode(self.index_root).decode()}")
+        return "\n".join(lines + list(self.extensions)) + "\n"
 
 
 def parse_checkpoint(text: str) -> Checkpoint:
-    """The checkpoint in a note body. Raises InputError when it is not one."""
+    """The checkpoint in a note body: origin, size, root, then any extension lines (C2SP: a reader that does
+    not know one still reads the checkpoint). Raises InputError when it is not one, or when the paper index
+    line is malformed or given twice."""
     lines = text.split("\n")
-    if len(lines) < 4 or not lines[0] or not re.fullmatch(r"0|[1-9][0-9]*", lines[1]):
-        raise InputError("checkpoint: expected origin, tree size and root hash lines")
+    if len(lines) < 4 or not lines[0] or not re.fullmatch(r"0|[1-9][0-9]*", lines[1]) or lines[-1] != "" \
+            or "" in lines[3:-1]:
+        raise InputError("checkpoint: expected origin, tree size and root hash lines (then extension lines)")
     root = _b64decode(lines[2], "checkpoint root hash")
     if len(root) != 32:
         raise InputError("checkpoint: the root hash is not 32 bytes")
-    return Checkpoint(lines[0], int(lines[1]), root)
+    index_root, others = None, []
+    for line in lines[3:-1]:
+        word, _, value = line.partition(" ")
+        if word != INDEX_EXTENSION:
+            others.append(line)
+            continue
+        if index_root is not None:
+            raise InputError(f"checkpoint: the {INDEX_EXTENSION} line is given twice")
+        index_root = _b64decode(value, f"checkpoint {INDEX_EXTENSION} line")
+        if len(index_root) != 32:
+            raise InputError(f"checkpoint: the {INDEX_EXTENSION} root is not 32 bytes")
+    return Checkpoint(lines[0], int(lines[1]), root, index_root, tuple(others))
 
 
 def verify_checkpoint(note: str, verifier: Verifier) -> Checkpoint:

@@ -24,7 +24,9 @@ from .backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for
 from .chain import GENESIS, Entry, entry_bytes, seal
 from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
+from .index_nodes import ZERO, Nodes, Update as IndexUpdate, update as index_update, write_leaves
 from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
+from .paper_index import Membership, log_event
 from .schema import EVENT_COLUMNS, SCHEMA_VERSION
 from .times import format_utc
 
@@ -156,11 +158,17 @@ class Cursor:
         return node
 
     def paper_facts(self, paper: str, known_at: str | None = None, size: int | None = None) -> list[Fact]:
-        """Every event of one paper's record, in ledger order, in one indexed statement; recorded by
-        `known_at` and at most seq `size`, when given. Raises the driver's errors."""
-        sql = (f"SELECT {_COLUMNS} FROM events WHERE (paper = ? OR subject IN "
-               "(SELECT observation FROM observation_papers WHERE paper = ?))")
-        params: list = [paper, paper]
+        """Every event of one paper, in ledger order, in one indexed statement: its paper-level events and
+        every event of the observations a citation links to it (the paper index's "events of P"). With
+        `size`, the log of that many events: links made later do not count. Raises the driver's errors."""
+        links, params = "SELECT observation FROM observation_papers WHERE paper = ?", [paper, paper]
+        if size is not None:
+            links += " AND seq <= ?"
+            params.append(size)
+        sql = f"SELECT {_COLUMNS} FROM events WHERE (paper = ? OR (paper IS NULL AND subject IN ({links})))"
+        if size is not None:
+            sql += " AND seq <= ?"
+            params.append(size)
         if known_at is not None:
             sql += " AND recorded_at <= ?"
             params.append(known_at)
@@ -182,7 +190,8 @@ class Store:
         self.exported_log: str | None = None  # the file, when an exported log stands in for the database
         # The Merkle tree's right edge as this process left it, keyed by the head it left: when no other
         # writer appended since (same seq and chain hash), the next append need not read it again.
-        self._edge: tuple[int, bytes, dict[int, bytes]] | None = None
+        self._edge: tuple | None = None  # (seq, chain hash, Merkle edge, paper index Edge)
+        self.index_nodes = Nodes()  # the paper index's nodes read or written here (versions never change)
         self.statements = 0  # SQL statements sent, for `replay --stats` and the statement budget test
         self._held = self._cursor = None  # the DBAPI connection every operation uses, opened on first use
         self._fact_key_checked = False  # by the first write of this Store
@@ -232,6 +241,69 @@ class Store:
         store.check_version()
         return store
 
+    @classmethod
+    def upgrade(cls, location: str) -> str:
+        """Bring a ledger of schema version 1 to this version, in one transaction holding the write lock:
+        paper links get the seq of the citation that made them (re-derived from the citations), and the
+        paper index is built at the current head (sizes before it have none). Run it with no writer of the
+        old version left. Returns what was done. Raises InputError when there is no ledger of version 1 or
+        2 there, StoreError when it cannot be read or written."""
+        path = sqlite_path(location)
+        if path is not None and not os.path.isfile(path):
+            raise InputError(f"{path}: no ledger here; create one with `ledger init`")
+        store = cls._connect(database_url(location))
+        try:
+            with store.reading() as cursor:
+                try:
+                    row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
+                except store.engine.dialect.dbapi.Error:
+                    raise InputError(f"{store.url}: not a ledger (no ledger_meta table)") from None
+            found = None if row is None else row[0]
+            if found == SCHEMA_VERSION:
+                return f"{store.url}: already at schema version {SCHEMA_VERSION}"
+            if found != "1":
+                raise InputError(f"{store.url}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
+            with store._connection("upgrade", store.backend.begin_write) as cursor:
+                size = store._upgrade(cursor)
+            return f"{store.url}: upgraded to schema version {SCHEMA_VERSION}; paper index built at size {size}"
+        finally:
+            store.close()
+
+    def _upgrade(self, cursor: Cursor) -> int:
+        from sqlalchemy.schema import CreateTable  # the tables load only where they are used (ledger.schema)
+
+        from .tables import IndexNode, IndexRoot, ObservationPaper
+
+        tables = (ObservationPaper.__table__, IndexNode.__table__, IndexRoot.__table__)
+        cursor.execute("DROP TABLE observation_papers")  # its rows are re-derived below, with their seq
+        for table in tables:
+            cursor.execute(str(CreateTable(table).compile(dialect=self.engine.dialect)))
+        for ddl in self.backend.guards:
+            if any(f"ON {table.name}" in ddl for table in tables):
+                cursor.execute(ddl)
+        members, links, after = Membership(), {}, 0
+        while True:  # every entry, in pages, on this transaction's cursor
+            rows = cursor.execute(f"SELECT {self.backend.entry_columns} FROM events WHERE seq > ? ORDER BY seq "
+                                  "LIMIT 5000", (after,)).fetchall()
+            for entry in map(Entry._make, rows):
+                event = log_event(entry)
+                members.add(entry.seq, event,
+                            leaf_hash(entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at,
+                                                  entry.payload)))
+                for paper in event.papers:
+                    links.setdefault((paper, event.subject), entry.seq)
+            if len(rows) < 5000:
+                break
+            after = rows[-1][0]
+        size = cursor.head()[0]
+        self.backend.insert_nodes_and_links(cursor, [], [(p, o, seq) for (p, o), seq in links.items()])
+        added = {paper: [digest for _, digest in members.events(paper)] for paper in members.every_paper()}
+        built = write_leaves(cursor, Nodes(), (None, ZERO), size, added) if added else None
+        self.backend.insert_index(cursor, built.nodes if built else [],
+                                  built.root if built else (size, None, ZERO))
+        cursor.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
+        return size
+
     def check_version(self) -> None:
         """Raise InputError unless the database is a ledger of this schema version (StoreError: unreadable)."""
         dbapi_error = self.engine.dialect.dbapi.Error
@@ -244,7 +316,9 @@ class Store:
                 raise InputError(f"{self.url}: not a ledger (no ledger_meta table)") from None
         if row is None or row[0] != SCHEMA_VERSION:
             found = "none" if row is None else row[0]
-            raise InputError(f"{self.url}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}")
+            hint = "; bring it to this version with `ledger upgrade`" if found == "1" else ""
+            raise InputError(f"{self.url}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}"
+                             f"{hint}")
 
     def close(self) -> None:
         """Close the connection and dispose of the engine. Raises nothing the caller can act on."""
@@ -386,9 +460,12 @@ class Store:
                                      "effective_key): appends could no longer refuse a repeated fact; nothing appended")
                 self._fact_key_checked = True
             edge, self._edge = self._edge, None  # until this transaction commits
-            writer = Writer(cursor, edge)
+            writer = Writer(cursor, edge, self.index_nodes)
             yield writer
-        self._edge = (writer.seq, writer.chain, writer.frontier)
+            writer.finish()
+        self._edge = (writer.seq, writer.chain, writer.frontier, writer.index_edge)
+        if writer.index is not None:
+            self.index_nodes.remember(writer.index.written)
 
 
 class FactStored(StoreError):
@@ -400,20 +477,26 @@ class FactStored(StoreError):
 class Writer:
     """Appends inside one transaction. The chain continues from the head read under the lock."""
 
-    def __init__(self, cursor: Cursor, edge: tuple[int, bytes, dict[int, bytes]] | None = None):
+    def __init__(self, cursor: Cursor, edge: tuple | None = None, index_nodes: Nodes | None = None):
         self.cursor = cursor
         self.seq, self.chain, self.last_recorded = cursor.head()
+        self.start = self.seq
         # One recorded time per import, never earlier than the head's: recorded time follows ledger order,
         # so "known at K" is always a prefix of the log.
         now = now_utc()
         self.recorded_at = now if self.last_recorded is None or now > self.last_recorded else self.last_recorded
-        # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with.
+        # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with; and what the
+        # paper index's last writer here left (its root, the observations it met).
         if edge is not None and edge[0] == self.seq and edge[1] == self.chain:
-            self.frontier = edge[2]  # handed over: the store forgets it until this transaction commits
+            self.frontier, self.index_edge = edge[2], edge[3]  # handed over until this transaction commits
         else:
             wanted = frontier_nodes(self.seq)
             stored = cursor.tree_nodes(wanted)
             self.frontier = {level: stored[(level, index)] for level, index in wanted}
+            self.index_edge = None
+        self.index_nodes = index_nodes if index_nodes is not None else Nodes()
+        self.appended: list[tuple[int, Event, bytes]] = []  # (seq, event, leaf hash) for the paper index
+        self.index: IndexUpdate | None = None
 
     def paper_facts(self, paper: str) -> list[Fact]:
         """Every event of a paper's record, this transaction's appends included. Raises the driver's errors."""
@@ -447,19 +530,22 @@ class Writer:
         """Append entries whose hashes are already computed: new ones (`append`), or lines of an exported log
         the importer has re-checked. Each comes with its entry bytes, which are its Merkle leaf. Raises
         FactStored when a fact is already stored."""
-        rows, nodes = [], []
+        rows, nodes, links = [], [], []
         for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
-            grow(self.frontier, entry.seq - 1, leaf_hash(data), nodes, _STORED_FROM_LEVEL)
-        self._insert(rows, [ev for _, ev, _ in entries], nodes)
+            digest = leaf_hash(data)
+            grow(self.frontier, entry.seq - 1, digest, nodes, _STORED_FROM_LEVEL)
+            links.extend((paper, ev.subject, entry.seq) for paper in ev.papers)  # only citations name papers
+            self.appended.append((entry.seq, ev, digest))
+        self._insert(rows, links, nodes)
         if entries:
             last = entries[-1][0]
             self.seq, self.chain, self.last_recorded = last.seq, last.chain_hash, last.recorded_at
             # New facts later in this transaction are never recorded before copied ones.
             self.recorded_at = max(self.recorded_at, last.recorded_at)
 
-    def _insert(self, rows: list[tuple], events: list[Event], nodes: list[tuple[int, int, bytes]]) -> None:
+    def _insert(self, rows: list[tuple], links: list[tuple[str, str, int]], nodes: list[tuple[int, int, bytes]]) -> None:
         backend = self.cursor.store.backend
         if rows:
             try:  # the unique fact key decides, not a look-up first: new facts, the common case, cost no probe
@@ -469,8 +555,16 @@ class Writer:
                     raise FactStored("a fact of this append is already stored (same subject, kind and effective "
                                      "time)") from None
                 raise
-        links = [(p, ev.subject) for ev in events for p in ev.papers]  # only citations name papers
         backend.insert_nodes_and_links(self.cursor, nodes, links)
+
+    def finish(self) -> None:
+        """Write the paper index at this transaction's head, from the events it appended (once, as it ends).
+        Raises IntegrityError when the stored index cannot be read, and the driver's errors."""
+        if self.seq == self.start:
+            return
+        self.index = index_update(self.cursor, self.index_nodes, self.index_edge, self.start, self.seq, self.appended)
+        self.cursor.store.backend.insert_index(self.cursor, self.index.nodes, self.index.root)
+        self.index_edge = self.index.edge
 
 
 def _blob(value: object) -> bytes:

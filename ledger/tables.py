@@ -44,6 +44,8 @@ class ObservationPaper(SQLModel, table=True):
     __table_args__ = {"sqlite_with_rowid": False}  # the key is the row: one B-tree per insert, not two
     paper: str = Field(primary_key=True)
     observation: str = Field(primary_key=True)
+    seq: int = Field(sa_type=SEQUENCE)  # the citation that first linked them: the paper index counts from there
+
 
 
 class MerkleNode(SQLModel, table=True):
@@ -58,10 +60,31 @@ class MerkleNode(SQLModel, table=True):
     hash: bytes = Field(sa_type=LargeBinary)
 
 
+class IndexNode(SQLModel, table=True):
+    """The paper index's nodes (`ledger.index_nodes`), each written once: id = the tree size of the
+    transaction that wrote it * 2**24 + its number in it, so a transaction's rows land together at the end (the
+    rowid on SQLite)."""
+
+    __tablename__ = "index_nodes"
+    id: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
+    node: bytes = Field(sa_type=LargeBinary)
+
+
+class IndexRoot(SQLModel, table=True):
+    """The paper index's root at every tree size the head had: its root node (none while the index is empty)
+    and its hash, the index root a checkpoint signs."""
+
+    __tablename__ = "index_roots"
+    size: int = Field(primary_key=True, sa_type=SEQUENCE, sa_column_kwargs={"autoincrement": False})
+    node: int | None = Field(default=None, sa_type=SEQUENCE, nullable=True)
+    hash: bytes = Field(sa_type=LargeBinary)
+
+
 class LedgerMeta(SQLModel, table=True):
     __tablename__ = "ledger_meta"
     key: str = Field(primary_key=True)
     value: str
 
 
-TABLES = [EventRow.__table__, ObservationPaper.__table__, MerkleNode.__table__, LedgerMeta.__table__]
+TABLES = [EventRow.__table__, ObservationPaper.__table__, MerkleNode.__table__, IndexNode.__table__,
+          IndexRoot.__table__, LedgerMeta.__table__]

@@ -203,22 +203,24 @@ class Site:
 
     # integrity ------------------------------------------------------------------------------------------
     def integrity(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None) -> dict:
-        """The record's digests, the current signed checkpoint and the evidence bundle (with a key; the bundle
-        carries its own rebuild of the record)."""
+        """The record's digests, the current signed checkpoint, the paper index proof (how many events of the
+        paper the signed index counts) and the evidence bundle holding every one of them (with a key; the
+        bundle carries its own rebuild of the record and the same index proof)."""
         known = known_at.text if known_at else None
         if self.signer is not None:
             bundle = evidence_bundle(self.store, paper, as_of.text, as_of.key, self.signer, _known(known_at))
             record, checkpoint, verifier = bundle["record"], bundle["checkpoint"], str(self.signer.verifier)
+            index = bundle["index"]
         else:
             record = record or self.record(paper, as_of, known_at)
-            bundle, checkpoint, verifier = None, None, None
+            bundle, checkpoint, verifier, index = None, None, None, None
         return {
             "paper": paper, "as_of": record["as_of"], "known_at": known,
             "record": urls.record_url(paper, as_of.text, known, html=False),
             "context_digest": record["context_digest"],
             "observations": [{"direction": d, "observation_digest": o["observation_digest"],
                               "observation_id": o["observation_id"]} for d in ("inbound", "outbound") for o in record[d]],
-            "checkpoint": checkpoint, "verifier_key": verifier, "evidence": bundle,
+            "checkpoint": checkpoint, "verifier_key": verifier, "index": index, "evidence": bundle,
         }
 
     def integrity_json(self, paper: str, as_of: When, known_at: When | None = None, found: dict | None = None) -> Body:
@@ -228,7 +230,7 @@ class Site:
     def integrity_html(self, paper: str, as_of: When, known_at: When | None = None, found: dict | None = None) -> Body:
         found = found or self.integrity(paper, as_of, known_at)
         known = known_at.text if known_at else None
-        size = found["evidence"]["events"][0]["proof"]["tree_size"] if found["evidence"] and found["evidence"]["events"] else None
+        size = found["index"]["tree_size"] if found["index"] else None
         page = render("integrity.html", found=found, tree_size=size,
                       record_url=urls.record_url(paper, as_of.text, known),
                       json_url=urls.integrity_url(paper, as_of.text, known, html=False))

@@ -43,8 +43,13 @@ class Backend:
         raise NotImplementedError
 
     def insert_nodes_and_links(self, cursor: Any, nodes: list[tuple], links: list[tuple]) -> None:
-        """Store new Merkle nodes (level, idx, hash) and paper links (paper, observation); a link already
-        stored is skipped. Raises the driver's errors."""
+        """Store new Merkle nodes (level, idx, hash) and paper links (paper, observation, seq); a link already
+        stored is skipped (the first seq stays). Raises the driver's errors."""
+        raise NotImplementedError
+
+    def insert_index(self, cursor: Any, nodes: list[tuple], root: tuple) -> None:
+        """Store one transaction's paper index: its new nodes (id, node) and its root row (size, root node id,
+        hash). Raises the driver's errors."""
         raise NotImplementedError
 
     def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:

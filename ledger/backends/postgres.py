@@ -60,6 +60,10 @@ class PostgreSQL(Backend):
            FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
         """CREATE TRIGGER merkle_nodes_append_only BEFORE UPDATE OR DELETE ON merkle_nodes
            FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
+        """CREATE TRIGGER index_nodes_append_only BEFORE UPDATE OR DELETE ON index_nodes
+           FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
+        """CREATE TRIGGER index_roots_append_only BEFORE UPDATE OR DELETE ON index_roots
+           FOR EACH ROW EXECUTE FUNCTION ledger_refuse_rewrite()""",
     )
     fact_key_present = """SELECT 1 FROM pg_index x WHERE x.indrelid = 'events'::regclass AND x.indisunique
                           AND x.indisvalid AND x.indpred IS NULL AND x.indnkeyatts = 3
@@ -93,11 +97,18 @@ class PostgreSQL(Backend):
     def insert_nodes_and_links(self, cursor: Any, nodes: list[tuple], links: list[tuple]) -> None:
         if nodes or links:  # column arrays, both tables in one statement: one round trip
             columns = (tuple(map(list, zip(*nodes))) if nodes else ([], [], [])) + \
-                      (tuple(map(list, zip(*links))) if links else ([], []))
+                      (tuple(map(list, zip(*links))) if links else ([], [], []))
             cursor.execute(
                 "WITH nodes AS (INSERT INTO merkle_nodes (level, idx, hash) SELECT * FROM unnest(?::integer[], "
-                "?::bigint[], ?::bytea[])) INSERT INTO observation_papers (paper, observation) SELECT * FROM "
-                "unnest(?::text[], ?::text[]) ON CONFLICT DO NOTHING", columns)
+                "?::bigint[], ?::bytea[])) INSERT INTO observation_papers (paper, observation, seq) SELECT * FROM "
+                "unnest(?::text[], ?::text[], ?::bigint[]) ON CONFLICT DO NOTHING", columns)
+
+    def insert_index(self, cursor: Any, nodes: list[tuple], root: tuple) -> None:
+        # Both tables in one statement: one round trip per transaction.
+        columns = tuple(map(list, zip(*nodes))) if nodes else ([], [])
+        cursor.execute(
+            "WITH nodes AS (INSERT INTO index_nodes (id, node) SELECT * FROM unnest(?::bigint[], ?::bytea[])) "
+            "INSERT INTO index_roots (size, node, hash) VALUES (?, ?, ?)", (*columns, *root))
 
     def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:
         if not keys:

@@ -46,6 +46,14 @@ class SQLite(Backend):
            BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
         """CREATE TRIGGER merkle_nodes_no_delete BEFORE DELETE ON merkle_nodes
            BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
+        """CREATE TRIGGER index_nodes_no_update BEFORE UPDATE ON index_nodes
+           BEGIN SELECT RAISE(ABORT, 'index_nodes is append-only'); END""",
+        """CREATE TRIGGER index_nodes_no_delete BEFORE DELETE ON index_nodes
+           BEGIN SELECT RAISE(ABORT, 'index_nodes is append-only'); END""",
+        """CREATE TRIGGER index_roots_no_update BEFORE UPDATE ON index_roots
+           BEGIN SELECT RAISE(ABORT, 'index_roots is append-only'); END""",
+        """CREATE TRIGGER index_roots_no_delete BEFORE DELETE ON index_roots
+           BEGIN SELECT RAISE(ABORT, 'index_roots is append-only'); END""",
     )
     fact_key_present = """SELECT 1 FROM pragma_index_list('events') AS l JOIN pragma_index_info(l.name) AS i
                           WHERE l."unique" AND NOT l.partial GROUP BY l.name
@@ -78,7 +86,13 @@ class SQLite(Backend):
         if nodes:
             self.insert(cursor, "merkle_nodes", ("level", "idx", "hash"), nodes)
         if links:
-            cursor.executemany("INSERT OR IGNORE INTO observation_papers (paper, observation) VALUES (?, ?)", links)
+            cursor.executemany("INSERT OR IGNORE INTO observation_papers (paper, observation, seq) VALUES (?, ?, ?)",
+                               links)
+
+    def insert_index(self, cursor: Any, nodes: list[tuple], root: tuple) -> None:
+        if nodes:
+            self.insert(cursor, "index_nodes", ("id", "node"), nodes)
+        cursor.execute("INSERT INTO index_roots (size, node, hash) VALUES (?, ?, ?)", root)
 
     def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:
         rows: list[tuple] = []

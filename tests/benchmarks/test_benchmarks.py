@@ -72,6 +72,57 @@ def test_concurrent_postgres_writers_build_one_verifiable_chain(tmp_path):
     assert postgres_writers(POSTGRES, events, 4, tmp_path) > 0
 
 
+def test_the_index_proof_sizes_from_the_trees_shape_are_the_real_proofs_sizes(tmp_path):
+    # The 1M-paper figure comes from proof_shape; here it must equal, byte for byte, the length of what
+    # `prove --paper --json` prints for every paper of a real ledger (each with one event).
+    from benchmarks.run import import_batch, proof_shape, snapshots
+    from ledger.canonical import canonical
+    from ledger.paper_index import paper_key
+    from ledger.proofs import prove_paper
+
+    store = Store.create(str(tmp_path / "papers.db"))
+    import_batch(store, snapshots(700))
+    names = [f"1000.{n:05d}" for n in range(700)]
+    keys = sorted(paper_key(name) for name in names)
+    for name in names:
+        proof = prove_paper(store, name)
+        json_size, _, depth = proof_shape(keys, name, 700)
+        assert (len(canonical(proof)) + 1, len(proof["siblings"])) == (json_size, depth), name
+    store.close()
+
+
+def test_index_proofs_are_timed_on_a_ledger_of_many_papers(tmp_path):
+    from benchmarks.run import index_proofs
+
+    figures = index_proofs(tmp_path / "papers.db", 2_000, 5)
+    assert 0 < figures["present_median"] < 1 and 0 < figures["absent_median"] < 1
+    assert figures["size_max"] >= figures["size_median"] > 900
+
+
+def test_the_no_index_variant_writes_no_index(tmp_path):
+    from benchmarks.run import without_index
+
+    events = generate(300, seed=3)
+    with without_index():
+        store = Store.create(str(tmp_path / "bare.db"))
+        with store.writing() as writer:
+            writer.append(events[:40])
+        with store.reading() as cursor:
+            assert cursor.execute("SELECT COUNT(*) FROM index_roots").fetchone()[0] == 0
+    again = Store.create(str(tmp_path / "index.db"))
+    with again.writing() as writer:
+        writer.append(events[:40])
+    with again.reading() as cursor:
+        assert cursor.execute("SELECT COUNT(*) FROM index_roots").fetchone()[0] == 1
+
+
+def test_interleaved_appends_build_both_ledgers_one_with_the_index(tmp_path):
+    from benchmarks.run import interleaved_appends
+
+    with_rate, without_rate = interleaved_appends(generate(450, seed=3), 100, tmp_path)  # its gates: both chains
+    assert with_rate > 0 and without_rate > 0
+
+
 def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
     from benchmarks.run import import_batch
     from benchmarks.serve import SECTION_BEGIN, Server, kept_section, load, write_section
@@ -102,6 +153,20 @@ def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_
     assert text.count(SECTION_BEGIN) == 1 and "second" in text and "first" not in text
     assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n")
     assert kept_section(results).strip().startswith(SECTION_BEGIN) and "second" in kept_section(results)
+
+
+def test_the_index_section_replaces_only_itself(tmp_path, monkeypatch):
+    import benchmarks.run as run
+
+    monkeypatch.setattr(run, "index_section", lambda reps, folder: f"{run.INDEX_BEGIN}\n## idx {reps}\n{run.INDEX_END}\n")
+    out = tmp_path / "RESULTS.md"
+    out.write_text("# Benchmark results\n\nfrom benchmarks.run\n\n<!-- benchmarks.serve: begin -->\nserve\n"
+                   "<!-- benchmarks.serve: end -->\n")
+    run.main(["--index", "--reps", "5", "--out", str(out)])
+    run.main(["--index", "--reps", "6", "--out", str(out)])
+    text = out.read_text()
+    assert text.count(run.INDEX_BEGIN) == 1 and "## idx 6" in text and "## idx 5" not in text
+    assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n") and "serve\n" in text
 
 
 def test_the_corpus_imports_whole_and_the_commands_pass_their_gates(tmp_path):

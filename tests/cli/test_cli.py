@@ -259,7 +259,7 @@ def test_a_ledger_of_another_schema_version_exits_2(imported, backend):
     engine.dispose()
     result = imported("replay", "--as-of", "2026-08-09", "--paper", PAPER_004)
     assert result.exit_code == 2 and result.stdout == ""
-    assert "ledger schema version 0, this ledger reads version 1" in result.stderr
+    assert "ledger schema version 0, this ledger reads version 2" in result.stderr
 
 
 def test_an_unreachable_store_exits_3():

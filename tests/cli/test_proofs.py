@@ -32,8 +32,9 @@ def test_keygen_writes_both_keys_and_refuses_to_overwrite(keyed, tmp_path):
 def test_checkpoint_is_a_c2sp_signed_note(keyed):
     note = keyed("checkpoint", "--key", "ledger.key").stdout
     body, signature = note.split("\n\n")
-    origin, size, root = body.split("\n")
+    origin, size, root, index = body.split("\n")
     assert (origin, size) == ("example.org/ledger", "40") and len(base64.b64decode(root)) == 32
+    assert index.startswith("paper-index/v1 ") and len(base64.b64decode(index.split()[1])) == 32
     assert signature.startswith("— example.org/ledger ") and len(base64.b64decode(signature.split()[2])) == 68
 
 

@@ -225,11 +225,11 @@ def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypa
 
     other, read_facts, landed = Store.open(seeded.url), Cursor.paper_facts, []
 
-    def append_first(cursor, *args):
+    def append_first(cursor, *args, **kwargs):
         if not landed:
             with other.writing() as writer:
                 landed.extend(writer.append([sweep(1)]))
-        return read_facts(cursor, *args)
+        return read_facts(cursor, *args, **kwargs)
 
     monkeypatch.setattr(Cursor, "paper_facts", append_first)
     signer = generate_signer("example.org/ledger")

@@ -1,0 +1,385 @@
+"""The paper index against an oracle written here from the README's byte description alone ("Completeness:
+the paper index, byte for byte"): the store's root at every size its head had, for ledgers grown one append
+at a time and in batches, on every backend; proofs of every paper at every size; mutation vectors for the
+proof verifier; checkpoints with and without the index line."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import random
+
+import orjson
+import pytest
+
+from benchmarks.generate import generate
+from ledger.errors import InputError, IntegrityError
+from ledger.events import make_event
+from ledger.export import export_line
+from ledger.index_nodes import Node, child, decode, encode, make_leaf, prove, root_at
+from ledger.paper_index import IndexProof, Neighbour, index_of_log, parse_proof, verify_index_proof
+from ledger.signed_notes import Checkpoint, generate_signer, parse_checkpoint, verify_checkpoint
+
+
+# -- the oracle: README, "Completeness: the paper index, byte for byte" ----------------------------------
+def sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def mth(leaves: list[bytes]) -> bytes:
+    """RFC 9162 2.1.1 over leaf hashes already computed."""
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return sha256(b"\x01" + mth(leaves[:k]) + mth(leaves[k:]))
+
+
+def oracle(lines: list[dict], n: int) -> dict[str, tuple[int, bytes]]:
+    """paper -> (count, root) at size n, from exported log lines."""
+    links, own, of_observation = {}, {}, {}
+    for e in lines:
+        if e["seq"] > n:
+            break
+        body = {k: e[k] for k in ("effective_at", "kind", "payload", "recorded_at", "seq")}
+        leaf = sha256(b"\x00" + orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
+        kind, payload = e["kind"], e["payload"]
+        if kind == "paper.snapshot":
+            own.setdefault(payload["arxiv_id"], []).append((e["seq"], leaf))
+        elif kind in ("source.checked", "measurements.checked"):
+            own.setdefault(payload["paper"], []).append((e["seq"], leaf))
+        else:
+            of_observation.setdefault(payload["observation_id"], []).append((e["seq"], leaf))
+            if kind == "citation.observed":
+                citation = payload["citation"]
+                named = [citation["citing_paper"]["arxiv_id"]]
+                if citation.get("cited_paper") is not None:
+                    named.append(citation["cited_paper"]["arxiv_id"])
+                for paper in named:
+                    links.setdefault(paper, set()).add(payload["observation_id"])
+    result = {}
+    for paper in set(own) | set(links):
+        events = sorted(own.get(paper, []) + [x for o in links.get(paper, ()) for x in of_observation[o]])
+        result[paper] = (len(events), mth([leaf for _, leaf in events]))
+    return result
+
+
+def oracle_root(papers: dict[str, tuple[int, bytes]]) -> bytes:
+    leaves = {}
+    for paper, (count, root) in papers.items():
+        key = sha256(paper.encode())
+        leaves[key] = sha256(b"\x02" + key + count.to_bytes(8, "big") + root)
+
+    def bit(key: bytes, d: int) -> int:
+        return key[d // 8] >> (7 - d % 8) & 1
+
+    def h(keys: list[bytes], d: int) -> bytes:
+        if not keys:
+            return bytes(32)
+        if len(keys) == 1:
+            return leaves[keys[0]]
+        return sha256(b"\x03" + h([k for k in keys if not bit(k, d)], d + 1) + h([k for k in keys if bit(k, d)], d + 1))
+
+    return h(list(leaves), 0)
+
+
+def exported(store) -> list[dict]:
+    return [orjson.loads(export_line(e)) for e in store.entries()]
+
+
+# -- ledgers ----------------------------------------------------------------------------------------------
+def late_links(events):
+    """Resolutions appended before their citations, and a citation corrected to name another paper: links
+    that reach back to events appended earlier."""
+    resolutions = [e for e in events if e.kind == "resolution.recorded"]
+    rest = [e for e in events if e.kind != "resolution.recorded"]
+    cited = next(e for e in rest if e.kind == "citation.observed")
+    payload = orjson.loads(cited.payload)
+    payload["citation"]["cited_paper"] = {"arxiv_id": "2999.55555", "snapshot_observed_at": "2026-09-01T00:00:00Z",
+                                          "title": "A later reading", "version": 1}
+    payload["citation"]["source_observed_at"] = "2026-09-02T00:00:00Z"
+    lonely = make_event("resolution.recorded", {"observation_id": "never-cited", "resolution": {
+        "observed_at": "2026-01-02T00:00:00Z", "resolver_source": None, "status": "unresolved"}})
+    return resolutions[:25] + [lonely] + rest[:60] + resolutions[25:] + rest[60:] + [
+        make_event("citation.observed", payload)]
+
+
+def grow(store, events, sizes) -> list[int]:
+    heads, i = [], 0
+    for n in sizes:
+        if i >= len(events):
+            break
+        with store.writing() as writer:
+            writer.append(events[i:i + n])
+        i += n
+        heads.append(writer.seq)
+    return heads
+
+
+def check_every_head(store, heads):
+    lines = exported(store)
+    with store.reading() as cursor:
+        for size in heads:
+            papers = oracle(lines, size)
+            expected = oracle_root(papers)
+            assert root_at(cursor, size) == (root_at(cursor, size)[0], expected), f"index root at size {size}"
+            for paper, (count, root) in papers.items():
+                proof = prove(cursor, store.index_nodes, paper, size)
+                verify_index_proof(proof, expected)
+                assert (proof.count, proof.root) == (count, root), f"{paper} at size {size}"
+
+
+def test_one_append_at_a_time_every_head_is_the_readme_index(store):
+    events = late_links(generate(160, seed=21))
+    heads = grow(store, events, [1] * len(events))
+    assert len(heads) == len(events)
+    check_every_head(store, heads)
+
+
+def test_batches_every_head_is_the_readme_index(store):
+    rng = random.Random(4)
+    events = late_links(generate(700, seed=22))
+    heads = grow(store, events, [rng.choice([2, 7, 40, 150]) for _ in events])
+    check_every_head(store, heads)
+
+
+def test_a_link_reaches_back_within_one_transaction_and_across_them(store):
+    events = generate(60, seed=5)
+    citation = next(e for e in events if e.kind == "citation.observed" and b"cited_paper\":{" in e.payload)
+    observation = citation.subject
+    resolution = make_event("resolution.recorded", {"observation_id": observation, "resolution": {
+        "observed_at": "2025-12-31T00:00:00Z", "resolver_source": None, "status": "unresolved"}})
+    citing = orjson.loads(citation.payload)["citation"]["citing_paper"]["arxiv_id"]  # an inbound citation's
+    with store.writing() as writer:  # alone: its observation is linked to no paper yet
+        writer.append([resolution])
+    lines = exported(store)
+    assert oracle(lines, 1) == {}
+    with store.reading() as cursor:
+        assert root_at(cursor, 1)[1] == bytes(32)
+    with store.writing() as writer:
+        writer.append([e for e in events if e.subject != observation][:5] + [citation])
+    check_every_head(store, [1, 7])
+    with store.reading() as cursor:
+        proof = prove(cursor, store.index_nodes, citing, 7)
+    assert proof.count == 2  # the citation, and the resolution appended before it
+
+
+def test_proofs_of_absent_papers_end_at_an_empty_subtree_or_a_neighbour(store):
+    grow(store, generate(400, seed=8), [400])
+    lines = exported(store)
+    expected = oracle_root(oracle(lines, 400))
+    kinds = set()
+    with store.reading() as cursor:
+        for n in range(300):
+            proof = prove(cursor, store.index_nodes, f"9{n:03d}.00000", 400)
+            verify_index_proof(proof, expected)
+            assert proof.count == 0 and proof.root is None
+            kinds.add(proof.neighbour is not None)
+    assert kinds == {True, False}
+
+
+def test_a_size_the_head_never_had_has_no_index(store):
+    heads = grow(store, generate(50, seed=3), [20, 30])
+    assert heads == [20, 50]
+    with store.reading() as cursor:
+        assert root_at(cursor, 0) == (None, bytes(32))
+        assert root_at(cursor, 35) is None
+        with pytest.raises(InputError, match="kept no paper index at that size"):
+            prove(cursor, store.index_nodes, "2000.00001", 35)
+
+
+def test_the_pure_recomputation_is_the_oracle():
+    from ledger.chain import Entry, GENESIS, seal
+
+    events = late_links(generate(300, seed=9))
+    entries, chain = [], GENESIS
+    for seq, ev in enumerate(events, start=1):
+        _, digest, chain = seal(chain, seq, ev.kind, ev.effective_at, "2026-11-30T00:00:00.000000Z", ev.payload)
+        entries.append(Entry(seq, ev.kind, ev.effective_at, "2026-11-30T00:00:00.000000Z", ev.payload, digest, chain))
+    lines = [orjson.loads(export_line(e)) for e in entries]
+    for size in (1, 37, 150, len(entries)):
+        assert index_of_log(entries, size).root == oracle_root(oracle(lines, size))
+    with pytest.raises(InputError, match=f"holds {len(entries)} events"):
+        index_of_log(entries, len(entries) + 1)
+
+
+# -- nodes ------------------------------------------------------------------------------------------------
+def test_a_node_round_trips_and_a_damaged_one_is_refused():
+    frontier = {1: b"\x11" * 32, 0: b"\x22" * 32}
+    node = Node().changed({3: make_leaf(b"\x33" * 32, 3, frontier), 9: child(b"\x44" * 32, 77)})
+    again = decode(encode(node))
+    assert again.slots == node.slots and again.hash() == node.hash()
+    for damaged in (encode(node)[:-1], encode(node) + b"\x00", b"\x00", b"\x00\x01\x00\x02"):
+        with pytest.raises(IntegrityError, match="not one"):
+            decode(damaged)
+
+
+# -- proof mutation vectors -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def proven(tmp_path_factory):
+    from ledger.store import Store
+
+    store = Store.create(str(tmp_path_factory.mktemp("index") / "ledger.db"))
+    heads = grow(store, generate(500, seed=12), [250, 250])
+    with store.reading() as cursor:
+        papers = sorted(oracle(exported(store), 500))
+        member = prove(cursor, store.index_nodes, papers[0], 500)
+        absent = next(p for p in (prove(cursor, store.index_nodes, f"8{n:03d}.0", 500) for n in range(100))
+                      if p.neighbour is not None)
+        older = prove(cursor, store.index_nodes, papers[0], 250)
+    store.close()
+    return heads, member, absent, older
+
+
+def flip(data: bytes, bit: int = 0) -> bytes:
+    return bytes([data[0] ^ (1 << bit)]) + data[1:]
+
+
+def mutations(proof: IndexProof):
+    first = next(i for i, s in enumerate(proof.siblings) if s is not None)
+    siblings = list(proof.siblings)
+    siblings[first] = flip(siblings[first])
+    yield "a flipped bit in a sibling", IndexProof(**{**vars(proof), "siblings": tuple(siblings)})
+    yield "a sibling dropped", IndexProof(**{**vars(proof), "siblings": proof.siblings[:-1]})
+    yield "a sibling added", IndexProof(**{**vars(proof), "siblings": proof.siblings + (b"\x01" * 32,)})
+    if None in proof.siblings:
+        yield "an empty sibling made a hash", IndexProof(**{**vars(proof), "siblings": tuple(
+            s or b"\x00" * 31 + b"\x01" for s in proof.siblings)})
+    yield "another paper's id", IndexProof(**{**vars(proof), "paper": proof.paper + "0"})
+    if proof.count:
+        yield "a flipped bit in the count", IndexProof(**{**vars(proof), "count": proof.count ^ 1})
+        yield "a flipped bit in the events root", IndexProof(**{**vars(proof), "root": flip(proof.root)})
+        yield "the count said zero", IndexProof(**{**vars(proof), "count": 0, "root": None})
+    if proof.neighbour is not None:
+        other = proof.neighbour
+        yield "a flipped bit in the neighbour's count", IndexProof(**{**vars(proof), "neighbour": Neighbour(
+            other.key, other.count ^ 1, other.root)})
+        yield "the neighbour's key made the paper's", IndexProof(**{**vars(proof), "neighbour": Neighbour(
+            hashlib.sha256(proof.paper.encode()).digest(), other.count, other.root)})
+        yield "the neighbour dropped", IndexProof(**{**vars(proof), "neighbour": None})
+
+
+@pytest.mark.parametrize("which", ["membership", "non-membership"])
+def test_every_mutation_of_a_proof_is_refused(proven, which):
+    _, member, absent, _ = proven
+    proof = member if which == "membership" else absent
+    verify_index_proof(proof, proof.index_root)
+    for name, mutated in mutations(proof):
+        with pytest.raises(IntegrityError):
+            verify_index_proof(mutated, proof.index_root)
+            pytest.fail(f"accepted: {name}")
+
+
+def test_a_proof_from_an_older_size_does_not_verify_against_todays_root(proven):
+    _, member, _, older = proven
+    assert older.tree_size == 250 and older.index_root != member.index_root
+    verify_index_proof(older, older.index_root)
+    with pytest.raises(IntegrityError, match="not the one the checkpoint signs"):
+        verify_index_proof(older, member.index_root)
+
+
+def test_the_json_form_round_trips_and_malformed_fields_are_named(proven):
+    _, member, absent, _ = proven
+    for proof in (member, absent):
+        data = proof.to_json()
+        assert parse_proof(orjson.loads(orjson.dumps(data))) == IndexProof(**{**vars(proof), "key": bytes.fromhex(data["key"])})
+    data = member.to_json()
+    for field, value, named in (("siblings", ["zz"], r"siblings\[0\]"), ("count", "3", "count"),
+                                ("events_root", "ab" * 31, "events_root"), ("tree_size", -1, "tree_size"),
+                                ("neighbour", 3, "neighbour"), ("paper", None, "paper")):
+        with pytest.raises(InputError, match=f"field {named}"):
+            parse_proof({**data, field: value})
+    with pytest.raises(InputError, match="field index.key: missing"):
+        parse_proof({k: v for k, v in data.items() if k != "key"}, "index")
+    with pytest.raises(InputError, match="field index.extra: not a field of a paper index proof"):
+        parse_proof({**data, "extra": 1}, "index")
+    with pytest.raises(IntegrityError, match="has an events root"):  # well-formed, but does not verify
+        verify_index_proof(parse_proof({**data, "events_root": None}), member.index_root)
+    key = bytearray(bytes.fromhex(data["key"]))
+    key[0] ^= 1
+    with pytest.raises(IntegrityError, match="key is not SHA-256"):
+        verify_index_proof(parse_proof({**data, "key": key.hex()}), member.index_root)
+
+
+def test_the_index_root_of_1000_papers_is_the_oracles():
+    leaves = {}
+    for n in range(1000):
+        key = sha256(f"5{n:04d}.00000".encode())
+        leaves[key] = (1, sha256(key))
+    from ledger.paper_index import index_root, leaf_hash
+
+    root = index_root({k: leaf_hash(k, c, r) for k, (c, r) in leaves.items()})
+    assert root == oracle_root({f"5{n:04d}.00000": (1, sha256(sha256(f"5{n:04d}.00000".encode()))) for n in range(1000)})
+
+
+# -- checkpoints ------------------------------------------------------------------------------------------
+def test_the_checkpoint_carries_the_index_line_and_old_ones_still_parse():
+    signer = generate_signer("example.org/ledger")
+    index = b"\x07" * 32
+    body = Checkpoint(signer.name, 12, b"\x01" * 32, index).text()
+    assert body.splitlines()[3] == f"paper-index/v1 {base64.b64encode(index).decode()}"
+    signed = verify_checkpoint(signer.sign(body), signer.verifier)
+    assert (signed.size, signed.index_root) == (12, index)
+    old = verify_checkpoint(signer.sign(Checkpoint(signer.name, 12, b"\x01" * 32).text()), signer.verifier)
+    assert old.index_root is None and old.extensions == ()
+    other = parse_checkpoint(body + "timestamp 1700000000\n")
+    assert other.index_root == index and other.extensions == ("timestamp 1700000000",)
+    with pytest.raises(InputError, match="given twice"):
+        parse_checkpoint(body + body.splitlines()[3] + "\n")
+    with pytest.raises(InputError, match="not 32 bytes"):
+        parse_checkpoint(body.replace(base64.b64encode(index).decode(), base64.b64encode(b"\x07" * 31).decode()))
+    # A client that knows nothing of the index reads the first three lines and checks the same signature.
+    assert signed.text() == body
+
+
+# -- a ledger from before the index -----------------------------------------------------------------------
+def test_upgrade_builds_the_index_of_a_version_1_ledger_at_its_head(ledger_location, backend):
+    from ledger.importer import import_files
+    from ledger.store import Store
+    from tests.conftest import SEED_004
+
+    store = Store.create(ledger_location)
+    import_files(store, [str(SEED_004)])
+    with store.writing() as writer:
+        writer.append(late_links(generate(300, seed=31)))
+    lines = exported(store)
+    with store._connection("downgrade", store.backend.begin_write) as cursor:  # what version 1 had
+        for table in ("index_nodes", "index_roots", "observation_papers"):
+            cursor.execute(f"DROP TABLE {table}")
+        cursor.execute("CREATE TABLE observation_papers (paper VARCHAR NOT NULL, observation VARCHAR NOT NULL, "
+                       "PRIMARY KEY (paper, observation))")
+        cursor.execute("UPDATE ledger_meta SET value = '1' WHERE key = 'schema_version'")
+    store.close()
+    with pytest.raises(InputError, match="schema version 1, this ledger reads version 2"):
+        Store.open(ledger_location)
+    size = len(lines)
+    assert Store.upgrade(ledger_location).endswith(f"upgraded to schema version 2; paper index built at size {size}")
+    assert Store.upgrade(ledger_location).endswith("already at schema version 2")
+    store = Store.open(ledger_location)
+    try:
+        with store.reading() as cursor:
+            assert root_at(cursor, size)[1] == oracle_root(oracle(lines, size))
+            assert root_at(cursor, size - 1) is None  # no index before the upgrade
+        with store.writing() as writer:  # appends go on from the built index
+            writer.append(generate(320, seed=32)[300:])
+        check_every_head(store, [size, size + 20])
+        with store.reading() as cursor:  # the links got the seq of the citation that made them
+            assert cursor.paper_facts("2407.20018", size=size) == store.paper_facts("2407.20018")
+            assert cursor.execute("SELECT COUNT(*) FROM observation_papers WHERE seq IS NULL").fetchone()[0] == 0
+    finally:
+        store.close()
+
+
+def test_a_checkpoint_binds_the_index_of_every_size_the_head_had_and_no_other(store):
+    from ledger.proofs import checkpoint
+
+    signer = generate_signer("example.org/ledger")
+    grow(store, generate(60, seed=3), [20, 40])
+    with store.reading() as cursor:
+        roots = {size: root_at(cursor, size)[1] for size in (20, 60)}
+    for size in (20, 60, None):
+        note, signed_size = checkpoint(store, signer, size)
+        assert verify_checkpoint(note, signer.verifier).index_root == roots[signed_size]
+    note, _ = checkpoint(store, signer, 30)  # never a head: signed as a checkpoint of before the index
+    assert verify_checkpoint(note, signer.verifier).index_root is None
