@@ -172,9 +172,6 @@ class Cursor:
         if known_at is not None:
             sql += " AND recorded_at <= ?"
             params.append(known_at)
-        if size is not None:
-            sql += " AND seq <= ?"
-            params.append(size)
         return [_fact(r) for r in self.execute(sql + " ORDER BY seq", params).fetchall()]
 
 
