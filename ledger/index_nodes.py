@@ -1,16 +1,19 @@
 """The paper index as the store keeps it: immutable 16-way nodes of the compact sparse Merkle tree that
-`ledger.paper_index` defines, written once per append transaction, and read back at any size the head ever
-had.
+`ledger.paper_index` defines, written when the index is first needed at a tree size (a checkpoint, a proof,
+a bundle) and read back at any size it was kept for.
 
 A node stands for the papers whose key starts with its path (hex digits, "" for the root) and holds up to 16
 slots, one per next hex digit: empty, one paper's leaf (key, count, the right edge of its events tree and
 the leaf hash), or a child node (its hash and its id). A node exists where two or more papers share its path,
 and the root always: a paper alone under a path is a leaf in its parent's slot. The binary tree of
-`paper_index` is these nodes read four levels at a time. A transaction writes new nodes for the paths its
-papers cross (a node is never changed), with ids = its tree size * 2**24 + a counter, so its rows land
-together at the end of the table (a rowid table on SQLite: appends fill pages, they do not split them);
-`index_roots` names the root node of every size the head had. Readers follow ids from the root down, one
-statement per level.
+`paper_index` is these nodes read four levels at a time.
+
+Appends never touch the index. `catch_up` brings it to a size from the largest size below it that has one:
+it reads the events in between from the log, a chunk at a time, and writes new nodes for the paths their
+papers cross (a node is never changed), with ids = the size they are of * 2**24 + a counter, so their rows
+land together at the end of the table (a rowid table on SQLite: appends fill pages, they do not split them);
+`index_roots` names the root node of every size the index was kept for. Readers follow ids from the root
+down, one statement per level.
 
 This module never decides what an event means (`paper_index` does) and never opens a connection: it is
 handed the store's cursor.
@@ -26,19 +29,10 @@ from struct import Struct
 import orjson
 
 from .errors import InputError, IntegrityError
-from .events import OBSERVATION_KINDS, Event, citation_papers
-from .merkle import leaf_hash as log_leaf_hash
-from .paper_index import (
-    ZERO,
-    IndexProof,
-    Neighbour,
-    extend,
-    frontier_root,
-    leaf_hash,
-    node_hash,
-    paper_key,
-)
+from .events import CITATION_OBSERVED, citation_papers
 from .chain import entry_bytes
+from .merkle import EMPTY_ROOT, leaf_hash as log_leaf_hash
+from .paper_index import ZERO, IndexProof, Neighbour, paper_key
 
 SLOTS = 16
 _IN_LIST = 400  # parameters per IN list: under every SQLite build's limit
@@ -64,36 +58,43 @@ def child(digest: bytes, node_id: int) -> Child:
     return Child(digest, node_id, digest + node_id.to_bytes(8, "big"))
 
 
-ID_SHIFT = 24  # a node's id: the tree size of the transaction that wrote it * 2**24 + its number in it
-
-
-def _levels(count: int) -> tuple[int, ...]:
-    """The levels of the perfect subtrees of a tree of `count` leaves, largest first."""
-    found = _LEVELS.get(count)
-    if found is None:
-        found = tuple(level for level in range(count.bit_length() - 1, -1, -1) if count >> level & 1)
-        if len(_LEVELS) < 1 << 16:
-            _LEVELS[count] = found
-    return found
-
-
-_LEVELS: dict[int, tuple[int, ...]] = {}
+ID_SHIFT = 24  # a node's id: the tree size it was written for * 2**24 + its number among that size's nodes
 
 
 def grown(key: bytes, leaf: Leaf | None, leaf_hashes: Iterable[bytes]) -> Leaf:
     """A paper's leaf slot with more events added to its events tree (from none when `leaf` is None).
     Raises nothing."""
-    count, frontier = (0, {}) if leaf is None else (leaf.count, dict(zip(_levels(leaf.count), leaf.edge)))
-    count = extend(frontier, count, leaf_hashes)
-    edge = tuple(frontier[level] for level in _levels(count))
-    digest = leaf_hash(key, count, frontier_root(frontier, count))
-    return Leaf(digest, key, count, edge, b"".join((digest, key, count.to_bytes(8, "big")) + edge))
+    # The edge, largest subtree first, is a stack: leaf number `count` merges with the subtrees of its
+    # trailing one bits, the smallest ones, at the end (`paper_index.extend` over a list, inlined).
+    count, stack = (0, []) if leaf is None else (leaf.count, list(leaf.edge))
+    pop, push = stack.pop, stack.append
+    for digest in leaf_hashes:
+        index = count
+        while index & 1:
+            digest = _sha256(b"\x01" + pop() + digest).digest()
+            index >>= 1
+        push(digest)
+        count += 1
+    edge = tuple(stack)
+    counted = count.to_bytes(8, "big")
+    digest = _sha256(b"\x02" + key + counted + _edge_root(edge)).digest()
+    return Leaf(digest, key, count, edge, b"".join((digest, key, counted) + edge))
+
+
+def _edge_root(edge: tuple[bytes, ...]) -> bytes:
+    """The RFC 9162 root of a tree from its perfect subtrees, largest first (`paper_index.frontier_root`)."""
+    if not edge:
+        return EMPTY_ROOT
+    digest = edge[-1]
+    for subtree in edge[-2::-1]:
+        digest = _sha256(b"\x01" + subtree + digest).digest()
+    return digest
 
 
 def make_leaf(key: bytes, count: int, frontier: dict[int, bytes]) -> Leaf:
-    """A paper's leaf slot from its count and the right edge of its events tree. Raises KeyError for an edge
-    that does not belong to `count` events."""
-    edge = tuple(frontier[level] for level in _levels(count))
+    """A paper's leaf slot from its count and the right edge of its events tree (level -> subtree). Raises
+    KeyError for an edge that does not belong to `count` events."""
+    edge = tuple(frontier[level] for level in range(count.bit_length() - 1, -1, -1) if count >> level & 1)
     return grown(key, Leaf(b"", key, count, edge, b""), ())
 
 
@@ -151,7 +152,8 @@ class Node:
         if len(slots) == 1:
             dirty = _ABOVE[j]
         else:  # children before parents: a position's number is below its children's
-            dirty = sorted({position for j in slots for position in _ABOVE[j]}, reverse=True)
+            touched = sum(1 << j for j in slots)
+            dirty = [position for position in _UPWARDS if touched & _MASKS[position]]
         masks, sha256 = _MASKS, _sha256
         for position in dirty:  # a slot is never emptied, so every position here has a slot under it
             taken = used & masks[position]
@@ -207,32 +209,27 @@ def _mask(position: int) -> int:
 
 _MASKS = [0] + [_mask(position) for position in range(1, 2 * SLOTS)]  # slots under each heap position
 _EMPTY_INNER: list[bytes | None] = [ZERO] * (2 * SLOTS)  # the inner hashes of a node with no slot
+_EMPTY_NODE = Node(inner=_EMPTY_INNER)  # never changed in place: `changed` copies
 _HEX = {f"{digit:x}": digit for digit in range(SLOTS)}
 _HEADER = Struct(">HH").pack  # the two bit maps of a node
 _KEYS: dict[str, tuple[str, bytes]] = {}  # paper -> its key (hex, bytes): SHA-256 once per paper and process
 _ABOVE = [tuple((SLOTS + j) >> up for up in range(1, 5)) for j in range(SLOTS)]  # a slot's inner positions, upwards
+_UPWARDS = range(SLOTS - 1, 0, -1)  # every inner position, children before parents
 
 
 def _nibble(key: bytes, depth: int) -> int:
     return (key[depth >> 1] >> (0 if depth & 1 else 4)) & 0xF
 
 
-def _edge_dict(leaf: Leaf | None) -> tuple[int, dict[int, bytes]]:
-    if leaf is None:
-        return 0, {}
-    return leaf.count, dict(zip(_levels(leaf.count), leaf.edge))
-
-
 def leaf_root(leaf: Leaf) -> bytes:
     """The events root a leaf commits to. Raises nothing for a decoded leaf."""
-    count, frontier = _edge_dict(leaf)
-    return frontier_root(frontier, count)
+    return _edge_root(leaf.edge)
 
 
 # -- reading -------------------------------------------------------------------------------------------
 class Nodes:
-    """Decoded nodes by id: a node is written once, so what is cached stays true. A writer adds the nodes of
-    its transaction only once it has committed (`remember`)."""
+    """Decoded nodes by id: a node is written once, so what is cached stays true. A catch-up's nodes are
+    added only once its transaction has committed (`remember`)."""
 
     def __init__(self) -> None:
         self.known: dict[int, Node] = {}
@@ -257,13 +254,13 @@ class Nodes:
         return found
 
     def remember(self, written: dict[int, Node]) -> None:
-        """Keep the nodes a committed transaction wrote. Raises nothing."""
+        """Keep the nodes a committed catch-up wrote. Raises nothing."""
         self.known.update(written)
 
 
 def root_at(cursor, size: int) -> tuple[int | None, bytes] | None:
-    """(root node id, index root) at a tree size the head had; (None, 32 zero bytes) at size 0; None when
-    the ledger kept no index at that size. Raises the driver's errors."""
+    """(root node id, index root) at a tree size the index was kept at (`catch_up`); (None, 32 zero bytes)
+    at size 0; None when it was not kept there. Raises the driver's errors."""
     if size == 0:
         return None, ZERO
     row = cursor.execute("SELECT node, hash FROM index_roots WHERE size = ?", (size,)).fetchone()
@@ -271,12 +268,11 @@ def root_at(cursor, size: int) -> tuple[int | None, bytes] | None:
 
 
 def prove(cursor, nodes: Nodes, paper: str, size: int) -> IndexProof:
-    """The index proof of one paper at a tree size the head had. Raises InputError when the ledger kept no
+    """The index proof of one paper at a tree size the index was kept at. Raises InputError when there is no
     index at that size, IntegrityError for a missing or malformed node, and the driver's errors."""
     root = root_at(cursor, size)
     if root is None:
-        raise InputError(f"tree size {size}: the ledger kept no paper index at that size (only at the sizes "
-                         "its head had since the index was built)")
+        raise InputError(f"tree size {size}: no paper index at that size (keep it there first: Store.keep_index)")
     top, index_root = root
     key = paper_key(paper)
     siblings: list[bytes | None] = []
@@ -312,8 +308,8 @@ def prove(cursor, nodes: Nodes, paper: str, size: int) -> IndexProof:
 
 # -- writing -------------------------------------------------------------------------------------------
 class Edge(NamedTuple):
-    """What a writer learnt that holds only while no other writer appends: the index root it left, and the
-    links of observations it met (observation -> (papers, whether it has events))."""
+    """What an update left at its tree size, true for good (that prefix of the log never changes): the index
+    root there, and the links of observations it met (observation -> (papers, whether it has events))."""
 
     root: tuple[int | None, bytes]
     observations: dict[str, tuple[frozenset[str], bool]]
@@ -346,7 +342,7 @@ def paper_events(cursor, paper: str, size: int) -> list[tuple[int, bytes]]:
 
 
 class Update(NamedTuple):
-    """What one transaction writes to the index: node rows (id, bytes), the root row (size, root node id,
+    """What one update writes to the index: node rows (id, bytes), the root row (size, root node id,
     hash), what to remember once it commits."""
 
     nodes: list[tuple[int, bytes]]
@@ -358,11 +354,60 @@ class Update(NamedTuple):
 _NOTHING: tuple[frozenset[str], bool] = (frozenset(), False)
 
 
+class Logged(NamedTuple):
+    """What the index needs of an event of the log: its subject, its paper (paper-level kinds), the papers a
+    citation links its observation to."""
+
+    subject: str
+    paper: str | None
+    papers: tuple[str, ...]
+
+
+_CHUNK = 50_000  # events read and added at a time while catching up: memory stays flat however far behind
+
+
+def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = None) -> tuple[dict[int, Node], Edge | None]:
+    """Keep the index at tree `size` (at most the head), unless it is kept there already: from the largest
+    size below it that has an index (or from the empty index), add the log's events in between, a chunk at a
+    time, each chunk writing its nodes and its root. `edge` is (size, what an earlier catch-up left there),
+    when still true. Returns the nodes written (to remember once committed) and the edge left at `size`.
+    Raises IntegrityError for an event row or a stored node that is not one, and the driver's errors."""
+    if size == 0 or root_at(cursor, size) is not None:
+        return {}, None
+    before = cursor.execute("SELECT MAX(size) FROM index_roots WHERE size < ?", (size,)).fetchone()[0] or 0
+    left = edge[1] if edge is not None and edge[0] == before else None
+    written: dict[int, Node] = {}
+    columns = cursor.store.backend.entry_columns
+    while before < size:
+        after = min(before + _CHUNK, size)
+        rows = cursor.execute(f"SELECT {columns}, subject, paper FROM events WHERE seq > ? AND seq <= ? ORDER BY seq",
+                              (before, after)).fetchall()
+        if len(rows) != after - before:
+            raise IntegrityError(f"paper index: events missing among seq {before + 1}..{after}")
+        appended = [(r[0], _logged(r), log_leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], bytes(r[4])))) for r in rows]
+        del rows
+        done = update(cursor, nodes, left, before, after, appended)
+        cursor.store.backend.insert_index(cursor, done.nodes, done.root)
+        written.update(done.written)
+        left, before = done.edge, after
+    return written, left
+
+
+def _logged(row) -> Logged:
+    seq, kind, payload, subject, paper = row[0], row[1], row[4], row[7], row[8]
+    if kind != CITATION_OBSERVED:
+        return Logged(subject, paper, ())
+    try:
+        return Logged(subject, paper, citation_papers(orjson.loads(bytes(payload))["citation"]))
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        raise IntegrityError(f"paper index: event seq {seq} is a citation whose papers cannot be read") from None
+
+
 def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,
-           appended: list[tuple[int, Event, bytes]]) -> Update:
-    """The index at `after` from the index at `before` and the events appended in between (seq, event,
-    log leaf hash), in seq order. `edge` is what this writer left at `before`, when no one appended since.
-    Raises IntegrityError when the stored index is missing or malformed, and the driver's errors."""
+           appended: list[tuple[int, Logged, bytes]]) -> Update:
+    """The index at `after` from the index at `before` and the log's events in between (seq, what the index
+    needs of the event, log leaf hash), in seq order. `edge` is what the index's last update left at
+    `before`. Raises IntegrityError when the stored index is missing or malformed, and the driver's errors."""
     root = edge.root if edge is not None else root_at(cursor, before)
     if root is None:
         raise IntegrityError(f"paper index: no root at tree size {before}; the index was never built here")
@@ -372,10 +417,10 @@ def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,
     return write_leaves(cursor, nodes, root, after, added, rebuild, known)
 
 
-def _members(cursor, edge: Edge | None, before: int, appended: list[tuple[int, Event, bytes]]):
+def _members(cursor, edge: Edge | None, before: int, appended: list[tuple[int, Logged, bytes]]):
     """Which papers the appended events are added to (paper -> their leaf hashes, in seq order), which papers
     a link reaching back makes to be read again, and the observations known after them."""
-    # The edge was handed over: it is this transaction's to change, and is dropped should it roll back.
+    # The edge was handed over: it is this update's to change, and is dropped should it roll back.
     known = edge.observations if edge is not None else {}
     # Observation events have no paper of their own (ev.paper is None): their papers come from links.
     unknown = sorted({ev.subject for _, ev, _ in appended if ev.paper is None and ev.subject not in known})
@@ -398,26 +443,26 @@ def _members(cursor, edge: Edge | None, before: int, appended: list[tuple[int, E
                 linked.add(paper)
                 if had:
                     rebuild.add(paper)
-    get_links, get_known, get_added = links.get, known.get, added.get
+    # Each observation's digests go to the lists of its papers, found once per observation.
+    sinks: dict[str, list[list[bytes]]] = {}
     for _, ev, digest in appended:
         paper = ev.paper
         if paper is not None:
-            found = get_added(paper)
+            found = added.get(paper)
             if found is None:
                 added[paper] = [digest]
             else:
                 found.append(digest)
             continue
-        papers = get_links(ev.subject)
-        if papers is None:
-            papers = get_known(ev.subject, _NOTHING)[0]
-            known[ev.subject] = (papers, True)
-        for paper in papers:
-            found = get_added(paper)
-            if found is None:
-                added[paper] = [digest]
-            else:
-                found.append(digest)
+        to = sinks.get(ev.subject)
+        if to is None:
+            papers = links.get(ev.subject)
+            if papers is None:
+                papers = known.get(ev.subject, _NOTHING)[0]
+                known[ev.subject] = (papers, True)
+            to = sinks[ev.subject] = [added.setdefault(paper, []) for paper in papers]
+        for found in to:
+            found.append(digest)
     for subject, linked in links.items():
         known[subject] = (frozenset(linked), True)
     if len(known) > _CACHE_LIMIT:
@@ -452,25 +497,21 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
     if after >= 1 << (63 - ID_SHIFT):
         raise IntegrityError(f"paper index: tree size {after} is past what node ids can number")
 
-    def apply(path: str, node: Node, group: list[tuple[str, Leaf]]) -> int:
+    def apply(path: str, node: Node, group: list[tuple[str, Leaf]]) -> tuple[int, Node]:
         depth = len(path)
-        if len(group) == 1:
-            by_digit = {group[0][0][depth]: group}
-        else:
-            by_digit: dict[str, list[tuple[str, Leaf]]] = {}
-            for pair in group:
-                below = by_digit.get(pair[0][depth])
-                if below is None:
-                    by_digit[pair[0][depth]] = [pair]
-                else:
-                    below.append(pair)
+        by_digit: dict[str, list[tuple[str, Leaf]]] = {}
+        for pair in group:
+            char = pair[0][depth]
+            if char in by_digit:
+                by_digit[char].append(pair)
+            else:
+                by_digit[char] = [pair]
         slots: dict[int, Child | Leaf] = {}
         for char, below in by_digit.items():
             digit = _HEX[char]
             slot = node.slots[digit]
-            child_path = path + char
             if type(slot) is Child:
-                below_id = apply(child_path, current[child_path], below)
+                below_id, below_node = apply(path + char, current[path + char], below)
             else:
                 if slot is not None and (len(below) > 1 or below[0][1].key != slot.key) \
                         and all(slot.key != leaf.key for _, leaf in below):
@@ -478,18 +519,19 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
                 if len(below) == 1:
                     slots[digit] = below[0][1]
                     continue
-                below_id = apply(child_path, Node(inner=_EMPTY_INNER.copy()), below)
-            slots[digit] = child(written[below_id].hash(), below_id)
+                below_id, below_node = apply(path + char, _EMPTY_NODE, below)
+            digest = below_node.inner[1]
+            slots[digit] = Child(digest, below_id, digest + below_id.to_bytes(8, "big"))
         new = node.changed(slots)
         node_id = first + len(rows)
-        if len(rows) >= 1 << ID_SHIFT:
-            raise IntegrityError(f"paper index: a transaction of more than {1 << ID_SHIFT} nodes")
+        if node_id - first >= 1 << ID_SHIFT:
+            raise IntegrityError(f"paper index: more than {1 << ID_SHIFT} nodes for one tree size")
         rows.append((node_id, encode(new)))
         written[node_id] = new
-        return node_id
+        return node_id, new
 
-    top = apply("", current[""], changes)
-    new_root = (top, written[top].hash())
+    top, top_node = apply("", current[""], changes)
+    new_root = (top, top_node.inner[1])
     return Update(rows, (after, top, new_root[1]), written, Edge(new_root, known if known is not None else {}))
 
 

@@ -32,30 +32,36 @@ def _size(cursor, size: int | None) -> int:
     return size
 
 
+def _indexed(store: Store, size: int | None) -> int:
+    """The tree size asked for (default: the head now), once the paper index is kept there."""
+    with store.reading() as cursor:
+        size = _size(cursor, size)
+    store.keep_index(size)
+    return size
+
+
 def checkpoint(store: Store, signer: Signer, size: int | None = None) -> tuple[str, int]:
     """A signed note of the tree of `size` leaves (default: the current tree), and that size: origin (the
     key's name), size, root, and the paper index root at that size. Raises InputError for a size the ledger
     does not hold, StoreError, or IntegrityError when a Merkle node or the index root cannot be had."""
+    size = _indexed(store, size or None)
     with store.snapshot() as cursor:
-        size = _size(cursor, size) if size else cursor.head()[0]
         return _signed_checkpoint(signer, cursor, cursor.node_source(size), size), size
 
 
 def _signed_checkpoint(signer: Signer, cursor, nodes, size: int) -> str:
     found = root_at(cursor, size)
-    if found is None and size == cursor.head()[0]:
-        raise IntegrityError(f"the ledger kept no paper index at tree size {size}, its head")
-    # An older size the head never had (or had before the index was built) is signed without the index line,
-    # as a checkpoint of before the index: there is no index root of that size to bind.
-    return signer.sign(Checkpoint(signer.name, size, root(nodes, size), found and found[1]).text())
+    if found is None:
+        raise IntegrityError(f"the ledger has no paper index root at tree size {size}")
+    return signer.sign(Checkpoint(signer.name, size, root(nodes, size), found[1]).text())
 
 
 def prove_paper(store: Store, paper: str, size: int | None = None) -> dict:
     """The paper index proof of one paper (its count of events and their root, or that it has none) in the
-    tree of `size` (default: now). Raises InputError for a size the ledger's head never had, IntegrityError
-    for an index node that cannot be read, StoreError."""
+    tree of `size` (default: now). Raises InputError for a size the ledger does not hold, IntegrityError for
+    an index node or event that cannot be read, StoreError."""
+    size = _indexed(store, size)
     with store.snapshot() as cursor:
-        size = _size(cursor, size)
         return index_proof(cursor, store.index_nodes, paper, size).to_json()
 
 
@@ -98,8 +104,8 @@ def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer
     one snapshot, every read bounded by the tree's size.
     Raises NotFoundError when the paper has no record then, IntegrityError when the ledger's index disagrees
     with its events, StoreError."""
+    size = _indexed(store, None)
     with store.snapshot() as cursor:
-        size = cursor.head()[0]
         facts = cursor.paper_facts(paper, size=size)
         shown = [f for f in facts if f.effective_key <= as_of_key and (known_at is None or f.recorded_at <= known_at)]
         record = build_record(paper, shown, as_of, as_of_key)

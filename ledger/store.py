@@ -24,9 +24,9 @@ from .backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for
 from .chain import GENESIS, Entry, entry_bytes, seal
 from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
-from .index_nodes import ZERO, Nodes, Update as IndexUpdate, update as index_update, write_leaves
+from .index_nodes import Edge as IndexEdge, Nodes, catch_up
 from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
-from .paper_index import Membership, log_event
+from .paper_index import log_event
 from .schema import EVENT_COLUMNS, SCHEMA_VERSION
 from .times import format_utc
 
@@ -187,8 +187,9 @@ class Store:
         self.exported_log: str | None = None  # the file, when an exported log stands in for the database
         # The Merkle tree's right edge as this process left it, keyed by the head it left: when no other
         # writer appended since (same seq and chain hash), the next append need not read it again.
-        self._edge: tuple | None = None  # (seq, chain hash, Merkle edge, paper index Edge)
+        self._edge: tuple[int, bytes, dict[int, bytes]] | None = None
         self.index_nodes = Nodes()  # the paper index's nodes read or written here (versions never change)
+        self._index_edge: tuple[int, IndexEdge] | None = None  # what the last catch-up here left, and its size
         self.statements = 0  # SQL statements sent, for `replay --stats` and the statement budget test
         self._held = self._cursor = None  # the DBAPI connection every operation uses, opened on first use
         self._fact_key_checked = False  # by the first write of this Store
@@ -242,8 +243,8 @@ class Store:
     def upgrade(cls, location: str) -> str:
         """Bring a ledger of schema version 1 to this version, in one transaction holding the write lock:
         paper links get the seq of the citation that made them (re-derived from the citations), and the
-        paper index is built at the current head (sizes before it have none). Run it with no writer of the
-        old version left. Returns what was done. Raises InputError when there is no ledger of version 1 or
+        paper index's tables are created (the index is kept from the log when first needed, at any size).
+        Run it with no writer of the old version left. Returns what was done. Raises InputError when there is no ledger of version 1 or
         2 there, StoreError when it cannot be read or written."""
         path = sqlite_path(location)
         if path is not None and not os.path.isfile(path):
@@ -261,8 +262,9 @@ class Store:
             if found != "1":
                 raise InputError(f"{store.url}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
             with store._connection("upgrade", store.backend.begin_write) as cursor:
-                size = store._upgrade(cursor)
-            return f"{store.url}: upgraded to schema version {SCHEMA_VERSION}; paper index built at size {size}"
+                links = store._upgrade(cursor)
+            return (f"{store.url}: upgraded to schema version {SCHEMA_VERSION}; {links} paper links re-derived; the "
+                    "paper index is kept from the log when a checkpoint or a proof first needs it")
         finally:
             store.close()
 
@@ -278,28 +280,20 @@ class Store:
         for ddl in self.backend.guards:
             if any(f"ON {table.name}" in ddl for table in tables):
                 cursor.execute(ddl)
-        members, links, after = Membership(), {}, 0
+        links, after = {}, 0
         while True:  # every entry, in pages, on this transaction's cursor
             rows = cursor.execute(f"SELECT {self.backend.entry_columns} FROM events WHERE seq > ? ORDER BY seq "
                                   "LIMIT 5000", (after,)).fetchall()
             for entry in map(Entry._make, rows):
                 event = log_event(entry)
-                members.add(entry.seq, event,
-                            leaf_hash(entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at,
-                                                  entry.payload)))
                 for paper in event.papers:
                     links.setdefault((paper, event.subject), entry.seq)
             if len(rows) < 5000:
                 break
             after = rows[-1][0]
-        size = cursor.head()[0]
         self.backend.insert_nodes_and_links(cursor, [], [(p, o, seq) for (p, o), seq in links.items()])
-        added = {paper: [digest for _, digest in members.events(paper)] for paper in members.every_paper()}
-        built = write_leaves(cursor, Nodes(), (None, ZERO), size, added) if added else None
-        self.backend.insert_index(cursor, built.nodes if built else [],
-                                  built.root if built else (size, None, ZERO))
         cursor.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
-        return size
+        return len(links)
 
     def check_version(self) -> None:
         """Raise InputError unless the database is a ledger of this schema version (StoreError: unreadable)."""
@@ -457,12 +451,26 @@ class Store:
                                      "effective_key): appends could no longer refuse a repeated fact; nothing appended")
                 self._fact_key_checked = True
             edge, self._edge = self._edge, None  # until this transaction commits
-            writer = Writer(cursor, edge, self.index_nodes)
+            writer = Writer(cursor, edge)
             yield writer
-            writer.finish()
-        self._edge = (writer.seq, writer.chain, writer.frontier, writer.index_edge)
-        if writer.index is not None:
-            self.index_nodes.remember(writer.index.written)
+        self._edge = (writer.seq, writer.chain, writer.frontier)
+
+    def keep_index(self, size: int) -> None:
+        """Make sure the paper index is kept at tree `size` (at most the head): when it is not, bring it there
+        from the log (`index_nodes.catch_up`) in one transaction holding the write lock, so that whoever asks
+        first writes it and everyone reads the same nodes. Appends never do this: the index costs them
+        nothing, and is written where a checkpoint, a proof or a bundle needs it. Raises StoreError when the
+        lock is not had in time, IntegrityError for an event or node that is not one."""
+        with self.reading() as cursor:
+            found = cursor.execute("SELECT 1 FROM index_roots WHERE size = ?", (size,)).fetchone()
+        if found is not None or size == 0:
+            return
+        handed, self._index_edge = self._index_edge, None  # the catch-up changes it: gone should it roll back
+        with self._connection("paper index", self.backend.begin_write) as cursor:
+            written, edge = catch_up(cursor, self.index_nodes, size, handed)
+        self.index_nodes.remember(written)
+        if edge is not None:
+            self._index_edge = (size, edge)
 
 
 class FactStored(StoreError):
@@ -474,26 +482,20 @@ class FactStored(StoreError):
 class Writer:
     """Appends inside one transaction. The chain continues from the head read under the lock."""
 
-    def __init__(self, cursor: Cursor, edge: tuple | None = None, index_nodes: Nodes | None = None):
+    def __init__(self, cursor: Cursor, edge: tuple[int, bytes, dict[int, bytes]] | None = None):
         self.cursor = cursor
         self.seq, self.chain, self.last_recorded = cursor.head()
-        self.start = self.seq
         # One recorded time per import, never earlier than the head's: recorded time follows ledger order,
         # so "known at K" is always a prefix of the log.
         now = now_utc()
         self.recorded_at = now if self.last_recorded is None or now > self.last_recorded else self.last_recorded
-        # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with; and what the
-        # paper index's last writer here left (its root, the observations it met).
+        # The right edge of the Merkle tree: the perfect subtrees that new leaves combine with.
         if edge is not None and edge[0] == self.seq and edge[1] == self.chain:
-            self.frontier, self.index_edge = edge[2], edge[3]  # handed over until this transaction commits
+            self.frontier = edge[2]  # handed over: the store forgets it until this transaction commits
         else:
             wanted = frontier_nodes(self.seq)
             stored = cursor.tree_nodes(wanted)
             self.frontier = {level: stored[(level, index)] for level, index in wanted}
-            self.index_edge = None
-        self.index_nodes = index_nodes if index_nodes is not None else Nodes()
-        self.appended: list[tuple[int, Event, bytes]] = []  # (seq, event, leaf hash) for the paper index
-        self.index: IndexUpdate | None = None
 
     def paper_facts(self, paper: str) -> list[Fact]:
         """Every event of a paper's record, this transaction's appends included. Raises the driver's errors."""
@@ -531,10 +533,8 @@ class Writer:
         for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
-            digest = leaf_hash(data)
-            grow(self.frontier, entry.seq - 1, digest, nodes, _STORED_FROM_LEVEL)
+            grow(self.frontier, entry.seq - 1, leaf_hash(data), nodes, _STORED_FROM_LEVEL)
             links.extend((paper, ev.subject, entry.seq) for paper in ev.papers)  # only citations name papers
-            self.appended.append((entry.seq, ev, digest))
         self._insert(rows, links, nodes)
         if entries:
             last = entries[-1][0]
@@ -553,15 +553,6 @@ class Writer:
                                      "time)") from None
                 raise
         backend.insert_nodes_and_links(self.cursor, nodes, links)
-
-    def finish(self) -> None:
-        """Write the paper index at this transaction's head, from the events it appended (once, as it ends).
-        Raises IntegrityError when the stored index cannot be read, and the driver's errors."""
-        if self.seq == self.start:
-            return
-        self.index = index_update(self.cursor, self.index_nodes, self.index_edge, self.start, self.seq, self.appended)
-        self.cursor.store.backend.insert_index(self.cursor, self.index.nodes, self.index.root)
-        self.index_edge = self.index.edge
 
 
 def _blob(value: object) -> bytes:

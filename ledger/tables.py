@@ -61,8 +61,8 @@ class MerkleNode(SQLModel, table=True):
 
 
 class IndexNode(SQLModel, table=True):
-    """The paper index's nodes (`ledger.index_nodes`), each written once: id = the tree size of the
-    transaction that wrote it * 2**24 + its number in it, so a transaction's rows land together at the end (the
+    """The paper index's nodes (`ledger.index_nodes`), each written once: id = the tree size it was written
+    for * 2**24 + its number among that size's nodes, so one catch-up's rows land together at the end (the
     rowid on SQLite)."""
 
     __tablename__ = "index_nodes"
@@ -71,7 +71,7 @@ class IndexNode(SQLModel, table=True):
 
 
 class IndexRoot(SQLModel, table=True):
-    """The paper index's root at every tree size the head had: its root node (none while the index is empty)
+    """The paper index's root at every tree size it was kept at: its root node (none while the index is empty)
     and its hash, the index root a checkpoint signs."""
 
     __tablename__ = "index_roots"

@@ -209,11 +209,18 @@ def test_prove_paper_for_a_paper_with_events_and_one_without(keyed, tmp_path):
     assert text.exit_code == 0 and text.stdout.startswith("arXiv:2407.20018 has 42 events")
 
 
-def test_prove_paper_refuses_a_size_the_head_never_had(keyed):
-    result = keyed("prove", "--paper", PAPER_004, "--tree-size", "42")
-    assert result.exit_code == 2
-    assert result.stderr == "ledger: tree size 42: the ledger kept no paper index at that size (only at the sizes " \
-                            "its head had since the index was built)\n"
+def test_prove_paper_at_a_size_the_head_never_had_is_that_prefix_of_the_log(keyed, tmp_path):
+    from ledger.logfile import log_entries
+    from ledger.paper_index import index_of_log
+
+    (tmp_path / "log.jsonl").write_bytes(keyed("export").stdout_bytes)
+    result = keyed("prove", "--paper", PAPER_004, "--tree-size", "42", "--json")  # within a transaction
+    assert result.exit_code == 0, result.stderr
+    proof = orjson.loads(result.stdout)
+    prefix = index_of_log(log_entries(str(tmp_path / "log.jsonl")), 42)
+    assert proof["tree_size"] == 42 and proof["index_root"] == prefix.root.hex()
+    assert proof["count"] == len(prefix.members.events(PAPER_004))
+    assert keyed("prove", "--paper", PAPER_004, "--tree-size", "45").exit_code == 2  # past the head
     assert keyed("prove", "--paper", PAPER_004, "--consistency", "3").exit_code == 2
 
 

@@ -168,7 +168,7 @@ AS_OF_004_KEY = "2026-08-09T16:41:00.000000Z"
 # A writer that appends one sweep of paper 2407.20018 per transaction, each effective before the seed's as_of,
 # so each one enters the paper's record and its evidence bundle. It says "appending" once it has begun.
 SWEEPER = """
-import sys
+import sys, time
 from ledger.events import make_event
 from ledger.backends.postgres import _LOCK_ID as WRITE_LOCK
 from ledger.store import Store, sqlite_path
@@ -180,6 +180,7 @@ for n in range(int(sys.argv[2])):
                                                      "paper": "2407.20018", "source": "crossref"})])
     if n == 0:
         print("appending", flush=True)
+    time.sleep(0.002)  # a sweep waits on its sources: a writer in a tight loop would starve the bundles' lock
 print("done", flush=True)
 """
 

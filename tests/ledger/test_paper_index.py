@@ -1,7 +1,7 @@
 """The paper index against an oracle written here from the README's byte description alone ("Completeness:
-the paper index, byte for byte"): the store's root at every size its head had, for ledgers grown one append
-at a time and in batches, on every backend; proofs of every paper at every size; mutation vectors for the
-proof verifier; checkpoints with and without the index line."""
+the paper index, byte for byte"): the store's root at every size, kept as the ledger grows one append at a
+time and in batches, and at sizes asked for in any order, on every backend; proofs of every paper at every
+size; mutation vectors for the proof verifier; checkpoints with and without the index line."""
 
 from __future__ import annotations
 
@@ -105,7 +105,10 @@ def late_links(events):
         make_event("citation.observed", payload)]
 
 
-def grow(store, events, sizes) -> list[int]:
+def grow(store, events, sizes, keep: bool = True) -> list[int]:
+    """Append `events` in transactions of `sizes`; with `keep`, the index is kept at each head as it is
+    reached (as a server signing a checkpoint after every append would), so each catch-up adds one
+    transaction's events to the index of the head before."""
     heads, i = [], 0
     for n in sizes:
         if i >= len(events):
@@ -114,11 +117,15 @@ def grow(store, events, sizes) -> list[int]:
             writer.append(events[i:i + n])
         i += n
         heads.append(writer.seq)
+        if keep:
+            store.keep_index(writer.seq)
     return heads
 
 
 def check_every_head(store, heads):
     lines = exported(store)
+    for size in heads:
+        store.keep_index(size)
     with store.reading() as cursor:
         for size in heads:
             papers = oracle(lines, size)
@@ -155,6 +162,7 @@ def test_a_link_reaches_back_within_one_transaction_and_across_them(store):
         writer.append([resolution])
     lines = exported(store)
     assert oracle(lines, 1) == {}
+    store.keep_index(1)
     with store.reading() as cursor:
         assert root_at(cursor, 1)[1] == bytes(32)
     with store.writing() as writer:
@@ -179,14 +187,42 @@ def test_proofs_of_absent_papers_end_at_an_empty_subtree_or_a_neighbour(store):
     assert kinds == {True, False}
 
 
-def test_a_size_the_head_never_had_has_no_index(store):
-    heads = grow(store, generate(50, seed=3), [20, 30])
-    assert heads == [20, 50]
+def test_appends_leave_the_index_alone_and_it_is_kept_at_any_size_asked_for_in_any_order(store):
+    events = late_links(generate(400, seed=23))
+    heads = grow(store, events, [150, 250], keep=False)
     with store.reading() as cursor:
+        assert cursor.execute("SELECT COUNT(*) FROM index_roots").fetchone()[0] == 0  # appends wrote none
         assert root_at(cursor, 0) == (None, bytes(32))
         assert root_at(cursor, 35) is None
-        with pytest.raises(InputError, match="kept no paper index at that size"):
+        with pytest.raises(InputError, match="no paper index at that size"):
             prove(cursor, store.index_nodes, "2000.00001", 35)
+    sizes = [35, 400, 1, 150, 36, 399, 200]  # the head, sizes within transactions, below and above kept ones
+    check_every_head(store, sizes)
+    assert heads == [150, 400]
+    with store.reading() as cursor:
+        kept = [r[0] for r in cursor.execute("SELECT size FROM index_roots ORDER BY size").fetchall()]
+    assert kept == sorted(sizes)
+
+
+def test_catching_up_a_chunk_at_a_time_is_the_same_index(store, monkeypatch):
+    import ledger.index_nodes
+
+    monkeypatch.setattr(ledger.index_nodes, "_CHUNK", 7)
+    grow(store, late_links(generate(300, seed=24)), [300], keep=False)
+    check_every_head(store, [300, 100])
+    with store.reading() as cursor:  # 7, 14, ..., 294 and 300 on the way to 300; 100 from 98
+        assert cursor.execute("SELECT COUNT(*) FROM index_roots").fetchone()[0] == 43 + 1
+
+
+def test_a_ledger_with_events_missing_cannot_be_caught_up(store):
+    from ledger.errors import IntegrityError as Integrity
+
+    from tests.ledger.test_merkle import _delete_behind_the_guard
+
+    grow(store, generate(40, seed=25), [40], keep=False)
+    _delete_behind_the_guard(store, "events", "seq = 17")
+    with pytest.raises(Integrity, match="events missing among seq 1..40"):
+        store.keep_index(40)
 
 
 def test_the_pure_recomputation_is_the_oracle():
@@ -222,6 +258,7 @@ def proven(tmp_path_factory):
 
     store = Store.create(str(tmp_path_factory.mktemp("index") / "ledger.db"))
     heads = grow(store, generate(500, seed=12), [250, 250])
+    store.keep_index(500)
     with store.reading() as cursor:
         papers = sorted(oracle(exported(store), 500))
         member = prove(cursor, store.index_nodes, papers[0], 500)
@@ -334,7 +371,7 @@ def test_the_checkpoint_carries_the_index_line_and_old_ones_still_parse():
 
 
 # -- a ledger from before the index -----------------------------------------------------------------------
-def test_upgrade_builds_the_index_of_a_version_1_ledger_at_its_head(ledger_location, backend):
+def test_upgrade_brings_a_version_1_ledger_to_an_index_at_every_size(ledger_location, backend):
     from ledger.importer import import_files
     from ledger.store import Store
     from tests.conftest import SEED_004
@@ -354,16 +391,18 @@ def test_upgrade_builds_the_index_of_a_version_1_ledger_at_its_head(ledger_locat
     with pytest.raises(InputError, match="schema version 1, this ledger reads version 2"):
         Store.open(ledger_location)
     size = len(lines)
-    assert Store.upgrade(ledger_location).endswith(f"upgraded to schema version 2; paper index built at size {size}")
+    links = {(paper["arxiv_id"], line["payload"]["observation_id"]) for line in lines
+             if line["kind"] == "citation.observed"
+             for paper in (line["payload"]["citation"]["citing_paper"], line["payload"]["citation"]["cited_paper"])
+             if paper is not None}
+    links = len(links)
+    assert f"upgraded to schema version 2; {links} paper links re-derived" in Store.upgrade(ledger_location)
     assert Store.upgrade(ledger_location).endswith("already at schema version 2")
     store = Store.open(ledger_location)
     try:
-        with store.reading() as cursor:
-            assert root_at(cursor, size)[1] == oracle_root(oracle(lines, size))
-            assert root_at(cursor, size - 1) is None  # no index before the upgrade
-        with store.writing() as writer:  # appends go on from the built index
+        with store.writing() as writer:
             writer.append(generate(320, seed=32)[300:])
-        check_every_head(store, [size, size + 20])
+        check_every_head(store, [size, size - 1, size + 20])  # sizes from before the upgrade too
         with store.reading() as cursor:  # the links got the seq of the citation that made them
             assert cursor.paper_facts("2407.20018", size=size) == store.paper_facts("2407.20018")
             assert cursor.execute("SELECT COUNT(*) FROM observation_papers WHERE seq IS NULL").fetchone()[0] == 0
@@ -371,15 +410,13 @@ def test_upgrade_builds_the_index_of_a_version_1_ledger_at_its_head(ledger_locat
         store.close()
 
 
-def test_a_checkpoint_binds_the_index_of_every_size_the_head_had_and_no_other(store):
+def test_a_checkpoint_binds_the_index_of_its_size_whatever_the_size(store):
     from ledger.proofs import checkpoint
 
     signer = generate_signer("example.org/ledger")
-    grow(store, generate(60, seed=3), [20, 40])
-    with store.reading() as cursor:
-        roots = {size: root_at(cursor, size)[1] for size in (20, 60)}
-    for size in (20, 60, None):
+    grow(store, generate(60, seed=3), [20, 40], keep=False)
+    lines = exported(store)
+    for size in (20, 60, None, 30):  # 30 was never a head
         note, signed_size = checkpoint(store, signer, size)
-        assert verify_checkpoint(note, signer.verifier).index_root == roots[signed_size]
-    note, _ = checkpoint(store, signer, 30)  # never a head: signed as a checkpoint of before the index
-    assert verify_checkpoint(note, signer.verifier).index_root is None
+        assert signed_size == (size or 60)
+        assert verify_checkpoint(note, signer.verifier).index_root == oracle_root(oracle(lines, signed_size))
