@@ -457,16 +457,17 @@ class Store:
 
     def keep_index(self, size: int) -> None:
         """Make sure the paper index is kept at tree `size` (at most the head): when it is not, bring it there
-        from the log (`index_nodes.catch_up`) in one transaction holding the write lock, so that whoever asks
-        first writes it and everyone reads the same nodes. Appends never do this: the index costs them
-        nothing, and is written where a checkpoint, a proof or a bundle needs it. Raises StoreError when the
-        lock is not had in time, IntegrityError for an event or node that is not one."""
+        from the log (`index_nodes.catch_up`) in one transaction holding the lock catch-ups share (SQLite's
+        one write lock; on PostgreSQL a lock of its own, so appends and catch-ups never wait for each other),
+        so that whoever asks first writes it and everyone reads the same nodes. Appends never do this: the
+        index costs them nothing, and is written where a checkpoint, a proof or a bundle needs it. Raises
+        StoreError when the lock is not had in time, IntegrityError for an event or node that is not one."""
         with self.reading() as cursor:
             found = cursor.execute("SELECT 1 FROM index_roots WHERE size = ?", (size,)).fetchone()
         if found is not None or size == 0:
             return
         handed, self._index_edge = self._index_edge, None  # the catch-up changes it: gone should it roll back
-        with self._connection("paper index", self.backend.begin_write) as cursor:
+        with self._connection("paper index", self.backend.begin_index) as cursor:
             written, edge = catch_up(cursor, self.index_nodes, size, handed)
         self.index_nodes.remember(written)
         if edge is not None:

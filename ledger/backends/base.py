@@ -17,6 +17,7 @@ class Backend:
     name: str  # SQLAlchemy's dialect name
     guards: tuple[str, ...]  # DDL run once by `ledger init`, after the tables: the append-only guards
     begin_write: str  # begins a write transaction and takes the write lock
+    begin_index: str  # begins a transaction that writes the paper index only, taking the lock catch-ups share
     begin_snapshot: str  # begins a read transaction whose reads all see one snapshot, taking no write lock
     fact_key_present: str  # a query returning a row while the unique fact key is in place
     entry_columns: str  # the select list of an Entry, in its field order, every hash and payload as bytes

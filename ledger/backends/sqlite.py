@@ -31,6 +31,7 @@ def synchronous_setting() -> str:
 class SQLite(Backend):
     name = "sqlite"
     begin_write = "BEGIN IMMEDIATE"
+    begin_index = "BEGIN IMMEDIATE"  # one writer at a time, whatever it writes
     begin_snapshot = "BEGIN"  # deferred: in WAL mode the first read fixes the snapshot, and takes no lock
     guards = (
         """CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events

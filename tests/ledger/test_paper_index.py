@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import random
+import time
 
 import orjson
 import pytest
@@ -420,3 +421,22 @@ def test_a_checkpoint_binds_the_index_of_its_size_whatever_the_size(store):
         note, signed_size = checkpoint(store, signer, size)
         assert signed_size == (size or 60)
         assert verify_checkpoint(note, signer.verifier).index_root == oracle_root(oracle(lines, signed_size))
+
+
+def test_on_postgresql_a_catch_up_does_not_wait_for_an_append_in_progress(ledger_location, backend):
+    from ledger.store import Store
+
+    if backend != "postgresql":
+        pytest.skip("SQLite has one write lock: a catch-up waits for the append (README, 'How it is kept')")
+    appender, checker = Store.create(ledger_location), Store.open(ledger_location)
+    try:
+        grow(appender, generate(120, seed=26), [100], keep=False)
+        with appender.writing() as writer:  # holds the writers' lock until the block ends
+            writer.append(generate(120, seed=26)[100:])
+            started = time.monotonic()
+            checker.keep_index(100)  # would wait out the lock timeout (and fail) behind the append
+            assert time.monotonic() - started < 10
+        check_every_head(checker, [100, 120])
+    finally:
+        appender.close()
+        checker.close()
