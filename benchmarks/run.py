@@ -584,12 +584,15 @@ def index_section(reps: int, folder: Path) -> str:
         f"{reps} repetitions, on {os.cpu_count()} cores. Python {sys.version.split()[0]}, SQLite "
         f"{sqlite3.sqlite_version}, synchronous={SYNCHRONOUS}.\n")
     say("An append never writes the paper index: it is kept at a tree size when a checkpoint, a proof or a bundle "
-        "first needs it there (`Store.keep_index`: the events since the largest size already kept, read back "
-        "from the log, in one transaction holding the write lock). So its cost falls on whoever signs "
+        "first needs it there (`Store.keep_index`: the events since the largest size already kept, added in "
+        "one transaction holding the write lock on SQLite). So its cost falls on whoever signs "
         "checkpoints, as often as they sign them. Below, two ledgers fed the same generated workload, their "
         "transactions interleaved one by one (the order alternating): one only appends, the other also keeps "
         "the index at its head after every transaction (a checkpoint per transaction: the most it can cost) or "
-        "after every 10th / 100th; the ratio is taken within each repetition.\n")
+        "after every 10th / 100th; the ratio is taken within each repetition. The keeping ledger's store appended "
+        "the events itself, so its catch-ups take them from memory (`Store.keep_index`, at most 10,000 of them); "
+        "the first row of the proofs' table reads them back from the log, as a catch-up by another process "
+        "does.\n")
     say("| appends (SQLite, the generated workload) | appends and the index kept, events/s (median) | appends "
         "alone, events/s (median) | paired ratio, median (each repetition) |\n|---|---|---|---|")
     for batch, every, _ in cases:

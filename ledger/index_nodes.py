@@ -366,11 +366,14 @@ class Logged(NamedTuple):
 _CHUNK = 50_000  # events read and added at a time while catching up: memory stays flat however far behind
 
 
-def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = None) -> tuple[dict[int, Node], Edge | None]:
+def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = None,
+             recent: tuple[int, list[tuple[int, Logged, bytes]]] | None = None) -> tuple[dict[int, Node], Edge | None]:
     """Keep the index at tree `size` (at most the head), unless it is kept there already: from the largest
     size below it that has an index (or from the empty index), add the log's events in between, a chunk at a
     time, each chunk writing its nodes and its root. `edge` is (size, what an earlier catch-up left there),
-    when still true. Returns the nodes written (to remember once committed) and the edge left at `size`.
+    when still true; `recent` is (size, the events appended after it, as `update` takes them) when this
+    process appended them: a chunk they cover is not read back from the log. Returns the nodes written (to
+    remember once committed) and the edge left at `size`.
     Raises IntegrityError for an event row or a stored node that is not one, and the driver's errors."""
     if size == 0 or root_at(cursor, size) is not None:
         return {}, None
@@ -380,12 +383,16 @@ def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = No
     columns = cursor.store.backend.entry_columns
     while before < size:
         after = min(before + _CHUNK, size)
-        rows = cursor.execute(f"SELECT {columns}, subject, paper FROM events WHERE seq > ? AND seq <= ? ORDER BY seq",
-                              (before, after)).fetchall()
-        if len(rows) != after - before:
-            raise IntegrityError(f"paper index: events missing among seq {before + 1}..{after}")
-        appended = [(r[0], _logged(r), log_leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], bytes(r[4])))) for r in rows]
-        del rows
+        if recent is not None and recent[0] <= before and recent[0] + len(recent[1]) >= after:
+            appended = recent[1][before - recent[0]:after - recent[0]]
+        else:
+            rows = cursor.execute(f"SELECT {columns}, subject, paper FROM events WHERE seq > ? AND seq <= ? "
+                                  "ORDER BY seq", (before, after)).fetchall()
+            if len(rows) != after - before:
+                raise IntegrityError(f"paper index: events missing among seq {before + 1}..{after}")
+            appended = [(r[0], _logged(r), log_leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], bytes(r[4]))))
+                        for r in rows]
+            del rows
         done = update(cursor, nodes, left, before, after, appended)
         cursor.store.backend.insert_index(cursor, done.nodes, done.root)
         written.update(done.written)

@@ -35,6 +35,7 @@ _OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.check
 # Merkle subtrees of 16 leaves and more are stored as appended; smaller ones are re-computed from their
 # block's event rows when a proof needs them. Storing every level cost an append about one more row.
 _STORED_FROM_LEVEL = 4
+_RECENT = 10_000  # events a store remembers for the paper index's next catch-up (their payloads held too)
 _STAND_IN = bytes(32)  # a node's value while a proof's nodes are being listed (Cursor.node_source)
 
 
@@ -190,6 +191,9 @@ class Store:
         self._edge: tuple[int, bytes, dict[int, bytes]] | None = None
         self.index_nodes = Nodes()  # the paper index's nodes read or written here (versions never change)
         self._index_edge: tuple[int, IndexEdge] | None = None  # what the last catch-up here left, and its size
+        # The events this process appended since the index was last kept (the size they follow, and each one's
+        # seq, event and leaf hash): the next catch-up need not read them back. At most _RECENT of them.
+        self._recent: tuple[int, list[tuple[int, Event, bytes]]] | None = None
         self.statements = 0  # SQL statements sent, for `replay --stats` and the statement budget test
         self._held = self._cursor = None  # the DBAPI connection every operation uses, opened on first use
         self._fact_key_checked = False  # by the first write of this Store
@@ -454,6 +458,15 @@ class Store:
             writer = Writer(cursor, edge)
             yield writer
         self._edge = (writer.seq, writer.chain, writer.frontier)
+        recent = self._recent
+        if writer.recent is None:
+            self._recent = None
+        elif recent is not None and recent[0] + len(recent[1]) == writer.start:
+            recent[1].extend(writer.recent)
+            if len(recent[1]) > _RECENT:
+                self._recent = None
+        elif writer.recent:
+            self._recent = (writer.start, writer.recent)
 
     def keep_index(self, size: int) -> None:
         """Make sure the paper index is kept at tree `size` (at most the head): when it is not, bring it there
@@ -467,11 +480,22 @@ class Store:
         if found is not None or size == 0:
             return
         handed, self._index_edge = self._index_edge, None  # the catch-up changes it: gone should it roll back
-        with self._connection("paper index", self.backend.begin_index) as cursor:
-            written, edge = catch_up(cursor, self.index_nodes, size, handed)
+        relax, restore = self.backend.index_durability or (None, None)
+        if relax:
+            with self._connection("paper index", None) as cursor:
+                cursor.execute(relax)
+        try:
+            with self._connection("paper index", self.backend.begin_index) as cursor:
+                written, edge = catch_up(cursor, self.index_nodes, size, handed, self._recent)
+        finally:
+            if restore:
+                with self._connection("paper index", None) as cursor:
+                    cursor.execute(restore)
         self.index_nodes.remember(written)
         if edge is not None:
             self._index_edge = (size, edge)
+        if self._recent is not None and self._recent[0] + len(self._recent[1]) <= size:
+            self._recent = None  # all in the index now
 
 
 class FactStored(StoreError):
@@ -486,6 +510,8 @@ class Writer:
     def __init__(self, cursor: Cursor, edge: tuple[int, bytes, dict[int, bytes]] | None = None):
         self.cursor = cursor
         self.seq, self.chain, self.last_recorded = cursor.head()
+        self.start = self.seq
+        self.recent: list[tuple[int, Event, bytes]] | None = []  # for the paper index's next catch-up
         # One recorded time per import, never earlier than the head's: recorded time follows ledger order,
         # so "known at K" is always a prefix of the log.
         now = now_utc()
@@ -530,12 +556,17 @@ class Writer:
         """Append entries whose hashes are already computed: new ones (`append`), or lines of an exported log
         the importer has re-checked. Each comes with its entry bytes, which are its Merkle leaf. Raises
         FactStored when a fact is already stored."""
-        rows, nodes, links = [], [], []
+        rows, nodes, links, recent = [], [], [], self.recent
         for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
-            grow(self.frontier, entry.seq - 1, leaf_hash(data), nodes, _STORED_FROM_LEVEL)
+            digest = leaf_hash(data)
+            grow(self.frontier, entry.seq - 1, digest, nodes, _STORED_FROM_LEVEL)
             links.extend((paper, ev.subject, entry.seq) for paper in ev.papers)  # only citations name papers
+            if recent is not None:
+                recent.append((entry.seq, ev, digest))
+        if recent is not None and len(recent) > _RECENT:
+            self.recent = None  # a large import: its catch-up reads the log
         self._insert(rows, links, nodes)
         if entries:
             last = entries[-1][0]

@@ -18,6 +18,9 @@ class Backend:
     guards: tuple[str, ...]  # DDL run once by `ledger init`, after the tables: the append-only guards
     begin_write: str  # begins a write transaction and takes the write lock
     begin_index: str  # begins a transaction that writes the paper index only, taking the lock catch-ups share
+    # Statements run before and after that transaction, outside it (or None): the index is derived from the log,
+    # so its commits need not wait for the disk; lost to a power cut, it is re-computed, the same bytes.
+    index_durability: tuple[str, str] | None = None
     begin_snapshot: str  # begins a read transaction whose reads all see one snapshot, taking no write lock
     fact_key_present: str  # a query returning a row while the unique fact key is in place
     entry_columns: str  # the select list of an Entry, in its field order, every hash and payload as bytes

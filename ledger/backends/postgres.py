@@ -37,7 +37,8 @@ class PostgreSQL(Backend):
     begin_write = f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_ID})"  # one round trip (simple query protocol)
     # A catch-up reads committed events only (seq <= a size the head had) and writes only index rows, which
     # appends never touch: it need not wait for an append, only for another catch-up.
-    begin_index = f"BEGIN; SELECT pg_advisory_xact_lock({_INDEX_LOCK_ID})"
+    # Its commit need not wait for the WAL flush: the index is re-computed from the log should a crash lose it.
+    begin_index = f"BEGIN; SELECT pg_advisory_xact_lock({_INDEX_LOCK_ID}); SET LOCAL synchronous_commit = off"
     begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # one snapshot for the whole transaction
     guards = (
         """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$

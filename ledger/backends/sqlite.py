@@ -66,6 +66,9 @@ class SQLite(Backend):
 
     def engine(self, url: str) -> Engine:
         synchronous = synchronous_setting()
+        # WAL with synchronous=OFF never corrupts the file; a power cut may lose the latest commits, here only
+        # index rows, which the next catch-up writes again. Set outside a transaction, as SQLite requires.
+        self.index_durability = ("PRAGMA synchronous=OFF", f"PRAGMA synchronous={synchronous}")
         engine = create_engine(url, connect_args={"timeout": LOCK_TIMEOUT_SECONDS})
 
         @event.listens_for(engine, "connect")
