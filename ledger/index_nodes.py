@@ -9,8 +9,8 @@ and the root always: a paper alone under a path is a leaf in its parent's slot. 
 `paper_index` is these nodes read four levels at a time.
 
 Appends never touch the index. `catch_up` brings it to a size from the largest size below it that has one:
-it reads the events in between from the log, a chunk at a time, and writes new nodes for the paths their
-papers cross (a node is never changed), with ids = the size they are of * 2**24 + a counter, so their rows
+it takes the events in between (read back from the log, or as the store appended them), a chunk at a time,
+and writes new nodes for the paths their papers cross (a node is never changed), with ids = the size they are of * 2**24 + a counter, so their rows
 land together at the end of the table (a rowid table on SQLite: appends fill pages, they do not split them);
 `index_roots` names the root node of every size the index was kept for. Readers follow ids from the root
 down, one statement per level.
