@@ -10,10 +10,10 @@ and the root always: a paper alone under a path is a leaf in its parent's slot. 
 
 Appends never touch the index. `catch_up` brings it to a size from the largest size below it that has one:
 it takes the events in between (read back from the log, or as the store appended them), a chunk at a time,
-and writes new nodes for the paths their papers cross (a node is never changed), with ids = the size they are of * 2**24 + a counter, so their rows
-land together at the end of the table (a rowid table on SQLite: appends fill pages, they do not split them);
-`index_roots` names the root node of every size the index was kept for. Readers follow ids from the root
-down, one statement per level.
+and writes new nodes for the paths their papers cross (a node is never changed), with ids = the size they
+are of * 2**24 + a counter, so their rows land together at the end of the table (a rowid table on SQLite:
+appends fill pages, they do not split them); `index_roots` names the root node of every size the index was
+kept for. Readers follow ids from the root down, one statement per level.
 
 This module never decides what an event means (`paper_index` does) and never opens a connection: it is
 handed the store's cursor.
@@ -356,7 +356,7 @@ _NOTHING: tuple[frozenset[str], bool] = (frozenset(), False)
 
 class Logged(NamedTuple):
     """What the index needs of an event of the log: its subject, its paper (paper-level kinds), the papers a
-    citation links its observation to."""
+    citation links its observation to (an `Event` has the same three, and serves as well)."""
 
     subject: str
     paper: str | None

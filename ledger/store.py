@@ -248,8 +248,8 @@ class Store:
         """Bring a ledger of schema version 1 to this version, in one transaction holding the write lock:
         paper links get the seq of the citation that made them (re-derived from the citations), and the
         paper index's tables are created (the index is kept from the log when first needed, at any size).
-        Run it with no writer of the old version left. Returns what was done. Raises InputError when there is no ledger of version 1 or
-        2 there, StoreError when it cannot be read or written."""
+        Run it with no writer of the old version left. Returns what was done. Raises InputError when there
+        is no ledger of version 1 or 2 there, StoreError when it cannot be read or written."""
         path = sqlite_path(location)
         if path is not None and not os.path.isfile(path):
             raise InputError(f"{path}: no ledger here; create one with `ledger init`")
