@@ -580,8 +580,8 @@ def index_section(reps: int, folder: Path) -> str:
     shapes = {n: proof_shapes(n) for n in (100_000, 1_000_000)}
     say(INDEX_BEGIN)
     say(f"{INDEX_SECTION}\n")
-    say(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `python -m benchmarks.run --index`, "
-        f"{reps} repetitions, on {os.cpu_count()} cores. Python {sys.version.split()[0]}, SQLite "
+    say(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (`python -m benchmarks.run`, or `--index` for "
+        f"this section alone), {reps} repetitions, on {os.cpu_count()} cores. Python {sys.version.split()[0]}, SQLite "
         f"{sqlite3.sqlite_version}, synchronous={SYNCHRONOUS}.\n")
     say("An append never writes the paper index: it is kept at a tree size when a checkpoint, a proof or a bundle "
         "first needs it there (`Store.keep_index`: the events since the largest size already kept, added in "

@@ -562,7 +562,8 @@ class Writer:
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
             digest = leaf_hash(data)
             grow(self.frontier, entry.seq - 1, digest, nodes, _STORED_FROM_LEVEL)
-            links.extend((paper, ev.subject, entry.seq) for paper in ev.papers)  # only citations name papers
+            for paper in ev.papers:  # only citations name papers
+                links.append((paper, ev.subject, entry.seq))
             if recent is not None:
                 recent.append((entry.seq, ev, digest))
         if recent is not None and len(recent) > _RECENT:
