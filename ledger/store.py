@@ -3,7 +3,8 @@
 The database, not Python, guards the log: the backend's triggers refuse any insert that would leave the log
 other than seq 1..n, and UPDATE, DELETE (and TRUNCATE on PostgreSQL) of an event. Appends are serialized by
 a write lock taken before the head is read, so concurrent writers wait and never fork the chain. SQLAlchemy
-owns URLs and the schema (`ledger.tables`); statements run on the store's DBAPI connection, written once
+owns URLs and the schema (`ledger.tables`), and is loaded only where an engine is made (a SQLite file is
+opened by the backend with sqlite3 alone); statements run on the store's DBAPI connection, written once
 with `?` placeholders, because the append path is measured against raw `executemany` (benchmarks/). What
 differs by database lives in `ledger.backends`. The unique fact key refuses an append that repeats a stored
 fact (FactStored), so appends need no look-up first. This module never decides what a fact means; it
@@ -13,14 +14,13 @@ stores and returns rows.
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Callable, Iterable, Iterator
-
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for
+from .backends.sqlite import file_of
 from .chain import GENESIS, Entry, entry_bytes, seal
 from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
@@ -29,6 +29,9 @@ from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
 from .paper_index import log_event
 from .schema import EVENT_COLUMNS, SCHEMA_VERSION
 from .times import format_utc
+
+if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made: `init`, `upgrade`, PostgreSQL, memory
+    from sqlalchemy.engine import Engine
 
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
 _OBSERVATION_KINDS = "('citation.observed', 'resolution.recorded', 'notice.checked')"
@@ -52,11 +55,7 @@ def database_url(location: str) -> str:
 def sqlite_path(location: str) -> str | None:
     """The file behind a `--db` location when it names a SQLite file (None for a server or an in-memory
     database). Raises nothing."""
-    url = database_url(location)
-    if not url.startswith("sqlite:///"):
-        return None
-    path = url[len("sqlite:///"):]
-    return None if path in ("", ":memory:") else path
+    return file_of(database_url(location))
 
 
 def _fact(r) -> Fact:
@@ -180,10 +179,10 @@ class Cursor:
 class Store:
     """A ledger database. Open an existing one with `Store.open`, create one with `Store.create`."""
 
-    def __init__(self, url: str, backend: Backend, engine: Engine):
+    def __init__(self, url: str, backend: Backend):
         self.url = url
         self.backend = backend
-        self.engine = engine
+        self._engine: Engine | None = None
         self.dialect = backend.name
         self.exported_log: str | None = None  # the file, when an exported log stands in for the database
         # The Merkle tree's right edge as this process left it, keyed by the head it left: when no other
@@ -201,14 +200,25 @@ class Store:
     # -- opening -------------------------------------------------------------------------------------
     @classmethod
     def _connect(cls, url: str) -> "Store":
-        backend = backend_for(url)
-        try:
-            engine = backend.engine(url)
-        except InputError:
-            raise
-        except Exception as exc:  # bad URL, missing driver
-            raise InputError(f"--db {url}: cannot open: {exc}") from None
-        return cls(url, backend, engine)
+        store = cls(url, backend_for(url))
+        if not store.backend.connects_without_engine(url):
+            store.engine  # made now: a bad URL or a missing driver is named before anything runs
+        return store
+
+    @property
+    def engine(self) -> "Engine":
+        """The SQLAlchemy engine, made on first use: creating the tables needs it, and a database the backend
+        does not open itself (PostgreSQL, SQLite in memory) is reached through it; a SQLite file is opened
+        without it, which spares every command the ~0.3 s SQLAlchemy takes to load. Raises InputError for a
+        bad URL or a missing driver."""
+        if self._engine is None:
+            try:
+                self._engine = self.backend.engine(self.url)
+            except InputError:
+                raise
+            except Exception as exc:  # bad URL, missing driver
+                raise InputError(f"--db {self.url}: cannot open: {exc}") from None
+        return self._engine
 
     @classmethod
     def create(cls, location: str) -> "Store":
@@ -258,7 +268,7 @@ class Store:
             with store.reading() as cursor:
                 try:
                     row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
-                except store.engine.dialect.dbapi.Error:
+                except store.backend.dbapi.Error:
                     raise InputError(f"{store.url}: not a ledger (no ledger_meta table)") from None
             found = None if row is None else row[0]
             if found == SCHEMA_VERSION:
@@ -301,7 +311,7 @@ class Store:
 
     def check_version(self) -> None:
         """Raise InputError unless the database is a ledger of this schema version (StoreError: unreadable)."""
-        dbapi_error = self.engine.dialect.dbapi.Error
+        dbapi_error = self.backend.dbapi.Error
         with self.reading() as cursor:
             try:
                 row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
@@ -320,14 +330,15 @@ class Store:
         if self._held is not None:
             self._held.close()
             self._held = self._cursor = None
-        self.engine.dispose()
+        if self._engine is not None:
+            self._engine.dispose()
 
     @contextmanager
     def _failures(self, doing: str) -> Iterator[None]:
         """Turn driver errors into the ledger's error families (exit 3 unless it is the user's input)."""
         try:
             yield
-        except (DBAPIError, self.engine.dialect.dbapi.Error) as exc:
+        except self._driver_errors() as exc:
             original = getattr(exc, "orig", None) or exc
             message = (str(original).strip().splitlines() or [type(original).__name__])[0]
             if self.backend.is_locked(original):
@@ -337,6 +348,11 @@ class Store:
                 raise InputError(f"{self.url}: not a ledger ({message})") from None
             raise StoreError(f"{self.url}: cannot {doing}: {message}") from None
 
+    def _driver_errors(self) -> tuple[type, ...]:
+        """The driver's errors, and SQLAlchemy's wrapper of them when SQLAlchemy is loaded."""
+        wrapped = sys.modules.get("sqlalchemy.exc")
+        return (self.backend.dbapi.Error,) + ((wrapped.DBAPIError,) if wrapped is not None else ())
+
     @contextmanager
     def _connection(self, doing: str, begin: str | None) -> Iterator[Cursor]:
         """The store's DBAPI connection, held from first use to `close` (a pool checkout per operation cost
@@ -345,7 +361,7 @@ class Store:
         a snapshot; it is committed at the end or rolled back. Operations do not nest."""
         with self._failures(doing):
             if self._held is None:
-                self._held = self.engine.raw_connection()
+                self._held = self.backend.connect(self.url) or self.engine.raw_connection()
                 self._cursor = Cursor(self, self._held)
                 self.backend.connected(self._held, self._cursor)
             connection, cursor = self._held, self._cursor
@@ -580,7 +596,7 @@ class Writer:
         if rows:
             try:  # the unique fact key decides, not a look-up first: new facts, the common case, cost no probe
                 backend.insert(self.cursor, "events", EVENT_COLUMNS, rows)
-            except self.cursor.store.engine.dialect.dbapi.IntegrityError as exc:
+            except backend.dbapi.IntegrityError as exc:
                 if backend.repeats_a_fact(exc):
                     raise FactStored("a fact of this append is already stored (same subject, kind and effective "
                                      "time)") from None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from sqlalchemy.engine import Engine
+if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made (about 0.3 s of every command's start-up)
+    from sqlalchemy.engine import Engine
 
 # How long a writer waits for the write lock (and SQLite for a busy file) before giving up with exit 3.
 LOCK_TIMEOUT_SECONDS = float(os.environ.get("LEDGER_LOCK_TIMEOUT", "60"))
@@ -25,9 +26,21 @@ class Backend:
     fact_key_present: str  # a query returning a row while the unique fact key is in place
     entry_columns: str  # the select list of an Entry, in its field order, every hash and payload as bytes
 
-    def engine(self, url: str) -> Engine:
-        """A SQLAlchemy engine for `url`. Raises InputError for a setting the user got wrong."""
+    dbapi: Any  # the driver module: its Error and IntegrityError are what statements raise
+
+    def engine(self, url: str) -> "Engine":
+        """A SQLAlchemy engine for `url` (creating a ledger's tables needs one). Raises InputError for a setting
+        the user got wrong."""
         raise NotImplementedError
+
+    def connects_without_engine(self, url: str) -> bool:
+        """Whether `connect` opens this database itself. Raises nothing."""
+        return False
+
+    def connect(self, url: str) -> Any | None:
+        """A DBAPI connection opened without SQLAlchemy, ready as `engine` would give it; None when this
+        database is reached through the engine. Raises the driver's errors."""
+        return None
 
     def connected(self, connection: Any, cursor: Any) -> None:
         """Prepare a newly opened DBAPI connection (through the statement-counting `cursor`). Raises the

@@ -8,12 +8,12 @@ server's language.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-from sqlalchemy import create_engine
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .base import LOCK_TIMEOUT_SECONDS, Backend
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 _LOCK_ID = 0x1ED6E2  # the advisory lock every PostgreSQL writer takes
 _INDEX_LOCK_ID = 0x1ED6E3  # the one paper index catch-ups take: they write only the index, appends never do
@@ -77,7 +77,15 @@ class PostgreSQL(Backend):
                               = ARRAY['effective_key', 'kind', 'subject']"""
     entry_columns = "seq, kind, effective_at, recorded_at, payload, entry_hash, chain_hash"
 
-    def engine(self, url: str) -> Engine:
+    @property
+    def dbapi(self) -> Any:
+        import psycopg  # loaded with the engine, which every PostgreSQL store makes as it opens
+
+        return psycopg
+
+    def engine(self, url: str) -> "Engine":
+        from sqlalchemy import create_engine
+
         return create_engine(url)
 
     def connected(self, connection: Any, cursor: Any) -> None:

@@ -7,13 +7,14 @@ Driver errors are recognised by their extended result code (`sqlite_errorname`),
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
-
-from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
+import sqlite3
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import InputError
 from .base import LOCK_TIMEOUT_SECONDS, Backend
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")  # SQLite's own values; nothing else reaches the PRAGMA
 _KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
@@ -26,6 +27,12 @@ def synchronous_setting() -> str:
     if value.upper() not in SYNCHRONOUS:
         raise InputError(f"LEDGER_SQLITE_SYNCHRONOUS: expected one of {', '.join(SYNCHRONOUS)}, found {value!r}")
     return value.upper()
+
+
+def file_of(url: str) -> str | None:
+    """The file a SQLite URL names; None for another database or one in memory. Raises nothing."""
+    path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
+    return None if path in ("", ":memory:") else path
 
 
 class SQLite(Backend):
@@ -64,22 +71,42 @@ class SQLite(Backend):
     entry_columns = ("seq, kind, effective_at, recorded_at, CAST(payload AS BLOB), CAST(entry_hash AS BLOB), "
                      "CAST(chain_hash AS BLOB)")
 
-    def engine(self, url: str) -> Engine:
-        synchronous = synchronous_setting()
+    dbapi = sqlite3
+
+    def __init__(self) -> None:
+        self.synchronous = synchronous_setting()  # raises InputError before anything is opened
         # WAL with synchronous=OFF never corrupts the file; a power cut may lose the latest commits, here only
         # index rows, which the next catch-up writes again. Set outside a transaction, as SQLite requires.
-        self.index_durability = ("PRAGMA synchronous=OFF", f"PRAGMA synchronous={synchronous}")
+        self.index_durability = ("PRAGMA synchronous=OFF", f"PRAGMA synchronous={self.synchronous}")
+
+    def engine(self, url: str) -> "Engine":
+        from sqlalchemy import create_engine, event
+
         engine = create_engine(url, connect_args={"timeout": LOCK_TIMEOUT_SECONDS})
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_connect(dbapi_connection, _record):
-            dbapi_connection.isolation_level = None  # transactions are begun explicitly
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA synchronous={synchronous}")  # one of SYNCHRONOUS, checked above
-            cursor.close()
-
+        event.listen(engine, "connect", lambda dbapi_connection, _record: self._prepare(dbapi_connection))
         return engine
+
+    def connects_without_engine(self, url: str) -> bool:
+        # A file is opened here; a database in memory (an exported log) lives in the engine's pool, which
+        # keeps it while the store is open.
+        return file_of(url) is not None
+
+    def connect(self, url: str) -> Any | None:
+        # As SQLAlchemy's engine opens a file (no check of the thread: `serve` hands the store's one
+        # connection between threads, one request at a time).
+        path = file_of(url)
+        if path is None:
+            return None
+        connection = sqlite3.connect(path, timeout=LOCK_TIMEOUT_SECONDS, check_same_thread=False)
+        self._prepare(connection)
+        return connection
+
+    def _prepare(self, connection: Any) -> None:
+        connection.isolation_level = None  # transactions are begun explicitly
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={self.synchronous}")  # one of SYNCHRONOUS, checked
+        cursor.close()
 
     def insert(self, cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
         # In process: no round trips to save, executemany is the fastest path.
