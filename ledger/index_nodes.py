@@ -329,7 +329,7 @@ def _observations(cursor, wanted: list[str], size: int) -> dict[str, tuple[froze
         for subject, payload in rows:
             papers = found[subject][0]
             if payload is not None:
-                papers.update(citation_papers(orjson.loads(bytes(payload))["citation"]))
+                papers.update(_cited(payload, f"observation {subject}"))
             found[subject] = (papers, True)
     return {o: (frozenset(papers), had) for o, (papers, had) in found.items()}
 
@@ -402,12 +402,15 @@ def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = No
 
 def _logged(row) -> Logged:
     seq, kind, payload, subject, paper = row[0], row[1], row[4], row[7], row[8]
-    if kind != CITATION_OBSERVED:
-        return Logged(subject, paper, ())
+    return Logged(subject, paper, _cited(payload, f"event seq {seq}") if kind == CITATION_OBSERVED else ())
+
+
+def _cited(payload, where: str) -> tuple[str, ...]:
+    """The papers a stored citation's payload links its observation to."""
     try:
-        return Logged(subject, paper, citation_papers(orjson.loads(bytes(payload))["citation"]))
+        return citation_papers(orjson.loads(bytes(payload))["citation"])
     except (orjson.JSONDecodeError, KeyError, TypeError):
-        raise IntegrityError(f"paper index: event seq {seq} is a citation whose papers cannot be read") from None
+        raise IntegrityError(f"paper index: {where}: a citation whose papers cannot be read") from None
 
 
 def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,

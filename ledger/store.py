@@ -24,7 +24,7 @@ from .backends.sqlite import file_of
 from .chain import GENESIS, Entry, entry_bytes, seal
 from .errors import InputError, IntegrityError, StoreError
 from .events import Event, Fact
-from .index_nodes import Edge as IndexEdge, Nodes, catch_up
+from .index_nodes import Edge as IndexEdge, Nodes, catch_up, root_at
 from .merkle import frontier_nodes, grow, leaf_hash, perfect_subtrees
 from .paper_index import log_event
 from .schema import EVENT_COLUMNS, SCHEMA_VERSION
@@ -492,9 +492,8 @@ class Store:
         index costs them nothing, and is written where a checkpoint, a proof or a bundle needs it. Raises
         StoreError when the lock is not had in time, IntegrityError for an event or node that is not one."""
         with self.reading() as cursor:
-            found = cursor.execute("SELECT 1 FROM index_roots WHERE size = ?", (size,)).fetchone()
-        if found is not None or size == 0:
-            return
+            if root_at(cursor, size) is not None:
+                return
         handed, self._index_edge = self._index_edge, None  # the catch-up changes it: gone should it roll back
         relax, restore = self.backend.index_durability or (None, None)
         if relax:

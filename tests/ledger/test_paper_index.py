@@ -475,3 +475,25 @@ def test_a_catch_up_commits_without_waiting_for_the_disk_then_appends_wait_again
     else:
         assert "SET LOCAL synchronous_commit = off" in next(sql for sql in sent if sql.startswith("BEGIN"))
     check_every_head(store, [30])
+
+
+def test_a_citation_whose_papers_cannot_be_read_is_named(ledger_location, backend):
+    from sqlalchemy import text
+
+    from ledger.store import Store
+
+    appender = Store.create(ledger_location)
+    events = generate(40, seed=28)
+    grow(appender, events, [40], keep=False)
+    seq = next(n for n, e in enumerate(events, start=1) if e.kind == "citation.observed")
+    with appender.engine.connect() as conn, conn.begin():  # a hand edit past the guard
+        conn.execute(text("DROP TRIGGER events_append_only_update" if backend == "sqlite"
+                          else "ALTER TABLE events DISABLE TRIGGER events_append_only"))
+        conn.execute(text("UPDATE events SET payload = :p WHERE seq = :s"), {"p": b'{"observation_id":"x"}', "s": seq})
+    appender.close()
+    keeper = Store.open(ledger_location)  # reads the log back
+    try:
+        with pytest.raises(IntegrityError, match=f"event seq {seq}: a citation whose papers cannot be read"):
+            keeper.keep_index(40)
+    finally:
+        keeper.close()
