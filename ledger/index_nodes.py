@@ -31,8 +31,8 @@ import orjson
 from .errors import InputError, IntegrityError
 from .events import CITATION_OBSERVED, citation_papers
 from .chain import entry_bytes
-from .merkle import EMPTY_ROOT, leaf_hash as log_leaf_hash
-from .paper_index import ZERO, IndexProof, Neighbour, paper_key
+from .merkle import leaf_hash as log_leaf_hash
+from .paper_index import ZERO, IndexProof, Neighbour, edge_root, extend, paper_key
 
 SLOTS = 16
 _IN_LIST = 400  # parameters per IN list: under every SQLite build's limit
@@ -64,31 +64,12 @@ ID_SHIFT = 24  # a node's id: the tree size it was written for * 2**24 + its num
 def grown(key: bytes, leaf: Leaf | None, leaf_hashes: Iterable[bytes]) -> Leaf:
     """A paper's leaf slot with more events added to its events tree (from none when `leaf` is None).
     Raises nothing."""
-    # The edge, largest subtree first, is a stack: leaf number `count` merges with the subtrees of its
-    # trailing one bits, the smallest ones, at the end (`paper_index.extend` over a list, inlined).
     count, stack = (0, []) if leaf is None else (leaf.count, list(leaf.edge))
-    pop, push = stack.pop, stack.append
-    for digest in leaf_hashes:
-        index = count
-        while index & 1:
-            digest = _sha256(b"\x01" + pop() + digest).digest()
-            index >>= 1
-        push(digest)
-        count += 1
+    count = extend(stack, count, leaf_hashes)
     edge = tuple(stack)
     counted = count.to_bytes(8, "big")
-    digest = _sha256(b"\x02" + key + counted + _edge_root(edge)).digest()
+    digest = _sha256(b"\x02" + key + counted + edge_root(edge)).digest()
     return Leaf(digest, key, count, edge, b"".join((digest, key, counted) + edge))
-
-
-def _edge_root(edge: tuple[bytes, ...]) -> bytes:
-    """The RFC 9162 root of a tree from its perfect subtrees, largest first (`paper_index.frontier_root`)."""
-    if not edge:
-        return EMPTY_ROOT
-    digest = edge[-1]
-    for subtree in edge[-2::-1]:
-        digest = _sha256(b"\x01" + subtree + digest).digest()
-    return digest
 
 
 def make_leaf(key: bytes, count: int, frontier: dict[int, bytes]) -> Leaf:
@@ -223,7 +204,7 @@ def _nibble(key: bytes, depth: int) -> int:
 
 def leaf_root(leaf: Leaf) -> bytes:
     """The events root a leaf commits to. Raises nothing for a decoded leaf."""
-    return _edge_root(leaf.edge)
+    return edge_root(leaf.edge)
 
 
 # -- reading -------------------------------------------------------------------------------------------
@@ -530,8 +511,7 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
                     slots[digit] = below[0][1]
                     continue
                 below_id, below_node = apply(path + char, _EMPTY_NODE, below)
-            digest = below_node.inner[1]
-            slots[digit] = Child(digest, below_id, digest + below_id.to_bytes(8, "big"))
+            slots[digit] = child(below_node.inner[1], below_id)
         new = node.changed(slots)
         node_id = first + len(rows)
         if node_id - first >= 1 << ID_SHIFT:

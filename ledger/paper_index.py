@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import orjson
 
@@ -63,36 +63,37 @@ def bit(key: bytes, depth: int) -> int:
 
 
 # -- a paper's events: the RFC 9162 tree over their entries, kept as its right edge ----------------------
-def extend(frontier: dict[int, bytes], count: int, leaf_hashes: Iterable[bytes]) -> int:
-    """Add events (their leaf hashes in the log) to a paper's tree of `count` events whose right edge (level
-    -> perfect subtree hash) is `frontier`, updated in place; returns the new count. Raises nothing."""
+def extend(edge: list[bytes], count: int, leaf_hashes: Iterable[bytes]) -> int:
+    """Add events (their leaf hashes in the log) to a tree of `count` events whose right edge (its perfect
+    subtrees, largest first) is `edge`, updated in place; returns the new count. Raises IndexError for an
+    edge that is not one of `count` items."""
     sha256 = hashlib.sha256
-    for digest in leaf_hashes:  # merkle.grow, inlined: this runs for every event appended
-        level, index = 0, count
+    pop, push = edge.pop, edge.append
+    for digest in leaf_hashes:  # merkle.grow, inlined: this runs for every event added
+        index = count  # leaf `count` merges with the subtrees of its trailing one bits, the smallest, at the end
         while index & 1:
-            digest = sha256(b"\x01" + frontier[level] + digest).digest()
-            level, index = level + 1, index >> 1
-        frontier[level] = digest
+            digest = sha256(b"\x01" + pop() + digest).digest()
+            index >>= 1
+        push(digest)
         count += 1
     return count
 
 
-def frontier_root(frontier: dict[int, bytes], count: int) -> bytes:
-    """The RFC 9162 root of a tree of `count` events from its right edge. Raises KeyError for an edge that is
-    not one of that many items."""
-    if count == 0:
+def edge_root(edge: Sequence[bytes]) -> bytes:
+    """The RFC 9162 root of a tree from its right edge (its perfect subtrees, largest first). Raises nothing."""
+    if not edge:
         return EMPTY_ROOT
-    levels = [level for level in range(count.bit_length()) if count >> level & 1]
-    digest = frontier[levels[0]]
-    for level in levels[1:]:
-        digest = log_node_hash(frontier[level], digest)
+    digest = edge[-1]
+    for subtree in edge[-2::-1]:
+        digest = log_node_hash(subtree, digest)
     return digest
 
 
 def events_root(leaf_hashes: list[bytes]) -> bytes:
     """The RFC 9162 root over a paper's events (their leaf hashes), in the order given. Raises nothing."""
-    frontier: dict[int, bytes] = {}
-    return frontier_root(frontier, extend(frontier, 0, leaf_hashes))
+    edge: list[bytes] = []
+    extend(edge, 0, leaf_hashes)
+    return edge_root(edge)
 
 
 def events_tree(leaf_hashes: list[bytes]):
@@ -315,7 +316,7 @@ def index_of_log(entries: Iterable[Entry], size: int) -> LogIndex:
     the membership it was computed from. Raises InputError for an entry that is not an event, or when the
     log is shorter than `size`."""
     members = Membership()
-    frontier: dict[int, bytes] = {}
+    edge: list[bytes] = []  # the log's own tree
     seen = 0
     for entry in entries:
         if entry.seq > size:
@@ -325,7 +326,7 @@ def index_of_log(entries: Iterable[Entry], size: int) -> LogIndex:
         seen = entry.seq
         digest = log_leaf_hash(entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload))
         members.add(entry.seq, log_event(entry), digest)
-        extend(frontier, entry.seq - 1, (digest,))
+        extend(edge, entry.seq - 1, (digest,))
     if seen < size:
         raise InputError(f"log: holds {seen} events, the checkpoint is of size {size}")
-    return LogIndex(index_root(members.leaves()), frontier_root(frontier, size), members)
+    return LogIndex(index_root(members.leaves()), edge_root(edge), members)
