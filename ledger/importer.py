@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, NamedTuple
 
 from projections.record import rebuild_mismatch
@@ -44,7 +44,8 @@ _SEQ_KEY = re.compile(r'"(?:s|\\u0073)(?:e|\\u0065)(?:q|\\u0071)"')
 @dataclass
 class Parsed:
     """One input, validated: a record with its events, or event lines (new facts and log entries). A unit
-    of an input (`import_files`) is one too: `last` says whether the input ends with it."""
+    of an input (`import_files`) is one too: `last` says whether the input ends with it. A record decoded in
+    a worker process comes as its canonical bytes, parsed again only if the writer needs it (`the_record`)."""
 
     name: str
     record: dict | None = None
@@ -54,6 +55,14 @@ class Parsed:
     size: int = 0  # bytes of the input this unit stands for (progress)
     mixed: bool = False  # the input may hold exported log lines: its new facts wait for its last unit
     rebuilds_alone: bool = False  # a worker rebuilt the record from its own events alone, byte for byte
+    paper: str | None = None  # a record's arXiv id
+    record_bytes: bytes | None = None  # a record from a worker, not parsed yet
+
+    def the_record(self) -> dict:
+        """The record, parsed from `record_bytes` on first use. Raises nothing for a worker's bytes."""
+        if self.record is None:
+            self.record = loads_finite(self.record_bytes)  # finite: canonical bytes (orjson refuses NaN)
+        return self.record
 
 
 @dataclass
@@ -114,7 +123,7 @@ def _parse_record(name: str, record: dict) -> Parsed:
             check_entry_size(event.kind, event.effective_at, event.payload)
         except InputError as exc:
             raise InputError(f"{name}: {event.subject}: {exc}") from None
-    return Parsed(name, record=record, events=[(0, e) for e in events])
+    return Parsed(name, record=record, events=[(0, e) for e in events], paper=record["paper"]["arxiv_id"])
 
 
 def _parse_lines(name: str, lines: list[str], whole_error: InputError | None, first: int = 1) -> Parsed:
@@ -321,6 +330,7 @@ def _apply(writer: Writer, item: Parsed, inputs: dict[str, list[tuple[int, Event
         events = held_back if item.last else []
         if item.last:
             del inputs[item.name]
+    new: tuple[list[Entry], list[Event]] | None = None  # this unit's events and their entries, when all were new
     if events:
         stored = writer.existing(e for _, e in events) if look_up else {}
         try:
@@ -329,24 +339,33 @@ def _apply(writer: Writer, item: Parsed, inputs: dict[str, list[tuple[int, Event
             if mode == "chunked":  # the whole input's first contradiction may lie in an earlier unit
                 raise _Unusual from None
             raise
-        writer.append(fresh)
+        entries = writer.append(fresh)
         appended, present = appended + len(fresh), present + held
-    if item.record is not None:
-        _check_rebuild(writer, item.name, item.record, item.events if item.rebuilds_alone else None)
+        if held == 0 and events is item.events:
+            new = (entries, fresh)
+    if item.paper is not None:
+        _check_rebuild(writer, item, new)
     return appended, present
 
 
-def _check_rebuild(writer: Writer, name: str, record: dict, rebuilt_from: list[tuple[int, Event]] | None = None) -> None:
+def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Event]] | None) -> None:
     """The ledger must give back this record's exact bytes at its as_of, or the import is refused.
 
-    `rebuilt_from`: the record's own events, from which a worker process already rebuilt it byte for byte
-    (`rebuild_mismatch`, the one rebuild-and-compare). A rebuild reads of each fact its kind, subject,
-    effective key and payload, and their order: when the ledger's facts of the paper are exactly those, in
-    that order, its rebuild is that one, and is not done twice. Otherwise it is done here."""
-    facts = writer.paper_facts(record["paper"]["arxiv_id"])
-    if rebuilt_from is not None and [(f.kind, f.subject, f.effective_key, f.payload) for f in facts] == \
-            [(e.kind, e.subject, e.effective_key, e.payload) for _, e in rebuilt_from]:
-        return
+    `new`: the record's own events, each appended just now, and their entries. When the ledger's facts of the paper are exactly
+    those (their sequence numbers say so, read without the events), the rebuild runs on them as they are in
+    memory; and if a worker process already rebuilt the record from its own events byte for byte
+    (`rebuilds_alone`: a rebuild reads of each fact its kind, subject, effective key and payload, and their
+    order, all the same here), it is not done twice. Otherwise the paper's facts are read back and rebuilt
+    (`rebuild_mismatch`, the one rebuild-and-compare)."""
+    name, paper = item.name, item.paper
+    if new is not None and writer.paper_seqs(paper) == [entry.seq for entry in new[0]]:
+        if item.rebuilds_alone:
+            return
+        facts = [Fact(entry.seq, entry.kind, e.subject, entry.effective_at, e.effective_key, entry.recorded_at,
+                      entry.payload) for entry, e in zip(*new)]
+    else:
+        facts = writer.paper_facts(paper)
+    record = item.the_record()
     try:
         mismatch = rebuild_mismatch(facts, record, finite=True)
     except NotFoundError as exc:
@@ -436,20 +455,22 @@ def _decode(unit: _Unit) -> Parsed:
 def _decode_packed(unit: _Unit) -> tuple:
     """`_decode` in a worker process, and a record's rebuild from its own events (which spares the writer a
     rebuild: `_check_rebuild`). Plain tuples and the record's canonical bytes pickle several times faster
-    than Event tuples and nested dicts (an import's results all cross the pipe)."""
+    than Event tuples and nested dicts (an import's results all cross the pipe); the writer parses the bytes
+    again only when it must rebuild the record itself (parsing a record's nested objects cost the writer
+    about as much as appending its events took Python)."""
     p = _decode(unit)
     record = None if p.record is None else canonical(p.record, finite=True)  # finite: from parse_json
     alone = p.record is not None and _rebuilds_alone(p)
-    return (p.name, record, [(n, tuple(e)) for n, e in p.events],
+    return (p.name, record, p.paper, [(n, tuple(e)) for n, e in p.events],
             [(n, tuple(entry), tuple(e)) for n, entry, e in p.entries], p.last, p.mixed, p.size, alone)
 
 
 def _unpack(packed: tuple) -> Parsed:
-    name, record, events, entries, last, mixed, size, alone = packed
+    name, record, paper, events, entries, last, mixed, size, alone = packed
     make_entry, make_event_ = Entry._make, Event._make
-    return Parsed(name, None if record is None else loads_finite(record),  # finite: orjson refuses NaN
-                  [(n, make_event_(e)) for n, e in events],
-                  [(n, make_entry(entry), make_event_(e)) for n, entry, e in entries], last, size, mixed, alone)
+    return Parsed(name, None, [(n, make_event_(e)) for n, e in events],
+                  [(n, make_entry(entry), make_event_(e)) for n, entry, e in entries], last, size, mixed, alone,
+                  paper, record)
 
 
 def import_files(store: Store, names: list[str], progress: Callable[[Progress], None] | None = None,
@@ -498,8 +519,7 @@ def _whole(units: Iterator[Parsed]) -> Iterator[Parsed]:
     current: Parsed | None = None
     for unit in units:
         if current is None:
-            current = Parsed(unit.name, unit.record, list(unit.events), list(unit.entries), size=unit.size,
-                             rebuilds_alone=unit.rebuilds_alone)
+            current = replace(unit, events=list(unit.events), entries=list(unit.entries), last=True, mixed=False)
         else:
             current.events += unit.events
             current.entries += unit.entries

@@ -161,19 +161,30 @@ class Cursor:
         """Every event of one paper, in ledger order, in one indexed statement: its paper-level events and
         every event of the observations a citation links to it (the paper index's "events of P"). With
         `size`, the log of that many events: links made later do not count. Raises the driver's errors."""
-        links, params = "SELECT observation FROM observation_papers WHERE paper = ?", [paper, paper]
-        if size is not None:
-            links += " AND seq <= ?"
-            params.append(size)
-        sql = f"SELECT {_COLUMNS} FROM events WHERE (paper = ? OR (paper IS NULL AND subject IN ({links})))"
-        if size is not None:
-            sql += " AND seq <= ?"
-            params.append(size)
-        if known_at is not None:
-            sql += " AND recorded_at <= ?"
-            params.append(known_at)
-        return [_fact(r) for r in self.execute(sql + " ORDER BY seq", params).fetchall()]
+        where, params = _paper_events(paper, known_at, size)
+        return [_fact(r) for r in self.execute(f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY seq",
+                                               params).fetchall()]
 
+    def paper_seqs(self, paper: str) -> list[int]:
+        """The sequence numbers of `paper_facts(paper)`, without reading the events. Raises the driver's errors."""
+        where, params = _paper_events(paper, None, None)
+        return [r[0] for r in self.execute(f"SELECT seq FROM events WHERE {where} ORDER BY seq", params).fetchall()]
+
+
+def _paper_events(paper: str, known_at: str | None, size: int | None) -> tuple[str, list]:
+    """The condition (and its parameters) selecting a paper's events, as `Cursor.paper_facts` says."""
+    links, params = "SELECT observation FROM observation_papers WHERE paper = ?", [paper, paper]
+    if size is not None:
+        links += " AND seq <= ?"
+        params.append(size)
+    where = f"(paper = ? OR (paper IS NULL AND subject IN ({links})))"
+    if size is not None:
+        where += " AND seq <= ?"
+        params.append(size)
+    if known_at is not None:
+        where += " AND recorded_at <= ?"
+        params.append(known_at)
+    return where, params
 
 
 class Store:
@@ -542,6 +553,10 @@ class Writer:
     def paper_facts(self, paper: str) -> list[Fact]:
         """Every event of a paper's record, this transaction's appends included. Raises the driver's errors."""
         return self.cursor.paper_facts(paper)
+
+    def paper_seqs(self, paper: str) -> list[int]:
+        """The sequence numbers of `paper_facts(paper)`. Raises the driver's errors."""
+        return self.cursor.paper_seqs(paper)
 
     def entry(self, seq: int) -> Entry:
         """The stored entry `seq`. Raises the driver's errors."""

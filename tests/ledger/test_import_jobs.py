@@ -290,3 +290,38 @@ def test_a_record_that_rebuilds_from_its_own_events_is_still_checked_against_the
     outcome = assert_same(outcomes(new_location, monkeypatch, [SEED_004], before=(later,)))
     assert outcome[0] == "InputError" and "cannot reproduce this record at its as_of" in outcome[1], outcome
     assert "resolution" in outcome[1]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_record_whose_paper_holds_nothing_else_is_checked_without_reading_its_events_back(
+        new_location, monkeypatch, jobs):
+    # The ledger's facts of the paper are the record's own events, appended just now: their sequence numbers
+    # say so, and the rebuild runs on the events in memory (one job) or was done by the worker (two jobs),
+    # whose record the writer then never parses again.
+    from ledger.store import Writer
+
+    def read_back(*_):
+        raise AssertionError("the paper's events were read back")
+
+    location = new_location()
+    Store.create(location).close()
+    monkeypatch.setattr(Writer, "paper_facts", read_back)
+    if jobs > 1:
+        monkeypatch.setattr(importer.Parsed, "the_record", read_back)
+    assert import_with(location, [SEED_004], jobs)[:3] == ("ok", 40, 0)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_record_with_another_fact_of_its_paper_in_the_same_import_is_rebuilt_from_the_ledger(
+        new_location, tmp_path, jobs):
+    # The extra fact comes first in the same import: the paper's sequence numbers are not the record's own,
+    # so its facts are read back, and the record no longer reproduces.
+    resolution = {"observed_at": "2026-08-09T10:00:00Z", "resolver_source": "arxiv_id", "status": "verified_exact"}
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(event_line("resolution.recorded", {"observation_id": "b7d1cb3d-82fc-453c-be89-0574bc0e903d",
+                                                         "resolution": resolution}))
+    location = new_location()
+    Store.create(location).close()
+    outcome = import_with(location, [later, SEED_004], jobs)
+    assert outcome[0] == "InputError" and "cannot reproduce this record at its as_of" in outcome[1], outcome
+    assert facts(location) == []
