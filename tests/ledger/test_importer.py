@@ -194,3 +194,21 @@ def test_a_log_line_repeating_a_held_fact_under_another_seq_is_refused_naming_it
     with pytest.raises(InputError, match=r"line 2: .*contradicts event seq 1 \(a fact is held once"):
         import_files(store, [str(path)])
     assert store.head()[0] == 1
+
+
+def test_the_cycle_collector_is_paused_while_importing_and_resumed_after(store, tmp_path, monkeypatch):
+    import gc
+
+    from ledger import importer
+
+    seen = []
+    decode = importer._decode
+    monkeypatch.setattr(importer, "_decode", lambda unit: (seen.append(gc.isenabled()), decode(unit))[1])
+    assert gc.isenabled()
+    import_files(store, [SEED_004])
+    assert seen == [False] and gc.isenabled()
+    record = seed_record()
+    record["reference_resolution"]["displayed"] = 1
+    with pytest.raises(InputError):
+        import_files(store, [write_record(tmp_path / "inconsistent.json", redigest(record))])
+    assert seen == [False, False] and gc.isenabled()
