@@ -93,6 +93,41 @@ def command(args: list[str]) -> tuple[float, bytes, int]:
     return float(elapsed), done.stdout, int(rss)
 
 
+def compiled() -> None:
+    """The project's modules compiled to bytecode before any command is timed, as an installed package has
+    them (pip compiles a wheel's modules; an editable install, run with PYTHONDONTWRITEBYTECODE set as on
+    this machine, would compile every changed module again in every command)."""
+    import compileall
+
+    for package in ("cli", "ledger", "projections", "web"):
+        gate(compileall.compile_dir(str(HERE.parent / package), quiet=1), f"compileall {package}: failed")
+
+
+def startup(folder: Path) -> float:
+    """Seconds of `ledger head` on a new, empty ledger, process start to exit: what every command pays
+    before its own work (the interpreter, the modules, the file opened)."""
+    db = new_ledger(folder)
+    elapsed, _, _ = command(["--db", str(db), "head"])
+    remove(db)
+    return elapsed
+
+
+CEILING_LOOP = "x = 0\nfor i in range(12_000_000):\n    x += i * i\n"
+
+
+def ceiling(jobs: int = 2) -> float:
+    """The machine's own speed-up for `jobs` processes over one, each running the same pure Python arithmetic
+    (nothing shared, no I/O): what no `--jobs` can beat on this machine at this moment (two cores of a shared
+    host have given 1.6 to 2.0 here)."""
+    def run(n: int) -> float:
+        started = time.perf_counter()
+        running = [subprocess.Popen([sys.executable, "-c", CEILING_LOOP]) for _ in range(n)]
+        gate(all(p.wait() == 0 for p in running), "ceiling: a loop failed")
+        return time.perf_counter() - started
+
+    return jobs * run(1) / run(jobs)
+
+
 def import_command(files: list[Path], jobs: int, expected: int, folder: Path) -> tuple[float, int]:
     """Events/s and peak RSS of `ledger import --jobs N FILES` into a new ledger, process start to exit."""
     db = new_ledger(folder)

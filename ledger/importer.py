@@ -270,10 +270,11 @@ def import_inputs(store: Store, parsed: list[Parsed]) -> ImportResult:
     unique fact key refuses a transaction that repeats a stored fact (FactStored), which is then rolled back
     and run again, looking every fact up before appending it.
     Raises InputError (a contradiction, a record the ledger cannot reproduce), IntegrityError (an exported line whose hashes do not re-compute) or StoreError; nothing is appended then."""
-    try:
-        return _import(store, iter(parsed), "whole")
-    except FactStored:
-        return _import(store, iter(parsed), "look up")
+    with _acyclic():
+        try:
+            return _import(store, iter(parsed), "whole")
+        except FactStored:
+            return _import(store, iter(parsed), "look up")
 
 
 class _Unusual(Exception):

@@ -183,3 +183,14 @@ def test_the_peers_get_the_same_leaves_and_agree_on_every_root(tmp_path):
     assert set(rates) == {"ours inclusion", "ours consistency", "pymerkle inclusion", "pymerkle consistency"}
     with pytest.raises(GateError, match="root differs"):
         proof_rates(ledger, leaves[:-1] + [b"not the leaf"], tmp_path, count=3)
+
+
+def test_the_ceiling_and_the_start_up_run_real_processes_and_gate_a_failure(tmp_path, monkeypatch):
+    from benchmarks import whole
+
+    monkeypatch.setattr(whole, "CEILING_LOOP", "x = sum(range(1000))\n")
+    assert whole.ceiling() > 0
+    assert whole.startup(tmp_path) > 0  # its gate: `ledger head` exits 0 and says nothing on stderr
+    monkeypatch.setattr(whole, "CEILING_LOOP", "raise SystemExit(3)\n")
+    with pytest.raises(GateError, match="ceiling"):
+        whole.ceiling()
