@@ -117,8 +117,8 @@ CEILING_LOOP = "x = 0\nfor i in range(12_000_000):\n    x += i * i\n"
 
 def ceiling(jobs: int = 2) -> float:
     """The machine's own speed-up for `jobs` processes over one, each running the same pure Python arithmetic
-    (nothing shared, no I/O): what no `--jobs` can beat on this machine at this moment (two cores of a shared
-    host have given 1.6 to 2.0 here)."""
+    (nothing shared, no I/O): what no `--jobs` can beat on this machine at this moment (the two cores of this
+    shared host gave from 1.3 to 2.6 within one run)."""
     def run(n: int) -> float:
         started = time.perf_counter()
         running = [subprocess.Popen([sys.executable, "-c", CEILING_LOOP]) for _ in range(n)]

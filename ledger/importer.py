@@ -354,12 +354,12 @@ def _apply(writer: Writer, item: Parsed, inputs: dict[str, list[tuple[int, Event
 def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Event]] | None) -> None:
     """The ledger must give back this record's exact bytes at its as_of, or the import is refused.
 
-    `new`: the record's own events, each appended just now, and their entries. When the ledger's facts of the paper are exactly
-    those (their sequence numbers say so, read without the events), the rebuild runs on them as they are in
-    memory; and if a worker process already rebuilt the record from its own events byte for byte
-    (`rebuilds_alone`: a rebuild reads of each fact its kind, subject, effective key and payload, and their
-    order, all the same here), it is not done twice. Otherwise the paper's facts are read back and rebuilt
-    (`rebuild_mismatch`, the one rebuild-and-compare)."""
+    `new`: the record's own events, each appended just now, and their entries. When the ledger's facts of the
+    paper are exactly those (their sequence numbers say so, read without the events), the rebuild runs on
+    them as they are in memory; and if a worker process already rebuilt the record from its own events byte
+    for byte (`rebuilds_alone`: a rebuild reads of each fact its kind, subject, effective key and payload,
+    and their order, all the same here), it is not done twice. Otherwise the paper's facts are read back and
+    rebuilt (`rebuild_mismatch`, the one rebuild-and-compare)."""
     name, paper = item.name, item.paper
     if new is not None and writer.paper_seqs(paper) == [entry.seq for entry in new[0]]:
         if item.rebuilds_alone:
