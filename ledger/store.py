@@ -171,6 +171,16 @@ class Cursor:
         return [r[0] for r in self.execute(f"SELECT seq FROM events WHERE {where} ORDER BY seq", params).fetchall()]
 
 
+def _snapshot_by(as_of_key: str, known_at: str | None) -> tuple[str, list]:
+    """Whether paper `p.paper` has a snapshot effective by `as_of_key` (and recorded by `known_at`): an SQL
+    condition and its parameters, for `Store.papers` and `Store.paper_count`."""
+    sql = ("EXISTS (SELECT 1 FROM events AS s WHERE s.paper = p.paper AND s.kind = 'paper.snapshot' "
+           "AND s.effective_key <= ?")
+    if known_at is None:
+        return sql + ")", [as_of_key]
+    return sql + " AND s.recorded_at <= ?)", [as_of_key, known_at]
+
+
 def _paper_events(paper: str, known_at: str | None, size: int | None) -> tuple[str, list]:
     """The condition (and its parameters) selecting a paper's events, as `Cursor.paper_facts` says."""
     links, params = "SELECT observation FROM observation_papers WHERE paper = ?", [paper, paper]
@@ -429,29 +439,25 @@ class Store:
     def papers(self, as_of_key: str, known_at: str | None = None, batch: int = 500) -> Iterator[str]:
         """Papers with a snapshot effective by `as_of_key` (and recorded by `known_at`), sorted, read in
         keyset pages so that replaying every paper never holds the whole list. Raises StoreError."""
-        sql = ("SELECT DISTINCT paper FROM events WHERE kind = 'paper.snapshot' AND effective_key <= ? "
-               "AND paper > ?")
-        if known_at is not None:
-            sql += " AND recorded_at <= ?"
-        sql += " ORDER BY paper LIMIT ?"
+        shown, params = _snapshot_by(as_of_key, known_at)
+        # Each page walks the paper index alone (every paper with an event, in order), then looks up one
+        # paper's snapshot: filtering the events themselves read every paper-level event of every paper.
+        sql = (f"SELECT p.paper, {shown} FROM (SELECT DISTINCT paper FROM events WHERE paper > ? ORDER BY paper "
+               "LIMIT ?) AS p ORDER BY p.paper")
         after = ""
         while True:
-            params = [as_of_key, after] + ([known_at] if known_at is not None else []) + [batch]
             with self.reading() as cursor:
-                page = [row[0] for row in cursor.execute(sql, params).fetchall()]
-            yield from page
+                page = cursor.execute(sql, params + [after, batch]).fetchall()
+            yield from (paper for paper, snapshot in page if snapshot)
             if len(page) < batch:
                 return
-            after = page[-1]
+            after = page[-1][0]
             del page  # before the next page is read: one page held at a time
 
     def paper_count(self, as_of_key: str, known_at: str | None = None) -> int:
         """How many papers `papers` would list (for progress: the time left). Raises StoreError."""
-        sql = "SELECT COUNT(DISTINCT paper) FROM events WHERE kind = 'paper.snapshot' AND effective_key <= ?"
-        params = [as_of_key]
-        if known_at is not None:
-            sql += " AND recorded_at <= ?"
-            params.append(known_at)
+        shown, params = _snapshot_by(as_of_key, known_at)
+        sql = f"SELECT COUNT(*) FROM (SELECT DISTINCT paper FROM events WHERE paper IS NOT NULL) AS p WHERE {shown}"
         with self.reading() as cursor:
             return cursor.execute(sql, params).fetchone()[0]
 

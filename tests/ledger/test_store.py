@@ -333,3 +333,57 @@ def test_postgresql_copy_types_are_the_tables_types():
     declared = {t.name: {c.name: c.type.compile(dialect=dialect).lower() for c in t.columns}
                 for t in TABLES if t.name in COPY_TYPES}
     assert declared == COPY_TYPES
+
+
+def test_papers_and_their_count_skip_papers_without_a_snapshot_by_then_across_pages(store):
+    # Pages are taken over every paper with an event; a page whose papers are all left out must not end the
+    # listing, and a paper is counted once however many snapshots it has.
+    ids = [f"2601.{n:05d}" for n in range(8)]
+    late = {ids[1], ids[3], ids[4], ids[5]}  # snapshots only after the as-of
+    with store.writing() as w:
+        w.append([snapshot(i, "2026-03-01T00:00:00Z" if i in late else "2026-01-01T00:00:00Z") for i in ids])
+        w.append([snapshot(ids[0], "2026-01-02T00:00:00Z", title="again")])
+    recorded = store.head()[2]
+    with store.writing() as w:
+        w.append([snapshot(ids[6], "2026-03-02T00:00:00Z", title="later still")])
+        w.append([snapshot(ids[7], "2026-01-03T00:00:00Z", title="recorded later")])  # 7 already shown
+        w.append([snapshot("2601.00008", "2026-01-04T00:00:00Z")])  # known only after `recorded`
+    as_of = "2026-02-01T00:00:00.000000Z"
+    shown = [ids[0], ids[2], ids[6], ids[7], "2601.00008"]
+    for batch in (1, 2, 3, 500):
+        assert list(store.papers(as_of, batch=batch)) == shown
+    assert store.paper_count(as_of) == len(shown)
+    assert store.paper_count("2025-12-31T00:00:00.000000Z") == 0
+    assert list(store.papers("2025-12-31T00:00:00.000000Z", batch=2)) == []
+    assert list(store.papers("2026-12-31T00:00:00.000000Z", batch=3)) == ids + ["2601.00008"]
+    assert list(store.papers(as_of, known_at=recorded, batch=2)) == shown[:-1]
+    assert store.paper_count(as_of, known_at=recorded) == len(shown) - 1
+
+
+def test_listing_and_counting_papers_read_the_paper_index_not_every_event(tmp_path):
+    # SQLite's plan for both statements: a walk of the papers' index and one indexed look-up per paper; never
+    # a scan of the events table, nor a row read for every paper-level event (as filtering them did).
+    from ledger.store import Cursor
+
+    store = Store.create(str(tmp_path / "plans.db"))
+    with store.writing() as w:
+        w.append([snapshot(f"2601.{n:05d}", "2026-01-01T00:00:00Z") for n in range(3)])
+    seen = []
+    execute = Cursor.execute
+
+    def record(self, sql, params=()):
+        seen.append((sql, list(params)))
+        return execute(self, sql, params)
+
+    Cursor.execute = record
+    try:
+        assert len(list(store.papers("2026-02-01T00:00:00.000000Z", known_at="2027-01-01T00:00:00.000000Z"))) == 3
+        assert store.paper_count("2026-02-01T00:00:00.000000Z") == 3
+    finally:
+        Cursor.execute = execute
+    with store.reading() as cursor:
+        for sql, params in seen:
+            plan = [row[-1] for row in cursor.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()]
+            assert not any(step.startswith("SCAN events") for step in plan), plan
+            assert any("COVERING INDEX events_paper" in step for step in plan), plan
+    store.close()
