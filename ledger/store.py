@@ -593,6 +593,8 @@ class Writer:
         the importer has re-checked. Each comes with its entry bytes, which are its Merkle leaf. Raises
         FactStored when a fact is already stored."""
         rows, nodes, links, recent = [], [], [], self.recent
+        if recent is not None and len(recent) + len(entries) > _RECENT:
+            recent = self.recent = None  # a large import: its catch-up reads the log
         for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
                          entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
@@ -602,8 +604,6 @@ class Writer:
                 links.append((paper, ev.subject, entry.seq))
             if recent is not None:
                 recent.append((entry.seq, ev, digest))
-        if recent is not None and len(recent) > _RECENT:
-            self.recent = None  # a large import: its catch-up reads the log
         self._insert(rows, links, nodes)
         if entries:
             last = entries[-1][0]
