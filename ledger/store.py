@@ -267,12 +267,18 @@ class Store:
     def open(cls, location: str) -> "Store":
         """Open an existing ledger; never creates one (a typo in --db must not make a new database).
         Raises InputError when there is no ledger of this version there, StoreError when it cannot be read."""
+        store = cls._existing(location)
+        store.check_version()
+        return store
+
+    @classmethod
+    def _existing(cls, location: str) -> "Store":
+        """A store on a database that must exist already (a SQLite file is never created here). Raises
+        InputError when there is no such file or the location cannot be opened."""
         path = sqlite_path(location)
         if path is not None and not os.path.isfile(path):
             raise InputError(f"{path}: no ledger here; create one with `ledger init`")
-        store = cls._connect(database_url(location))
-        store.check_version()
-        return store
+        return cls._connect(database_url(location))
 
     @classmethod
     def upgrade(cls, location: str) -> str:
@@ -281,17 +287,9 @@ class Store:
         paper index's tables are created (the index is kept from the log when first needed, at any size).
         Run it with no writer of the old version left. Returns what was done. Raises InputError when there
         is no ledger of version 1 or 2 there, StoreError when it cannot be read or written."""
-        path = sqlite_path(location)
-        if path is not None and not os.path.isfile(path):
-            raise InputError(f"{path}: no ledger here; create one with `ledger init`")
-        store = cls._connect(database_url(location))
+        store = cls._existing(location)
         try:
-            with store.reading() as cursor:
-                try:
-                    row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
-                except store.backend.dbapi.Error:
-                    raise InputError(f"{store.url}: not a ledger (no ledger_meta table)") from None
-            found = None if row is None else row[0]
+            found = store._schema_version()
             if found == SCHEMA_VERSION:
                 return f"{store.url}: already at schema version {SCHEMA_VERSION}"
             if found != "1":
@@ -332,19 +330,24 @@ class Store:
 
     def check_version(self) -> None:
         """Raise InputError unless the database is a ledger of this schema version (StoreError: unreadable)."""
-        dbapi_error = self.backend.dbapi.Error
-        with self.reading() as cursor:
-            try:
-                row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
-            except dbapi_error as exc:
-                if self.backend.is_locked(exc) or self.backend.is_not_a_database(exc):
-                    raise
-                raise InputError(f"{self.url}: not a ledger (no ledger_meta table)") from None
-        if row is None or row[0] != SCHEMA_VERSION:
-            found = "none" if row is None else row[0]
+        found = self._schema_version()
+        if found != SCHEMA_VERSION:
+            found = "none" if found is None else found
             hint = "; bring it to this version with `ledger upgrade`" if found == "1" else ""
             raise InputError(f"{self.url}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}"
                              f"{hint}")
+
+    def _schema_version(self) -> str | None:
+        """The schema version the database says it has (None: no such row). Raises InputError when it has no
+        ledger_meta table, StoreError when it is locked or not a database at all."""
+        with self.reading() as cursor:
+            try:
+                row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
+            except self.backend.dbapi.Error as exc:
+                if self.backend.is_locked(exc) or self.backend.is_not_a_database(exc):
+                    raise
+                raise InputError(f"{self.url}: not a ledger (no ledger_meta table)") from None
+        return None if row is None else row[0]
 
     def close(self) -> None:
         """Close the connection and dispose of the engine. Raises nothing the caller can act on."""
