@@ -48,6 +48,23 @@ def gate(condition: bool, message: str) -> None:
         raise GateError(message)
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The value below which a share q of `values` lies (nearest rank). Raises IndexError for no values."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def replace_section(path: Path, section: str, begin: str, end: str) -> None:
+    """Put `section` (its text from the line `begin` to the line `end`) into the file at `path`: in place of
+    the section there, or at its end; the rest of the file is kept."""
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
 def median_of(reps: int, run) -> float:
     return statistics.median(run() for _ in range(reps))
 
@@ -129,11 +146,16 @@ def interleaved_appends(events, batch: int, every: int, folder: Path) -> tuple[f
     return len(events) / spent[True], len(events) / spent[False]
 
 
+def _paper_id(n: int) -> str:
+    """The arXiv-style id of generated paper number n (snapshots, and the proofs that look them up)."""
+    return f"1{n // 100000:03d}.{n % 100000:05d}"
+
+
 def snapshots(count: int, first: int = 0) -> list:
     """A paper.snapshot each for `count` papers: the cheapest way to a ledger of many papers."""
     from ledger.events import make_event
 
-    return [make_event("paper.snapshot", {"arxiv_id": f"1{n // 100000:03d}.{n % 100000:05d}", "latest_version": 1,
+    return [make_event("paper.snapshot", {"arxiv_id": _paper_id(n), "latest_version": 1,
                                           "primary_category": "cs.DC", "snapshot_observed_at": _stamp(n),
                                           "title": f"Paper {n}"}) for n in range(first, first + count)]
 
@@ -164,7 +186,7 @@ def index_proofs(path: Path, papers: int, reps: int) -> dict[str, float]:
     catch_up = time.perf_counter() - started
     store.close()
     rng = random.Random(5)
-    present = [f"1{n // 100000:03d}.{n % 100000:05d}" for n in rng.sample(range(papers), 200)]
+    present = [_paper_id(n) for n in rng.sample(range(papers), 200)]
     absent = [f"7{n:03d}.{n:05d}" for n in range(200)]
     timings, sizes, depths = {"present": [], "absent": []}, [], []
     for _ in range(max(1, reps // 5)):
@@ -179,14 +201,9 @@ def index_proofs(path: Path, papers: int, reps: int) -> dict[str, float]:
                 gate((proof["count"] > 0) == (kind == "present"), f"index proof of {paper}: wrong membership")
         store.close()
     gate(index_root({}) == bytes(32), "empty index root")
-
-    def pct(values: list[float], q: float) -> float:
-        ordered = sorted(values)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
     return {"catch_up_events": len(events), "catch_up_s": catch_up,
-            "present_median": statistics.median(timings["present"]), "present_p99": pct(timings["present"], 0.99),
-            "absent_median": statistics.median(timings["absent"]), "absent_p99": pct(timings["absent"], 0.99),
+            "present_median": statistics.median(timings["present"]), "present_p99": percentile(timings["present"], 0.99),
+            "absent_median": statistics.median(timings["absent"]), "absent_p99": percentile(timings["absent"], 0.99),
             "size_median": statistics.median(sizes), "size_max": max(sizes), "depth_median": statistics.median(depths)}
 
 
@@ -227,7 +244,7 @@ def proof_shapes(papers: int, sample: int = 2000) -> dict[str, float]:
 
     from ledger.paper_index import paper_key
 
-    names = [f"1{n // 100000:03d}.{n % 100000:05d}" for n in range(papers)]
+    names = [_paper_id(n) for n in range(papers)]
     keys = sorted(paper_key(name) for name in names)
     shapes = [proof_shape(keys, name, papers) for name in random.Random(9).sample(names, min(sample, papers))]
     return {"json_median": statistics.median(s[0] for s in shapes), "json_max": max(s[0] for s in shapes),
@@ -702,13 +719,7 @@ def main(argv: list[str] | None = None) -> int:
             section = index_section(args.reps, folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        out = Path(args.out)
-        text = out.read_text() if out.exists() else "# Benchmark results\n"
-        if INDEX_BEGIN in text and INDEX_END in text:
-            text = text[:text.index(INDEX_BEGIN)] + section.rstrip("\n") + text[text.index(INDEX_END) + len(INDEX_END):]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-        out.write_text(text if text.endswith("\n") else text + "\n")
+        replace_section(Path(args.out), section.rstrip("\n"), INDEX_BEGIN, INDEX_END)
         return 0
     lines, verdicts = [], []
 
@@ -847,7 +858,7 @@ def main(argv: list[str] | None = None) -> int:
         say("\nCorrectness gates passed: chains verify, sequence numbers contiguous, every row present, no lock errors.")
         if not args.only_whole:
             say()
-            say(index_section(args.reps, folder).rstrip("\n"))
+            lines.append(index_section(args.reps, folder).rstrip("\n"))  # it printed its lines itself
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     from benchmarks.serve import kept_section  # the serving figures share the file; keep them

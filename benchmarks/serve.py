@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from benchmarks.generate import PROBE, generate
-from benchmarks.run import GateError, gate, import_batch, run_main
+from benchmarks.run import GateError, gate, import_batch, percentile, replace_section, run_main
 from ledger.signed_notes import generate_signer
 from ledger.store import Store
 from ledger.canonical import canonical
@@ -41,11 +41,6 @@ from web.site import Site, when
 HERE = Path(__file__).parent
 AS_OF = "2027-06-01T00:00:00Z"
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.serve: begin -->", "<!-- benchmarks.serve: end -->"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def timed(work, count: int) -> list[float]:
@@ -140,13 +135,8 @@ def kept_section(path: str | Path) -> str:
 
 
 def write_section(path: Path, lines: list[str]) -> None:
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    section = "\n".join([SECTION_BEGIN, *lines, SECTION_END])
-    if SECTION_BEGIN in text and SECTION_END in text:
-        text = text[:text.index(SECTION_BEGIN)] + section + text[text.index(SECTION_END) + len(SECTION_END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+    """This benchmark's section of the results file, in place of the last one (the rest of the file kept)."""
+    replace_section(path, "\n".join([SECTION_BEGIN, *lines, SECTION_END]), SECTION_BEGIN, SECTION_END)
 
 
 def main(argv: list[str] | None = None) -> int:
