@@ -22,7 +22,7 @@ def init(ctx: typer.Context) -> None:
 
 @app.command()
 def upgrade(ctx: typer.Context) -> None:
-    """Bring a ledger of an older schema version to this one (builds the paper index at its head)."""
+    """Bring a ledger of schema version 1 to this one (the paper index is kept from the log when first needed)."""
     typer.echo(Store.upgrade(db_location(ctx)))
 
 
