@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from typing import Any, NamedTuple
 
 from projections.record import rebuild_mismatch
@@ -26,36 +25,15 @@ from .inputs import decode_input
 from .merkle import leaf_hash, verify_consistency, verify_inclusion
 from .paper_index import IndexProof, index_of_log, parse_proof, verify_index_proof
 from .signed_notes import INDEX_EXTENSION, Checkpoint, Verifier, verify_checkpoint
-from .published import _type_name, check_record, digest_mismatches, field
-
-
-_HASH = re.compile(r"[0-9a-fA-F]{64}")
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+from .published import _type_name, check_record, count_field, digest_mismatches, field, sha256_field, shown
 
 
 def _where(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _hash(value: Any, where: str) -> bytes:
-    if not isinstance(value, str) or not _HASH.fullmatch(value):
-        raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {_show(value)}")
-    return bytes.fromhex(value)
-
-
-def _count(obj: dict, key: str, path: str = "") -> int:
-    value = field(obj, key, int, path)
-    if value < 0:
-        raise InputError(f"field {_where(path, key)}: expected a non-negative integer, found {value}")
-    return value
-
-
 def _path(obj: dict, path: str = "") -> list[bytes]:
-    return [_hash(p, f"{_where(path, 'path')}[{i}]") for i, p in enumerate(field(obj, "path", list, path))]
+    return [sha256_field(p, f"{_where(path, 'path')}[{i}]") for i, p in enumerate(field(obj, "path", list, path))]
 
 
 def _b64(obj: dict, key: str, path: str = "") -> bytes:
@@ -63,7 +41,7 @@ def _b64(obj: dict, key: str, path: str = "") -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise InputError(f"field {_where(path, key)}: expected base64, found {_show(value)}") from None
+        raise InputError(f"field {_where(path, key)}: expected base64, found {shown(value)}") from None
 
 
 class _Inclusion(NamedTuple):
@@ -96,13 +74,13 @@ def _read_proof(proof: Any) -> _Inclusion | _Consistency:
         raise InputError("expected an inclusion proof (leaf_index, tree_size, leaf_hash, path) or a consistency "
                          "proof (old_size, new_size, old_root, new_root, path)")
     if inclusion:
-        return _Inclusion(_count(proof, "leaf_index"), _count(proof, "tree_size"),
-                          _hash(field(proof, "leaf_hash", str, ""), "leaf_hash"),
+        return _Inclusion(count_field(proof, "leaf_index"), count_field(proof, "tree_size"),
+                          sha256_field(field(proof, "leaf_hash", str, ""), "leaf_hash"),
                           _b64(proof, "leaf") if "leaf" in proof else None,
-                          _hash(proof["root"], "root") if "root" in proof else None, _path(proof))
-    return _Consistency(_count(proof, "old_size"), _count(proof, "new_size"),
-                        _hash(field(proof, "old_root", str, ""), "old_root"),
-                        _hash(field(proof, "new_root", str, ""), "new_root"), _path(proof))
+                          sha256_field(proof["root"], "root") if "root" in proof else None, _path(proof))
+    return _Consistency(count_field(proof, "old_size"), count_field(proof, "new_size"),
+                        sha256_field(field(proof, "old_root", str, ""), "old_root"),
+                        sha256_field(field(proof, "new_root", str, ""), "new_root"), _path(proof))
 
 
 def verify_proof(proof: Any, note: str, verifier: Verifier, name: str = "proof", note_name: str = "checkpoint") -> str:
@@ -164,11 +142,11 @@ def _read_event(index: int, item: Any, placed: bool) -> _Event:
     place = None
     if placed:
         paper_proof = field(item, "paper_proof", dict, at)
-        place = (_count(paper_proof, "index", f"{at}.paper_proof"), _path(paper_proof, f"{at}.paper_proof"))
+        place = (count_field(paper_proof, "index", f"{at}.paper_proof"), _path(paper_proof, f"{at}.paper_proof"))
     elif "paper_proof" in item:
         raise InputError(f"field {at}.paper_proof: a bundle without an index proof has no places to prove")
-    return _Event(seq, leaf, _count(proof, "leaf_index", f"{at}.proof"), _count(proof, "tree_size", f"{at}.proof"),
-                  _path(proof, f"{at}.proof"), place)
+    return _Event(seq, leaf, count_field(proof, "leaf_index", f"{at}.proof"),
+                  count_field(proof, "tree_size", f"{at}.proof"), _path(proof, f"{at}.proof"), place)
 
 
 class _Read(NamedTuple):

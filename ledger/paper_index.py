@@ -34,7 +34,7 @@ import orjson
 from .chain import Entry, entry_bytes
 from .errors import InputError, IntegrityError
 from .events import CITATION_OBSERVED, OBSERVATION_KINDS, Event, make_event
-from .published import field
+from .published import count_field, field, sha256_field
 from .merkle import EMPTY_ROOT, leaf_hash as log_leaf_hash, node_hash as log_node_hash, perfect_subtrees
 
 ZERO = bytes(32)  # the hash of an empty subtree
@@ -160,28 +160,7 @@ class IndexProof:
                 "tree_size": self.tree_size}
 
 
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _hash(value: Any, where: str) -> bytes:
-    if not isinstance(value, str) or len(value) != 64:
-        raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {_show(value)}")
-    try:
-        return bytes.fromhex(value)
-    except ValueError:
-        raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {_show(value)}") from None
-
-
-def _count(data: dict, key: str, path: str) -> int:
-    value = field(data, key, int, path)
-    if not 0 <= value < 2 ** 63:
-        raise InputError(f"field {path}.{key}: expected a non-negative integer, found {value}" if path else
-                         f"field {key}: expected a non-negative integer, found {value}")
-    return value
-
-
+_COUNTS = 2 ** 63  # a proof's counts and tree sizes lie below this
 PROOF_FIELDS = ("count", "events_root", "index_root", "key", "neighbour", "paper", "siblings", "tree_size")
 
 
@@ -195,22 +174,22 @@ def parse_proof(data: Any, path: str = "") -> IndexProof:
     if unknown:
         raise InputError(f"field {at(sorted(unknown)[0])}: not a field of a paper index proof")
     paper = field(data, "paper", str, path)
-    size, count = _count(data, "tree_size", path), _count(data, "count", path)
-    key = _hash(field(data, "key", str, path), at("key"))
+    size, count = count_field(data, "tree_size", path, below=_COUNTS), count_field(data, "count", path, below=_COUNTS)
+    key = sha256_field(field(data, "key", str, path), at("key"))
     root = field(data, "events_root", str, path, nullable=True)
-    root = None if root is None else _hash(root, at("events_root"))
+    root = None if root is None else sha256_field(root, at("events_root"))
     siblings = field(data, "siblings", list, path)
     if len(siblings) > KEY_BITS:
         raise InputError(f"field {at('siblings')}: more than {KEY_BITS} hashes")
-    parsed = tuple(None if s is None else _hash(s, f"{at('siblings')}[{i}]") for i, s in enumerate(siblings))
+    parsed = tuple(None if s is None else sha256_field(s, f"{at('siblings')}[{i}]") for i, s in enumerate(siblings))
     neighbour = field(data, "neighbour", dict, path, nullable=True)
     if neighbour is not None:
         where = at("neighbour")
-        neighbour = Neighbour(_hash(field(neighbour, "key", str, where), f"{where}.key"),
-                              _count(neighbour, "count", where),
-                              _hash(field(neighbour, "root", str, where), f"{where}.root"))
-    return IndexProof(paper, size, _hash(field(data, "index_root", str, path), at("index_root")), count, root, parsed,
-                      neighbour, key)
+        neighbour = Neighbour(sha256_field(field(neighbour, "key", str, where), f"{where}.key"),
+                              count_field(neighbour, "count", where, below=_COUNTS),
+                              sha256_field(field(neighbour, "root", str, where), f"{where}.root"))
+    index_root = sha256_field(field(data, "index_root", str, path), at("index_root"))
+    return IndexProof(paper, size, index_root, count, root, parsed, neighbour, key)
 
 
 def verify_index_proof(proof: IndexProof, signed_root: bytes) -> None:

@@ -59,6 +59,31 @@ def field(obj: dict, key: str, kind: type | tuple, path: str, nullable: bool = F
     return value
 
 
+def shown(value: Any) -> str:
+    """A value as an error message quotes it: its repr, cut at 40 characters. Raises nothing."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_HEX_HASH = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def sha256_field(value: Any, where: str) -> bytes:
+    """A SHA-256 hash written as 64 hex digits (in proofs and bundles), as bytes. Raises InputError naming
+    the field `where`."""
+    if not isinstance(value, str) or not _HEX_HASH.fullmatch(value):
+        raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {shown(value)}")
+    return bytes.fromhex(value)
+
+
+def count_field(obj: dict, key: str, path: str = "", below: int | None = None) -> int:
+    """obj[key], a non-negative integer (below `below`, when given). Raises InputError naming the field."""
+    value = field(obj, key, int, path)
+    if value < 0 or (below is not None and value >= below):
+        raise InputError(f"field {f'{path}.{key}' if path else key}: expected a non-negative integer, found {value}")
+    return value
+
+
 def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | None:
     """Return obj[key], a timestamp string (or None when nullable). Raises InputError naming the field."""
     value = field(obj, key, str, path, nullable)

@@ -261,6 +261,9 @@ def test_the_monitor_names_bad_input(keyed, tmp_path):
 
 @pytest.mark.parametrize("change, named", [
     (lambda b: b["index"]["siblings"].__setitem__(0, "zz"), "field index.siblings[0]: expected 64 hex digits"),
+    # 64 characters that Python's bytes.fromhex would read (spaces between the bytes): not 64 hex digits
+    (lambda b: b["index"].__setitem__("index_root", " ".join([b["index"]["index_root"][:2]] * 21) + "  "),
+     "field index.index_root: expected 64 hex digits"),
     (lambda b: b["index"].__setitem__("count", "42"), "field index.count: expected"),
     (lambda b: b["events"][3].pop("paper_proof"), "field events[3].paper_proof: missing"),
     (lambda b: b["events"][3]["paper_proof"].__setitem__("index", -1), "field events[3].paper_proof.index"),
