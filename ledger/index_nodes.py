@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-from hashlib import sha256 as _sha256
 from struct import Struct
 
 import orjson
@@ -32,7 +31,7 @@ from .errors import InputError, IntegrityError
 from .events import CITATION_OBSERVED, citation_papers
 from .chain import entry_bytes
 from .merkle import leaf_hash as log_leaf_hash
-from .paper_index import ZERO, IndexProof, Neighbour, edge_root, extend, paper_key
+from .paper_index import ZERO, IndexProof, Neighbour, edge_root, extend, leaf_hash, node_hash, paper_key
 
 SLOTS = 16
 _IN_LIST = 400  # parameters per IN list: under every SQLite build's limit
@@ -68,7 +67,7 @@ def grown(key: bytes, leaf: Leaf | None, leaf_hashes: Iterable[bytes]) -> Leaf:
     count = extend(stack, count, leaf_hashes)
     edge = tuple(stack)
     counted = count.to_bytes(8, "big")
-    digest = _sha256(b"\x02" + key + counted + edge_root(edge)).digest()
+    digest = leaf_hash(key, count, edge_root(edge))
     return Leaf(digest, key, count, edge, b"".join((digest, key, counted) + edge))
 
 
@@ -117,32 +116,27 @@ class Node:
         elif taken & (taken - 1) == 0 and taken & self.leaves:
             self.inner[position] = self.slots[taken.bit_length() - 1].hash  # one paper alone is its leaf
         else:
-            self.inner[position] = _sha256(b"\x03" + self.inner[2 * position] + self.inner[2 * position + 1]).digest()
+            self.inner[position] = node_hash(self.inner[2 * position], self.inner[2 * position + 1])
 
     def changed(self, slots: dict[int, Child | Leaf]) -> "Node":
         """A copy with some slots replaced; only the inner hashes above them are computed again. Raises
         nothing."""
         if self.inner[1] is None:
             self.fill()
-        new_slots, inner, used, leaves = self.slots.copy(), self.inner.copy(), self.used, self.leaves
+        new = Node(self.slots.copy(), self.used, self.leaves, self.inner.copy())
         for j, slot in slots.items():
-            new_slots[j] = slot
-            used |= 1 << j
-            leaves = leaves | (1 << j) if type(slot) is Leaf else leaves & ~(1 << j)
-            inner[SLOTS + j] = slot.hash
+            new.slots[j] = slot
+            new.used |= 1 << j
+            new.leaves = new.leaves | (1 << j) if type(slot) is Leaf else new.leaves & ~(1 << j)
+            new.inner[SLOTS + j] = slot.hash
         if len(slots) == 1:
             dirty = _ABOVE[j]
         else:  # children before parents: a position's number is below its children's
             touched = sum(1 << j for j in slots)
             dirty = [position for position in _UPWARDS if touched & _MASKS[position]]
-        masks, sha256 = _MASKS, _sha256
-        for position in dirty:  # a slot is never emptied, so every position here has a slot under it
-            taken = used & masks[position]
-            if taken & (taken - 1) == 0 and taken & leaves:
-                inner[position] = new_slots[taken.bit_length() - 1].hash  # one paper alone is its leaf
-            else:
-                inner[position] = sha256(b"\x03" + inner[2 * position] + inner[2 * position + 1]).digest()
-        return Node(new_slots, used, leaves, inner)
+        for position in dirty:
+            new._inner(position)
+        return new
 
     def taken(self, position: int) -> int:
         """The bit map of slots in use under a heap position. Raises nothing."""
