@@ -18,7 +18,7 @@ from .chain import entry_bytes
 from .errors import InputError, IntegrityError
 from .index_nodes import prove as index_proof, root_at
 from .merkle import consistency_path, inclusion_path, leaf_hash, root
-from .paper_index import events_root, events_tree
+from .paper_index import events_tree
 from .signed_notes import Checkpoint, Signer
 from .store import Store
 
@@ -117,10 +117,10 @@ def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer
             proof = _inclusion(nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)
             leaves.append(bytes.fromhex(proof["leaf_hash"]))
             events.append({"leaf": proof.pop("leaf"), "proof": proof, "seq": f.seq})
-        if (index.count, index.root) != (len(leaves), events_root(leaves)):
+        tree = events_tree(leaves)
+        if (index.count, index.root) != (len(leaves), root(tree, len(leaves))):
             raise IntegrityError(f"the ledger's paper index disagrees with its events of arXiv:{paper} at tree "
                                  f"size {size} (index: {index.count} events, log: {len(leaves)})")
-        tree = events_tree(leaves)
         for position, event in enumerate(events):
             event["paper_proof"] = {"index": position,
                                     "path": [p.hex() for p in inclusion_path(tree, position, len(leaves))]}
