@@ -100,6 +100,17 @@ def test_the_database_refuses_a_gap_in_the_sequence(seeded, seqs):
     assert seeded.head()[0] == 40
 
 
+@pytest.mark.parametrize("seq", [40, 1, None])
+def test_the_database_refuses_a_taken_or_missing_seq(seeded, seq):
+    # The guard and the primary key together: a seq already taken, or none at all, never enters the log.
+    before = seeded.head()
+    with pytest.raises(Exception):
+        raw(seeded, "INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, "
+                    "payload, entry_hash, chain_hash) VALUES (:seq, 'paper.snapshot', 'x', 'x', 'e', 'e', 'r', :b, :b, :b)",
+            seq=seq, b=b"{}")
+    assert seeded.head() == before
+
+
 def test_the_guard_lets_the_next_events_in(seeded):
     values = ", ".join(f"({seq}, 'paper.snapshot', 'x{seq}', 'x', 'e', 'e', 'r', :b, :b, :b)" for seq in (41, 42))
     raw(seeded, "INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, payload, "
