@@ -39,6 +39,7 @@ from .workers import Workers
 
 _ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
 CHUNK_LINES = 2000  # event lines per unit: large enough that a worker's round trip costs little
+TASK_BYTES = 256 * 1024  # units of input sent to a worker at once (a chunk of lines alone; records together)
 # The key `seq`, plain or with any of its letters escaped: only a line holding it is an exported log line.
 _SEQ_KEY = re.compile(r'"(?:s|\\u0073)(?:e|\\u0065)(?:q|\\u0071)"')
 
@@ -503,7 +504,7 @@ def _import_files(store: Store, names: list[str], progress: Callable[[Progress],
     def units() -> Iterator[Parsed]:
         if workers.jobs == 1:
             return map(_decode, _units(names, stdin))
-        return map(_unpack, workers.map(_decode_packed, _units(names, stdin)))
+        return map(_unpack, workers.map(_decode_packed, _units(names, stdin), lambda unit: unit.size, TASK_BYTES))
 
     if workers.jobs == 1:  # everything decoded first: the lock is held for the appends only
         decoded, done, events = [], 0, 0

@@ -3,8 +3,8 @@ share. Standard library only; it knows nothing of the ledger.
 
 `Workers(1)` runs every task here, in order, as a plain loop. `Workers(n)` starts n processes when entered
 (forked on Linux, so a worker starts at once with the parent's modules; callers enter it before opening a
-connection, which a forked child must never share) and hands them at most `ahead` tasks at a time, so a
-corpus of any size holds a bounded number of tasks and results in memory. A task's exception is raised
+connection, which a forked child must never share) and hands them at most `ahead` tasks (or batches of
+small tasks) at a time, so a corpus of any size holds a bounded number of tasks and results in memory. A task's exception is raised
 here, in input order, when its turn comes: the first failing task in input order is the one reported,
 whatever the order in which the workers finished.
 
@@ -20,6 +20,7 @@ import multiprocessing
 import signal
 import sys
 from collections import deque
+from functools import partial
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Callable, Iterable, Iterator, TypeVar
 
@@ -62,13 +63,27 @@ class Workers:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
 
-    def map(self, function: Callable[[T], R], tasks: Iterable[T]) -> Iterator[R]:
+    def map(self, function: Callable[[T], R], tasks: Iterable[T], weight: Callable[[T], int] | None = None,
+            load: int = 0) -> Iterator[R]:
         """`function(task)` for every task, in input order. `function` and the tasks must pickle when jobs > 1.
-        Raises whatever a task raised, when its turn comes."""
+        Raises whatever a task raised, when its turn comes (every result before it yielded first).
+
+        With `weight`, consecutive tasks go to a worker together until their weights reach `load`: each
+        round trip costs the parent a submission, a wake-up and a result to unpickle, and a thousand small
+        tasks made the parent of `import --jobs 2` about 15% slower than batches of a quarter megabyte."""
         if self._executor is None:
             for task in tasks:
                 yield function(task)
             return
+        if weight is None:
+            yield from self._in_order(function, tasks)
+            return
+        for results, failure in self._in_order(partial(_run_batch, function), _batches(tasks, weight, load)):
+            yield from results
+            if failure is not None:
+                raise failure
+
+    def _in_order(self, function: Callable[[T], R], tasks: Iterable[T]) -> Iterator[R]:
         pending: deque[Future] = deque()
         remaining = iter(tasks)
         for task in remaining:
@@ -81,3 +96,28 @@ class Workers:
                 pending.append(self._executor.submit(function, task))
                 break
             yield oldest.result()
+
+
+def _batches(tasks: Iterable[T], weight: Callable[[T], int], load: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    held = 0
+    for task in tasks:
+        batch.append(task)
+        held += weight(task)
+        if held >= load:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
+
+
+def _run_batch(function: Callable[[T], R], batch: list[T]) -> tuple[list[R], Exception | None]:
+    """`function` over a batch in a worker, in order, up to the first task that raises: the results before
+    it, and its exception, which the parent raises once it has yielded them."""
+    results = []
+    for task in batch:
+        try:
+            results.append(function(task))
+        except Exception as exc:  # noqa: BLE001 -- handed to the parent, which raises it in its turn
+            return results, exc
+    return results, None

@@ -20,7 +20,10 @@ from tests.conftest import AS_OF_004, SEED_004, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_concurrency import stream
 
-MODES = {"whole files, one job": (10**9, 1), "chunks, one job": (7, 1), "chunks, two jobs": (7, 2)}
+# (event lines per unit, jobs, bytes of input per worker task): with two jobs, every unit of a test's files
+# goes to a worker in one batch, or each alone.
+MODES = {"whole files, one job": (10**9, 1, 0), "chunks, one job": (7, 1, 0),
+         "chunks, two jobs, in batches": (7, 2, importer.TASK_BYTES), "chunks, two jobs, a task each": (7, 2, 0)}
 
 
 def import_with(location: str, paths, jobs: int) -> tuple:
@@ -53,8 +56,9 @@ def lines_of(data: bytes) -> list[bytes]:
 def outcomes(new_location, monkeypatch, files, before=()):
     """The outcome and the ledger after it, in every mode; they must all be the same."""
     seen = {}
-    for mode, (chunk, jobs) in MODES.items():
+    for mode, (chunk, jobs, task_bytes) in MODES.items():
         monkeypatch.setattr(importer, "CHUNK_LINES", chunk)
+        monkeypatch.setattr(importer, "TASK_BYTES", task_bytes)
         location = new_location()
         Store.create(location).close()
         for path in before:
@@ -207,6 +211,25 @@ def test_replay_of_an_exported_log_with_jobs_runs_in_one_process(imported_many, 
     one = run_ledger("--db", str(log), "replay", "--as-of", AS_OF_004)
     two = run_ledger("--db", str(log), "replay", "--as-of", AS_OF_004, "--jobs", "2")
     assert (two.returncode, two.stderr) == (0, b"") and two.stdout == one.stdout != b""
+
+
+def _square_unless_odd_above_four(n: int) -> int:
+    if n > 4 and n % 2:
+        raise ValueError(f"task {n}")
+    return n * n
+
+
+@pytest.mark.parametrize("jobs, load", [(1, 0), (2, 0), (2, 3), (2, 100)])
+def test_workers_give_results_in_order_and_the_first_failure_after_every_result_before_it(jobs, load):
+    # One task per batch (load 0), batches of three, one batch: the same results, the same failure.
+    tasks = [3, 1, 2, 4, 0, 6, 8, 9, 5, 10, 7]
+    seen = []
+    with Workers(jobs) as workers:
+        with pytest.raises(ValueError, match="task 9"):
+            for result in workers.map(_square_unless_odd_above_four, tasks, lambda n: 1, load):
+                seen.append(result)
+        assert list(workers.map(_square_unless_odd_above_four, tasks[:7], lambda n: 1, load)) == seen
+    assert seen == [9, 1, 4, 16, 0, 36, 64]
 
 
 def test_jobs_must_be_at_least_one(tmp_path):
