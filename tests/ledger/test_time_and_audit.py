@@ -2,8 +2,11 @@
 the database. The recorded clock is driven with freezegun."""
 
 import json
+from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from freezegun import freeze_time
 
 from ledger.importer import import_files
@@ -220,9 +223,24 @@ def test_ordering_keys_sort_as_the_instants_do(early, late):
     assert len(instant_key(early)) == len("2026-08-09T00:00:00.000000Z")
 
 
-@pytest.mark.parametrize("text", ["0001-01-01T00:30:00+01:00", "9999-12-31T23:30:00-01:00", "2026-02-30T00:00:00Z"])
+@pytest.mark.parametrize("text", ["0001-01-01T00:30:00+01:00", "9999-12-31T23:30:00-01:00", "2026-02-30T00:00:00Z",
+                                  "2026-02-29T00:00:00.000000Z", "2026-01-01T24:00:00.000000Z",
+                                  "2026-12-31T23:59:60.000000Z", "0000-01-01T00:00:00.000000Z"])
 def test_instants_outside_the_calendar_are_refused(text):
     from ledger.times import TimeError, instant_key
 
     with pytest.raises(TimeError, match="not a valid timestamp"):
         instant_key(text)
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 2), timezones=st.just(timezone.utc)), st.sampled_from(["Z", "+00:00"]),
+       st.sampled_from(["seconds", "milliseconds", "microseconds"]))
+def test_a_key_is_the_instant_in_utc_with_microseconds_whatever_form_it_was_written_in(moment, zone, spec):
+    # Written in the key's own form, an instant is its own key; in any other form it is parsed and formatted:
+    # both ways give the same key for the same instant.
+    from ledger.times import instant_key
+
+    text = moment.replace(tzinfo=None).isoformat(timespec=spec) + zone
+    written = datetime.fromisoformat(text)
+    assert instant_key(text) == written.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    assert instant_key(text) == instant_key(written.astimezone(timezone(timedelta(hours=-3))).isoformat())
