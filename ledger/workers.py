@@ -3,10 +3,10 @@ share. Standard library only; it knows nothing of the ledger.
 
 `Workers(1)` runs every task here, in order, as a plain loop. `Workers(n)` starts n processes when entered
 (forked on Linux, so a worker starts at once with the parent's modules; callers enter it before opening a
-connection, which a forked child must never share) and hands them at most `ahead` tasks (or batches of
-small tasks) at a time, so a corpus of any size holds a bounded number of tasks and results in memory. A task's exception is raised
-here, in input order, when its turn comes: the first failing task in input order is the one reported,
-whatever the order in which the workers finished.
+connection, which a forked child must never share) and hands them at most `ahead` tasks (or batches of small
+tasks) at a time, so a corpus of any size holds a bounded number of tasks and results in memory. A task's
+exception is raised here, in input order, when its turn comes: the first failing task in input order is the
+one reported, whatever the order in which the workers finished.
 
 Workers ignore SIGINT. Ctrl-C at a terminal signals the whole process group; only the parent decides what
 it means (it rolls its transaction back and leaves), and leaving the `with` block stops every worker (tasks
@@ -20,8 +20,8 @@ import multiprocessing
 import signal
 import sys
 from collections import deque
-from functools import partial
 from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
 from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")

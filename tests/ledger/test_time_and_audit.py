@@ -5,9 +5,9 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
-from freezegun import freeze_time
 
 from ledger.importer import import_files
 from ledger.store import Store
