@@ -22,7 +22,8 @@ def init(ctx: typer.Context) -> None:
 
 @app.command()
 def upgrade(ctx: typer.Context) -> None:
-    """Bring a ledger of schema version 1 to this one (the paper index is kept from the log when first needed)."""
+    """Bring an older ledger to this version: schema version 1's tables, guards stored in an older form (the
+    paper index is kept from the log when first needed)."""
     typer.echo(Store.upgrade(db_location(ctx)))
 
 

@@ -282,22 +282,24 @@ class Store:
 
     @classmethod
     def upgrade(cls, location: str) -> str:
-        """Bring a ledger of schema version 1 to this version, in one transaction holding the write lock:
-        paper links get the seq of the citation that made them (re-derived from the citations), and the
-        paper index's tables are created (the index is kept from the log when first needed, at any size).
-        Run it with no writer of the old version left. Returns what was done. Raises InputError when there
-        is no ledger of version 1 or 2 there, StoreError when it cannot be read or written."""
+        """Bring an older ledger to this version, in one transaction holding the write lock. From schema
+        version 1: paper links get the seq of the citation that made them (re-derived from the citations),
+        and the paper index's tables are created (the index is kept from the log when first needed, at any
+        size). At any version: guards stored in an older form are re-created (`Backend.renew_guards`). Run
+        it with no writer of the old version left. Returns what was done. Raises InputError when there is no
+        ledger of version 1 or 2 there, StoreError when it cannot be read or written."""
         store = cls._existing(location)
         try:
             found = store._schema_version()
-            if found == SCHEMA_VERSION:
-                return f"{store.url}: already at schema version {SCHEMA_VERSION}"
-            if found != "1":
+            if found not in ("1", SCHEMA_VERSION):
                 raise InputError(f"{store.url}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
             with store._connection("upgrade", store.backend.begin_write) as cursor:
-                links = store._upgrade(cursor)
-            return (f"{store.url}: upgraded to schema version {SCHEMA_VERSION}; {links} paper links re-derived; the "
+                links = store._upgrade(cursor) if found == "1" else None
+                renewed = store.backend.renew_guards(cursor)
+            done = (f"{store.url}: already at schema version {SCHEMA_VERSION}" if links is None else
+                    f"{store.url}: upgraded to schema version {SCHEMA_VERSION}; {links} paper links re-derived; the "
                     "paper index is kept from the log when a checkpoint or a proof first needs it")
+            return done + (f"; guards renewed: {', '.join(renewed)}" if renewed else "")
         finally:
             store.close()
 

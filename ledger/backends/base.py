@@ -55,6 +55,12 @@ class Backend:
         `ledger init` where no file says so). Raises the driver's errors."""
         return False
 
+    def renew_guards(self, cursor: Any) -> list[str]:
+        """Re-create, inside the caller's write transaction, each guard whose stored form is not this version's
+        (a ledger made before a guard was rewritten: it enforced the same rule, more slowly); returns their
+        names. Raises the driver's errors."""
+        return []
+
     def insert(self, cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
         """Insert rows in one statement. Raises the driver's errors (IntegrityError on a repeated key)."""
         raise NotImplementedError

@@ -113,6 +113,17 @@ class SQLite(Backend):
         cursor.execute(f"PRAGMA synchronous={self.synchronous}")  # one of SYNCHRONOUS, checked
         cursor.close()
 
+    def renew_guards(self, cursor: Any) -> list[str]:
+        stored = dict(cursor.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall())
+        renewed = []
+        for ddl in self.guards:
+            name = ddl.split()[2]  # CREATE TRIGGER <name>
+            if " ".join((stored.get(name) or "").split()) != " ".join(ddl.split()):  # SQLite keeps the text given
+                cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
+                cursor.execute(ddl)
+                renewed.append(name)
+        return renewed
+
     def insert(self, cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
         # In process: no round trips to save, executemany is the fastest path.
         cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",

@@ -111,6 +111,37 @@ def test_the_database_refuses_a_taken_or_missing_seq(seeded, seq):
     assert seeded.head() == before
 
 
+OLD_GAP_GUARD = """CREATE TRIGGER events_gap_free BEFORE INSERT ON events
+           WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM events)
+           BEGIN SELECT RAISE(ABORT, 'events must be appended in sequence'); END"""
+
+
+def test_upgrade_renews_a_guard_stored_in_an_older_form(ledger_location, backend):
+    # A ledger made before the gap-free guard probed the row before (SQLite): `ledger upgrade` re-creates it,
+    # once, and it refuses a gap as before. PostgreSQL's guards have one form: nothing to renew.
+    store = Store.create(ledger_location)
+    import_files(store, [str(SEED_004)])
+    if backend == "sqlite":
+        raw(store, "DROP TRIGGER events_gap_free")
+        raw(store, OLD_GAP_GUARD)
+    store.close()
+    renewed = "; guards renewed: events_gap_free" if backend == "sqlite" else ""
+    assert Store.upgrade(ledger_location).endswith(f"already at schema version 2{renewed}")
+    assert Store.upgrade(ledger_location).endswith("already at schema version 2")
+    store = Store.open(ledger_location)
+    try:
+        if backend == "sqlite":
+            stored = raw(store, "SELECT sql FROM sqlite_master WHERE name = 'events_gap_free'").scalar()
+            assert stored == next(ddl for ddl in store.backend.guards if "events_gap_free" in ddl)
+        with pytest.raises(Exception, match="in sequence"):
+            raw(store, "INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, "
+                       "payload, entry_hash, chain_hash) VALUES (42, 'paper.snapshot', 'x', 'x', 'e', 'e', 'r', :b, :b, :b)",
+                b=b"{}")
+        assert store.head()[0] == 40
+    finally:
+        store.close()
+
+
 def test_the_guard_lets_the_next_events_in(seeded):
     values = ", ".join(f"({seq}, 'paper.snapshot', 'x{seq}', 'x', 'e', 'e', 'r', :b, :b, :b)" for seq in (41, 42))
     raw(seeded, "INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, payload, "
