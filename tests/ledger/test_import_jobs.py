@@ -159,16 +159,18 @@ def test_a_bad_file_later_is_reported_before_a_refusal_met_while_appending(new_l
     assert "cannot reproduce this record at its as_of" in alone[1]
 
 
-def test_log_lines_go_before_new_facts_of_the_same_file(new_location, monkeypatch, tmp_path):
+@pytest.mark.parametrize("seq_key", [b'"seq"', b'"\\u0073eq"'])
+def test_log_lines_go_before_new_facts_of_the_same_file(new_location, monkeypatch, tmp_path, seq_key):
     # A file of new facts whose log lines (an export of another ledger) come last, chunks later: the log
-    # lines are appended first, as when the file is taken whole.
+    # lines are appended first, as when the file is taken whole; also when their key `seq` is written with
+    # an escape (the same key to a JSON parser).
     source = new_location()
     Store.create(source).close()
     log_source = tmp_path / "log-source.jsonl"
     log_source.write_bytes(stream("2907", papers=3))
     assert import_with(source, [log_source], 1)[0] == "ok"
     store = Store.open(source)
-    exported = b"".join(export_line(entry) for entry in store.entries())
+    exported = b"".join(export_line(entry) for entry in store.entries()).replace(b'"seq"', seq_key)
     store.close()
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(stream("2908", papers=5) + exported)
