@@ -20,10 +20,14 @@ from tests.conftest import AS_OF_004, SEED_004, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_concurrency import stream
 
-# (event lines per unit, jobs, bytes of input per worker task): with two jobs, every unit of a test's files
-# goes to a worker in one batch, or each alone.
-MODES = {"whole files, one job": (10**9, 1, 0), "chunks, one job": (7, 1, 0),
-         "chunks, two jobs, in batches": (7, 2, importer.TASK_BYTES), "chunks, two jobs, a task each": (7, 2, 0)}
+# (event lines per unit, jobs, bytes of input per worker task, bytes one job decodes before appending): with
+# two jobs, every unit of a test's files goes to a worker in one batch, or each alone; one job decodes all of
+# a test's input before it appends, or its first unit only and the rest as it appends.
+MODES = {"whole files, one job": (10**9, 1, 0, importer.DECODE_AHEAD),
+         "chunks, one job": (7, 1, 0, importer.DECODE_AHEAD),
+         "chunks, one job, decoding as it appends": (7, 1, 0, 1),
+         "chunks, two jobs, in batches": (7, 2, importer.TASK_BYTES, 0),
+         "chunks, two jobs, a task each": (7, 2, 0, 0)}
 
 
 def import_with(location: str, paths, jobs: int) -> tuple:
@@ -56,9 +60,10 @@ def lines_of(data: bytes) -> list[bytes]:
 def outcomes(new_location, monkeypatch, files, before=()):
     """The outcome and the ledger after it, in every mode; they must all be the same."""
     seen = {}
-    for mode, (chunk, jobs, task_bytes) in MODES.items():
+    for mode, (chunk, jobs, task_bytes, ahead) in MODES.items():
         monkeypatch.setattr(importer, "CHUNK_LINES", chunk)
         monkeypatch.setattr(importer, "TASK_BYTES", task_bytes)
+        monkeypatch.setattr(importer, "DECODE_AHEAD", ahead)
         location = new_location()
         Store.create(location).close()
         for path in before:
@@ -157,6 +162,25 @@ def test_a_bad_file_later_is_reported_before_a_refusal_met_while_appending(new_l
     assert outcome[0] == "InputError" and outcome[1].startswith(f"{bad}: line 66: invalid JSON"), outcome
     alone = assert_same(outcomes(new_location, monkeypatch, [unreproducible, events]))
     assert "cannot reproduce this record at its as_of" in alone[1]
+
+
+@pytest.mark.parametrize("ahead, before_the_lock", [(10**9, 10), (1, 1)])
+def test_one_job_decodes_at_most_its_budget_before_it_appends(new_location, monkeypatch, tmp_path, ahead,
+                                                              before_the_lock):
+    # Ten units (chunks of 7 lines): all decoded before the write transaction begins, or the first only
+    # and the others as they are appended (memory bounded whatever the input's size), the same ledger.
+    monkeypatch.setattr(importer, "CHUNK_LINES", 7)
+    monkeypatch.setattr(importer, "DECODE_AHEAD", ahead)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(lines_of(stream("2912", papers=12))[:70]))
+    decoded, at_the_lock = [], []
+    decode, writing = importer._decode, Store.writing
+    monkeypatch.setattr(importer, "_decode", lambda unit: decoded.append(unit.first) or decode(unit))
+    monkeypatch.setattr(Store, "writing", lambda self: at_the_lock.append(len(decoded)) or writing(self))
+    location = new_location()
+    Store.create(location).close()
+    assert import_with(location, [path], 1)[:2] == ("ok", 70)
+    assert at_the_lock == [before_the_lock] and decoded == list(range(1, 71, 7))
 
 
 @pytest.mark.parametrize("seq_key", [b'"seq"', b'"\\u0073eq"'])
