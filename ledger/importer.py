@@ -33,7 +33,7 @@ from .canonical import canonical, loads_finite, parse_json
 from .chain import Entry, hex_hash, seal
 from .errors import InputError, IntegrityError, LedgerError, NotFoundError
 from .events import Event, Fact, make_event, record_events
-from .inputs import STDIN, decode_input, read_input
+from .inputs import STDIN, decode_input, file_lines, read_input, scan_file
 from .published import check_record, verify_digests
 from .store import FactStored, Store, Writer
 from .tiles import check_entry_size
@@ -43,6 +43,10 @@ from .workers import Workers
 _ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
 CHUNK_LINES = 2000  # event lines per unit: large enough that a worker's round trip costs little
 TASK_BYTES = 256 * 1024  # units of input sent to a worker at once (a chunk of lines alone; records together)
+# A file larger than this is read in blocks of STREAM_BLOCK bytes (twice), not whole: an input of any size
+# holds a bounded part of itself in memory (read whole, a file takes about 3.5 times its size).
+STREAM_BYTES = 64 << 20
+STREAM_BLOCK = 4 << 20
 # Bytes of input one job decodes before it takes the write lock; beyond them it decodes as it appends. Held
 # decoded, input takes about five times its size in memory (a thousand records, 26 MB: 180 MB of RSS).
 DECODE_AHEAD = 16 << 20
@@ -410,32 +414,67 @@ class _Unit(NamedTuple):
 
 def _units(names: list[str], stdin: dict[str, bytes]) -> Iterator[_Unit]:
     """Every input's units, in order, read lazily (a bounded window of them is in flight). Raises nothing:
-    an input that cannot be read becomes a unit that raises."""
+    an input that cannot be read becomes a unit that raises, and ends the units."""
     for name in names:
+        large = name != STDIN and _size(name) > STREAM_BYTES
+        for unit in _streamed(name) if large else _read_whole(name, stdin):
+            yield unit
+            if unit.error is not None:
+                return
+
+
+def _read_whole(name: str, stdin: dict[str, bytes]) -> Iterator[_Unit]:
+    try:
+        if name == STDIN:
+            if STDIN not in stdin:  # kept: a second attempt (FactStored) reads it again
+                stdin[STDIN] = read_input(name)
+            data = stdin[STDIN]
+        else:
+            data = read_input(name)
+        text = decode_input(name, data)
+    except InputError as exc:
+        yield _Unit(name, error=exc)
+        return
+    lines = text.splitlines()
+    if not _event_lines(lines):
+        yield _Unit(name, text=text, size=len(data))
+        return
+    # Log lines (with `seq`) of an input go before its new facts; only an input that may hold one must
+    # keep its new facts back to its end.
+    mixed = bool(_SEQ_KEY.search(text))
+    count = len(lines)
+    for start in range(0, count, CHUNK_LINES):
+        end = min(start + CHUNK_LINES, count)
+        yield _Unit(name, lines=lines[start:end], first=start + 1, last=end == count, mixed=mixed,
+                    size=len(data) * (end - start) // count)
+
+
+def _streamed(name: str) -> Iterator[_Unit]:
+    """A file of more than STREAM_BYTES, read in blocks rather than whole, twice: checked first as
+    `decode_input` checks a file (and searched for log lines), then cut into chunks of lines as
+    `splitlines` cuts them, so the same units come out. Read whole after all when its first chunk does not
+    show it to be event lines (a large record)."""
+    try:
+        mixed = scan_file(name, _SEQ_KEY, block=STREAM_BLOCK)
+        lines = file_lines(name, STREAM_BLOCK)
+        pending = list(islice(lines, CHUNK_LINES))
+    except InputError as exc:
+        yield _Unit(name, error=exc)
+        return
+    if not _event_lines([line for line, _ in pending]):  # true of the first lines only if true of them all
+        yield from _read_whole(name, {})
+        return
+    number = read = 0
+    while pending:
         try:
-            if name == STDIN:
-                if STDIN not in stdin:  # kept: a second attempt (FactStored) reads it again
-                    stdin[STDIN] = read_input(name)
-                data = stdin[STDIN]
-            else:
-                data = read_input(name)
-            text = decode_input(name, data)
-        except InputError as exc:
+            following = list(islice(lines, CHUNK_LINES))
+        except InputError as exc:  # the file went away between the two passes
             yield _Unit(name, error=exc)
             return
-        lines = text.splitlines()
-        if not _event_lines(lines):
-            yield _Unit(name, text=text, size=len(data))
-            continue
-        # Log lines (with `seq`) of an input go before its new facts; only an input that may hold one must
-        # keep its new facts back to its end.
-        mixed = bool(_SEQ_KEY.search(text))
-        count = len(lines)
-        for start in range(0, count, CHUNK_LINES):
-            end = min(start + CHUNK_LINES, count)
-            yield _Unit(name, lines=lines[start:end], first=start + 1, last=end == count, mixed=mixed,
-                        size=len(data) * (end - start) // count)
-        del text, lines, data
+        done = pending[-1][1]
+        yield _Unit(name, lines=[line for line, _ in pending], first=number + 1, last=not following, mixed=mixed,
+                    size=done - read)
+        number, read, pending = number + len(pending), done, following
 
 
 def _event_lines(lines: list[str]) -> bool:

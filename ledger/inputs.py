@@ -6,27 +6,104 @@ everywhere. Standard library only: the offline verifier uses it too.
 
 from __future__ import annotations
 
+import codecs
+import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .errors import InputError
 
 STDIN = "-"
+BLOCK = 4 << 20  # bytes read at a time from a file read in blocks
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines ends a line ("\r\n" is one break)
+_PATTERN_SPAN = 64  # the longest match `scan_file` finds across two blocks
 
 
 def read_input(name: str) -> bytes:
     """The bytes of a file, or of stdin for `-`. Raises InputError naming the file when it cannot be read."""
     if name == STDIN:
         return sys.stdin.buffer.read()
-    path = Path(name)
+    with _reading(name):
+        return Path(name).read_bytes()
+
+
+@contextmanager
+def _reading(name: str) -> Iterator[None]:
     try:
-        return path.read_bytes()
+        yield
     except FileNotFoundError:
         raise InputError(f"{name}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{name}: is a directory, expected a file") from None
     except OSError as exc:
         raise InputError(f"{name}: cannot read: {exc.strerror}") from None
+
+
+def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event lines", block: int = BLOCK) -> bool:
+    """Check a file as `decode_input` checks its bytes, reading it in blocks instead of whole, and say
+    whether `pattern` (a match of at most 64 characters) occurs in its text. Raises the InputError
+    `read_input` or `decode_input` would raise, with the same words."""
+    blank, nul, found = True, False, False
+    offset, pending, tail = 0, b"", ""  # bytes before `pending`, bytes of an unfinished character, text before
+    with _reading(name), open(name, "rb") as file:
+        while True:
+            data = file.read(block)
+            blank = blank and not data.strip()  # bytes.strip, as decode_input: ASCII whitespace only
+            chunk = pending + data
+            cut = len(chunk) if not data else _whole_characters(chunk)
+            try:
+                text = chunk[:cut].decode("utf-8")
+            except UnicodeDecodeError as exc:  # the first bad byte in file order (not whitespace: not blank)
+                raise InputError(f"{name}: not UTF-8 text (byte {offset + exc.start}): binary file?") from None
+            nul = nul or "\x00" in text
+            if not found:
+                found = pattern.search(tail + text) is not None
+                tail = (tail + text)[-_PATTERN_SPAN:]
+            offset, pending = offset + cut, chunk[cut:]
+            if not data:
+                break
+    if blank:
+        raise InputError(f"{name}: empty file, expected {expected}")
+    if nul:
+        raise InputError(f"{name}: contains NUL bytes: binary file?")
+    return found
+
+
+def _whole_characters(chunk: bytes) -> int:
+    """The length of `chunk` up to the start of its last UTF-8 sequence (carried to the next block, so
+    that no character is split between blocks); all of it when it ends in an ASCII byte."""
+    for back in range(1, min(4, len(chunk)) + 1):
+        byte = chunk[-back]
+        if byte < 0x80:
+            return len(chunk) - back + 1
+        if byte >= 0xC0:  # a lead byte
+            return len(chunk) - back
+    return len(chunk)  # no lead byte in the last four: not UTF-8, which decoding reports
+
+
+def file_lines(name: str, block: int = BLOCK) -> Iterator[tuple[str, int]]:
+    """The lines of a file `scan_file` accepted, as `text.splitlines()` gives them, read in blocks: each
+    with the number of bytes read so far. Raises InputError when the file can no longer be read."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    carry, done = "", 0
+    with _reading(name), open(name, "rb") as file:
+        while True:
+            data = file.read(block)
+            done += len(data)
+            parts = (carry + decoder.decode(data, final=not data)).splitlines(keepends=True)
+            carry = ""
+            # A line not ended yet, or ended by "\r" that may be the first half of "\r\n", waits for the next block.
+            if data and parts and (parts[-1][-1] not in LINE_BREAKS or parts[-1][-1] == "\r"):
+                carry = parts.pop()
+            for part in parts:
+                if part.endswith("\r\n"):
+                    yield part[:-2], done
+                else:
+                    yield (part[:-1] if part[-1] in LINE_BREAKS else part), done
+            if not data:
+                return
 
 
 def decode_input(name: str, data: bytes, expected: str = "a record or event lines") -> str:

@@ -20,14 +20,17 @@ from tests.conftest import AS_OF_004, SEED_004, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_concurrency import stream
 
-# (event lines per unit, jobs, bytes of input per worker task, bytes one job decodes before appending): with
-# two jobs, every unit of a test's files goes to a worker in one batch, or each alone; one job decodes all of
-# a test's input before it appends, or its first unit only and the rest as it appends.
-MODES = {"whole files, one job": (10**9, 1, 0, importer.DECODE_AHEAD),
-         "chunks, one job": (7, 1, 0, importer.DECODE_AHEAD),
-         "chunks, one job, decoding as it appends": (7, 1, 0, 1),
-         "chunks, two jobs, in batches": (7, 2, importer.TASK_BYTES, 0),
-         "chunks, two jobs, a task each": (7, 2, 0, 0)}
+# Each mode: jobs, and the importer's settings. Two jobs send every unit of a test's files to a worker in
+# one batch, or each alone; one job decodes all of a test's input before it appends, or its first unit only
+# and the rest as it appends; files are read whole, or in blocks of 5 bytes (as a file of over 64 MiB is).
+MODES = {"whole files, one job": (1, {"CHUNK_LINES": 10**9}),
+         "chunks, one job": (1, {"CHUNK_LINES": 7}),
+         "chunks, one job, decoding as it appends": (1, {"CHUNK_LINES": 7, "DECODE_AHEAD": 1}),
+         "chunks, one job, files read in blocks": (1, {"CHUNK_LINES": 7, "STREAM_BYTES": 0, "STREAM_BLOCK": 5}),
+         "chunks, two jobs, in batches": (2, {"CHUNK_LINES": 7}),
+         "chunks, two jobs, a task each": (2, {"CHUNK_LINES": 7, "TASK_BYTES": 0})}
+SETTINGS = {name: getattr(importer, name) for name in ("CHUNK_LINES", "TASK_BYTES", "DECODE_AHEAD", "STREAM_BYTES",
+                                                        "STREAM_BLOCK")}
 
 
 def import_with(location: str, paths, jobs: int) -> tuple:
@@ -60,10 +63,9 @@ def lines_of(data: bytes) -> list[bytes]:
 def outcomes(new_location, monkeypatch, files, before=()):
     """The outcome and the ledger after it, in every mode; they must all be the same."""
     seen = {}
-    for mode, (chunk, jobs, task_bytes, ahead) in MODES.items():
-        monkeypatch.setattr(importer, "CHUNK_LINES", chunk)
-        monkeypatch.setattr(importer, "TASK_BYTES", task_bytes)
-        monkeypatch.setattr(importer, "DECODE_AHEAD", ahead)
+    for mode, (jobs, settings) in MODES.items():
+        for name, value in (SETTINGS | settings).items():
+            monkeypatch.setattr(importer, name, value)
         location = new_location()
         Store.create(location).close()
         for path in before:

@@ -1,0 +1,62 @@
+"""A file read in blocks (an import's input of over 64 MiB) gives what reading it whole gives: the same lines
+as `str.splitlines`, the same refusal in the same words as `decode_input`, the same answer to whether the
+key `seq` occurs; whatever the block size, wherever a block boundary falls (inside a character, between
+"\\r" and "\\n")."""
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.errors import InputError
+from ledger.importer import _SEQ_KEY
+from ledger.inputs import decode_input, file_lines, read_input, scan_file
+
+# Line breaks of every kind splitlines knows, multi-byte characters, the key seq plain and escaped.
+TEXT_PIECES = ["a", "{", " ", "é", "€", "\U0001d11e", "\r", "\n", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028",
+               '"seq"', '"\\u0073eq"', '"se']
+# Bytes that are not UTF-8 (alone or cut short), NUL, ASCII whitespace.
+BYTE_PIECES = [b"a", "é".encode(), "\U0001d11e".encode(), b"\xff", b"\xc3", b"\xe2\x82", b"\x80", b"\x00", b" ",
+               b"\n", b"\t", b"\x0b"]
+
+
+def outcome(read):
+    try:
+        return "ok", read()
+    except InputError as exc:
+        return "refused", str(exc)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(TEXT_PIECES), max_size=40), st.integers(1, 9))
+def test_lines_read_in_blocks_are_the_lines_of_the_whole_text(tmp_path_factory, pieces, block):
+    path = tmp_path_factory.mktemp("lines") / "input.jsonl"
+    text = "".join(pieces)
+    path.write_bytes(text.encode())
+    lines = list(file_lines(str(path), block))
+    assert [line for line, _ in lines] == text.splitlines()
+    assert [read for _, read in lines] == sorted(read for _, read in lines)  # bytes read so far, never less
+    assert not lines or lines[-1][1] == len(text.encode())
+
+
+TEXTS = st.lists(st.sampled_from(TEXT_PIECES), max_size=30).map(lambda pieces: "".join(pieces).encode())
+BYTES = st.lists(st.sampled_from(BYTE_PIECES), max_size=30).map(b"".join)
+
+
+@settings(max_examples=300)
+@given(TEXTS | BYTES, st.integers(1, 9))
+def test_a_file_scanned_in_blocks_is_refused_or_accepted_as_when_read_whole(tmp_path_factory, data, block):
+    path = tmp_path_factory.mktemp("scan") / "input.jsonl"
+    path.write_bytes(data)
+    whole = outcome(lambda: _SEQ_KEY.search(decode_input(str(path), data)) is not None)
+    assert outcome(lambda: scan_file(str(path), _SEQ_KEY, block=block)) == whole
+
+
+@pytest.mark.parametrize("make", [lambda tmp: tmp / "missing.jsonl", lambda tmp: tmp])
+def test_a_file_that_cannot_be_read_is_named_in_the_same_words(tmp_path, make):
+    path = str(make(tmp_path))
+    expected = outcome(lambda: read_input(path))
+    assert expected[0] == "refused"
+    assert outcome(lambda: scan_file(path, re.compile("x"))) == expected
+    assert outcome(lambda: list(file_lines(path))) == expected
