@@ -85,14 +85,19 @@ def _whole_characters(chunk: bytes) -> int:
 
 def file_lines(name: str, block: int = BLOCK) -> Iterator[tuple[str, int]]:
     """The lines of a file `scan_file` accepted, as `text.splitlines()` gives them, read in blocks: each
-    with the number of bytes read so far. Raises InputError when the file can no longer be read."""
+    with the number of bytes read so far. Raises InputError when the file can no longer be read, or is no
+    longer UTF-8 (it changed since)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     carry, done = "", 0
     with _reading(name), open(name, "rb") as file:
         while True:
             data = file.read(block)
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError:
+                raise InputError(f"{name}: changed while being read: no longer UTF-8 text") from None
             done += len(data)
-            parts = (carry + decoder.decode(data, final=not data)).splitlines(keepends=True)
+            parts = (carry + text).splitlines(keepends=True)
             carry = ""
             # A line not ended yet, or ended by "\r" that may be the first half of "\r\n", waits for the next block.
             if data and parts and (parts[-1][-1] not in LINE_BREAKS or parts[-1][-1] == "\r"):

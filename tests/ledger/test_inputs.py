@@ -60,3 +60,12 @@ def test_a_file_that_cannot_be_read_is_named_in_the_same_words(tmp_path, make):
     assert expected[0] == "refused"
     assert outcome(lambda: scan_file(path, re.compile("x"))) == expected
     assert outcome(lambda: list(file_lines(path))) == expected
+
+
+def test_a_file_that_stops_being_utf8_between_the_two_readings_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "input.jsonl"
+    path.write_bytes(b'{"a": 1}\n' * 3 + b"\xff\n")  # what the first reading would have refused
+    lines = file_lines(str(path), 4)
+    assert next(lines)[0] == '{"a": 1}'
+    with pytest.raises(InputError, match="input.jsonl: changed while being read: no longer UTF-8 text"):
+        list(lines)
