@@ -7,14 +7,14 @@ order, in one write transaction, inside which each record must rebuild byte for 
 the ledger's history plus its events. Any refusal rolls the whole invocation back: nothing is appended unless
 everything is accepted.
 
-With one job the units of the first DECODE_AHEAD bytes of input are decoded before the transaction begins,
-so the write lock of an import of that size is held for the appends only; a larger one decodes the rest as
-it appends, and holds a bounded part of its input in memory whatever its size. With several jobs, the
-transaction begins once the first unit is decoded and appends overlap decoding (the lock is held longer;
-other writers wait). Either way an import fails as if everything had been decoded
-first: the first unit that cannot be decoded, in input order, is reported (its file, line and field), ahead
-of any refusal met while appending (a contradiction, a record the ledger cannot reproduce), which waits
-until every unit has been decoded. Only a store error (lock timeout, lost connection) is raised at once.
+With one job the units of the first DECODE_AHEAD bytes of input are decoded before the transaction begins, so
+the write lock of an import of that size is held for the appends only; a larger one decodes the rest as it
+appends, and holds a bounded part of its input in memory whatever its size. With several jobs, the transaction
+begins once the first unit is decoded and appends overlap decoding (the lock is held longer; other writers
+wait). Either way an import fails as if everything had been decoded first: the first unit that cannot be
+decoded, in input order, is reported (its file, line and field), ahead of any refusal met while appending (a
+contradiction, a record the ledger cannot reproduce), which waits until every unit has been decoded. Only a
+store error (lock timeout, lost connection) is raised at once.
 """
 
 from __future__ import annotations
@@ -528,8 +528,9 @@ def import_files(store: Store, names: list[str], progress: Callable[[Progress], 
     """Read, validate and import files (or `-` for stdin) as one all-or-nothing invocation.
 
     `workers` (entered before `store` connected) decode in other processes; without them, or with one job,
-    units are decoded here, the first DECODE_AHEAD bytes of input before the transaction begins. `progress`, when given, is called with a
-    Progress as units are decoded and appended (the CLI shows it on a terminal); this module never prints.
+    units are decoded here, the first DECODE_AHEAD bytes of input before the transaction begins. `progress`,
+    when given, is called with a Progress as units are decoded and appended (the CLI shows it on a terminal);
+    this module never prints.
 
     Inputs are appended in chunks of event lines first. Should any fact turn up twice (stored already, as
     when a file is imported again, or twice in one input) or be contradicted, that attempt is rolled back

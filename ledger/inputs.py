@@ -1,4 +1,4 @@
-"""Reading what a user hands the ledger: a file (or stdin) as bytes, then as text.
+"""Reading what a user hands the ledger: a file (or stdin) as bytes, then as text; or a large file in blocks.
 
 Every command reads its inputs through here, so an empty, binary or unreadable file is named the same way
 everywhere. Standard library only: the offline verifier uses it too.
@@ -41,7 +41,8 @@ def _reading(name: str) -> Iterator[None]:
         raise InputError(f"{name}: cannot read: {exc.strerror}") from None
 
 
-def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event lines", block: int = BLOCK) -> bool:
+def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event lines",
+              block: int = BLOCK) -> bool:
     """Check a file as `decode_input` checks its bytes, reading it in blocks instead of whole, and say
     whether `pattern` (a match of at most 64 characters) occurs in its text. Raises the InputError
     `read_input` or `decode_input` would raise, with the same words."""
@@ -99,7 +100,7 @@ def file_lines(name: str, block: int = BLOCK) -> Iterator[tuple[str, int]]:
             done += len(data)
             parts = (carry + text).splitlines(keepends=True)
             carry = ""
-            # A line not ended yet, or ended by "\r" that may be the first half of "\r\n", waits for the next block.
+            # A line not ended yet, or ended by "\r" (perhaps the first half of "\r\n"), waits for the next block.
             if data and parts and (parts[-1][-1] not in LINE_BREAKS or parts[-1][-1] == "\r"):
                 carry = parts.pop()
             for part in parts:
