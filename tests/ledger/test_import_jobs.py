@@ -170,7 +170,7 @@ def test_a_bad_file_later_is_reported_before_a_refusal_met_while_appending(new_l
 def test_one_job_decodes_at_most_its_budget_before_it_appends(new_location, monkeypatch, tmp_path, ahead,
                                                               before_the_lock):
     # Ten units (chunks of 7 lines): all decoded before the write transaction begins, or the first only
-    # and the others as they are appended (memory bounded whatever the input's size), the same ledger.
+    # and the others as they are appended (memory bounded whatever the input's size); every event appended.
     monkeypatch.setattr(importer, "CHUNK_LINES", 7)
     monkeypatch.setattr(importer, "DECODE_AHEAD", ahead)
     path = tmp_path / "events.jsonl"
