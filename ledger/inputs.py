@@ -46,42 +46,29 @@ def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event
     """Check a file as `decode_input` checks its bytes, reading it in blocks instead of whole, and say
     whether `pattern` (a match of at most 64 characters) occurs in its text. Raises the InputError
     `read_input` or `decode_input` would raise, with the same words."""
-    blank, nul, found = True, False, False
-    offset, pending, tail = 0, b"", ""  # bytes before `pending`, bytes of an unfinished character, text before
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    blank, nul, found, read, tail = True, False, False, 0, ""
     with _reading(name), open(name, "rb") as file:
         while True:
             data = file.read(block)
             blank = blank and not data.strip()  # bytes.strip, as decode_input: ASCII whitespace only
-            chunk = pending + data
-            cut = len(chunk) if not data else _whole_characters(chunk)
             try:
-                text = chunk[:cut].decode("utf-8")
+                text = decoder.decode(data, final=not data)
             except UnicodeDecodeError as exc:  # the first bad byte in file order (not whitespace: not blank)
-                raise InputError(f"{name}: not UTF-8 text (byte {offset + exc.start}): binary file?") from None
+                # Counted from the bytes of an unfinished character the decoder held back from the last block.
+                raise _not_utf8(name, read - len(decoder.buffer) + exc.start) from None
+            read += len(data)
             nul = nul or "\x00" in text
             if not found:
                 found = pattern.search(tail + text) is not None
                 tail = (tail + text)[-_PATTERN_SPAN:]
-            offset, pending = offset + cut, chunk[cut:]
             if not data:
                 break
     if blank:
-        raise InputError(f"{name}: empty file, expected {expected}")
+        raise _empty(name, expected)
     if nul:
-        raise InputError(f"{name}: contains NUL bytes: binary file?")
+        raise _nul(name)
     return found
-
-
-def _whole_characters(chunk: bytes) -> int:
-    """The length of `chunk` up to the start of its last UTF-8 sequence (carried to the next block, so
-    that no character is split between blocks); all of it when it ends in an ASCII byte."""
-    for back in range(1, min(4, len(chunk)) + 1):
-        byte = chunk[-back]
-        if byte < 0x80:
-            return len(chunk) - back + 1
-        if byte >= 0xC0:  # a lead byte
-            return len(chunk) - back
-    return len(chunk)  # no lead byte in the last four: not UTF-8, which decoding reports
 
 
 def file_lines(name: str, block: int = BLOCK) -> Iterator[tuple[str, int]]:
@@ -116,11 +103,24 @@ def decode_input(name: str, data: bytes, expected: str = "a record or event line
     """A file's bytes as text. Raises InputError naming the file when it is empty (saying what was
     `expected`), not UTF-8, or holds NUL bytes."""
     if not data.strip():
-        raise InputError(f"{name}: empty file, expected {expected}")
+        raise _empty(name, expected)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: not UTF-8 text (byte {exc.start}): binary file?") from None
+        raise _not_utf8(name, exc.start) from None
     if "\x00" in text:
-        raise InputError(f"{name}: contains NUL bytes: binary file?")
+        raise _nul(name)
     return text
+
+
+# What `decode_input` and `scan_file` refuse, in one set of words.
+def _empty(name: str, expected: str) -> InputError:
+    return InputError(f"{name}: empty file, expected {expected}")
+
+
+def _not_utf8(name: str, byte: int) -> InputError:
+    return InputError(f"{name}: not UTF-8 text (byte {byte}): binary file?")
+
+
+def _nul(name: str) -> InputError:
+    return InputError(f"{name}: contains NUL bytes: binary file?")
