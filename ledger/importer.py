@@ -439,14 +439,10 @@ def _read_whole(name: str, stdin: dict[str, bytes]) -> Iterator[_Unit]:
     if not _event_lines(lines):
         yield _Unit(name, text=text, size=len(data))
         return
-    # Log lines (with `seq`) of an input go before its new facts; only an input that may hold one must
-    # keep its new facts back to its end.
-    mixed = bool(_SEQ_KEY.search(text))
-    count = len(lines)
-    for start in range(0, count, CHUNK_LINES):
-        end = min(start + CHUNK_LINES, count)
-        yield _Unit(name, lines=lines[start:end], first=start + 1, last=end == count, mixed=mixed,
-                    size=len(data) * (end - start) // count)
+    count = len(lines)  # each group with its share of the bytes, for progress
+    groups = ((lines[start:start + CHUNK_LINES], len(data) * min(start + CHUNK_LINES, count) // count)
+              for start in range(0, count, CHUNK_LINES))
+    yield from _chunks(name, groups, bool(_SEQ_KEY.search(text)))
 
 
 def _streamed(name: str) -> Iterator[_Unit]:
@@ -457,24 +453,32 @@ def _streamed(name: str) -> Iterator[_Unit]:
     try:
         mixed = scan_file(name, _SEQ_KEY, block=STREAM_BLOCK)
         lines = file_lines(name, STREAM_BLOCK)
-        pending = list(islice(lines, CHUNK_LINES))
+        first = list(islice(lines, CHUNK_LINES))
     except InputError as exc:
         yield _Unit(name, error=exc)
         return
-    if not _event_lines([line for line, _ in pending]):  # true of the first lines only if true of them all
+    if not _event_lines([line for line, _ in first]):  # true of the first lines only if true of them all
         yield from _read_whole(name, {})
         return
+    groups = chain([first], iter(lambda: list(islice(lines, CHUNK_LINES)), []))
+    yield from _chunks(name, (([line for line, _ in group], group[-1][1]) for group in groups), mixed)
+
+
+def _chunks(name: str, groups: Iterator[tuple[list[str], int]], mixed: bool) -> Iterator[_Unit]:
+    """An input's event lines as units, from its groups of CHUNK_LINES lines, each with the bytes of the
+    input read by its end. `mixed`: the input may hold log lines (with `seq`), which go before its new facts:
+    its new facts are then kept back to its last unit. Raises nothing: a file that can no longer be read (it
+    went away between two readings) becomes a unit that raises."""
     number = read = 0
-    while pending:
-        try:
-            following = list(islice(lines, CHUNK_LINES))
-        except InputError as exc:  # the file went away between the two passes
-            yield _Unit(name, error=exc)
-            return
-        done = pending[-1][1]
-        yield _Unit(name, lines=[line for line, _ in pending], first=number + 1, last=not following, mixed=mixed,
-                    size=done - read)
-        number, read, pending = number + len(pending), done, following
+    try:
+        pending = next(groups, None)
+        while pending is not None:
+            following = next(groups, None)
+            lines, done = pending
+            yield _Unit(name, lines=lines, first=number + 1, last=following is None, mixed=mixed, size=done - read)
+            number, read, pending = number + len(lines), done, following
+    except InputError as exc:
+        yield _Unit(name, error=exc)
 
 
 def _event_lines(lines: list[str]) -> bool:
