@@ -25,7 +25,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import chain, islice
-from typing import Callable, Iterator, NamedTuple
+from typing import IO, Callable, Iterator, NamedTuple
 
 from projections.record import rebuild_mismatch
 
@@ -33,7 +33,7 @@ from .canonical import canonical, loads_finite, parse_json
 from .chain import Entry, hex_hash, seal
 from .errors import InputError, IntegrityError, LedgerError, NotFoundError
 from .events import Event, Fact, make_event, record_events
-from .inputs import STDIN, decode_input, file_lines, read_input, scan_file
+from .inputs import STDIN, decode_input, file_lines, keep_stdin, read_input, scan_file
 from .published import check_record, verify_digests
 from .store import FactStored, Store, Writer
 from .tiles import check_entry_size
@@ -43,8 +43,8 @@ from .workers import Workers
 _ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
 CHUNK_LINES = 2000  # event lines per unit: large enough that a worker's round trip costs little
 TASK_BYTES = 256 * 1024  # units of input sent to a worker at once (a chunk of lines alone; records together)
-# A file larger than this is read in blocks of STREAM_BLOCK bytes (twice), not whole: an input of any size
-# holds a bounded part of itself in memory (read whole, a file takes about 3.5 times its size).
+# A file (or stdin) larger than this is read in blocks of STREAM_BLOCK bytes (twice), not whole: an input of
+# any size holds a bounded part of itself in memory (read whole, a file takes about 3.5 times its size).
 STREAM_BYTES = 64 << 20
 STREAM_BLOCK = 4 << 20
 # Bytes of input one job decodes before it takes the write lock; beyond them it decodes as it appends. Held
@@ -412,25 +412,39 @@ class _Unit(NamedTuple):
     error: LedgerError | None = None  # the input could not be read or decoded: raised when its turn comes
 
 
-def _units(names: list[str], stdin: dict[str, bytes]) -> Iterator[_Unit]:
+def _units(names: list[str], stdin: dict[str, bytes | IO[bytes]]) -> Iterator[_Unit]:
     """Every input's units, in order, read lazily (a bounded window of them is in flight). Raises nothing:
     an input that cannot be read becomes a unit that raises, and ends the units."""
     for name in names:
-        large = name != STDIN and _size(name) > STREAM_BYTES
-        for unit in _streamed(name) if large else _read_whole(name, stdin):
+        if name == STDIN:
+            units = _from_stdin(stdin)
+        else:
+            units = _streamed(name) if _size(name) > STREAM_BYTES else _read_whole(name)
+        for unit in units:
             yield unit
             if unit.error is not None:
                 return
 
 
-def _read_whole(name: str, stdin: dict[str, bytes]) -> Iterator[_Unit]:
+def _from_stdin(stdin: dict[str, bytes | IO[bytes]]) -> Iterator[_Unit]:
+    """stdin, read once and kept for every attempt at the import (FactStored reads it again): in memory up
+    to STREAM_BYTES, beyond that in a temporary file (`inputs.keep_stdin`) read in blocks as a large file is.
+    The caller closes the file."""
+    if STDIN not in stdin:
+        try:
+            stdin[STDIN] = keep_stdin(STREAM_BYTES)
+        except InputError as exc:
+            yield _Unit(STDIN, error=exc)
+            return
+    kept = stdin[STDIN]
+    yield from _read_whole(STDIN, kept) if isinstance(kept, bytes) else _streamed(STDIN, kept)
+
+
+def _read_whole(name: str, data: bytes | None = None, kept: IO[bytes] | None = None) -> Iterator[_Unit]:
+    """An input read whole: the file `name`, or its `data`, or `kept` (stdin in a temporary file)."""
     try:
-        if name == STDIN:
-            if STDIN not in stdin:  # kept: a second attempt (FactStored) reads it again
-                stdin[STDIN] = read_input(name)
-            data = stdin[STDIN]
-        else:
-            data = read_input(name)
+        if data is None:
+            data = read_input(name, kept)
         text = decode_input(name, data)
     except InputError as exc:
         yield _Unit(name, error=exc)
@@ -445,20 +459,20 @@ def _read_whole(name: str, stdin: dict[str, bytes]) -> Iterator[_Unit]:
     yield from _chunks(name, groups, bool(_SEQ_KEY.search(text)))
 
 
-def _streamed(name: str) -> Iterator[_Unit]:
-    """A file of more than STREAM_BYTES, read in blocks rather than whole, twice: checked first as
-    `decode_input` checks a file (and searched for log lines), then cut into chunks of lines as
-    `splitlines` cuts them, so the same units come out. Read whole after all when its first chunk does not
-    show it to be event lines (a large record)."""
+def _streamed(name: str, kept: IO[bytes] | None = None) -> Iterator[_Unit]:
+    """A file of more than STREAM_BYTES (or `kept`, stdin in a temporary file), read in blocks rather than
+    whole, twice: checked first as `decode_input` checks a file (and searched for log lines), then cut into
+    chunks of lines as `splitlines` cuts them, so the same units come out. Read whole after all when its
+    first chunk does not show it to be event lines (a large record)."""
     try:
-        mixed = scan_file(name, _SEQ_KEY, block=STREAM_BLOCK)
-        lines = file_lines(name, STREAM_BLOCK)
+        mixed = scan_file(name, _SEQ_KEY, block=STREAM_BLOCK, kept=kept)
+        lines = file_lines(name, STREAM_BLOCK, kept)
         first = list(islice(lines, CHUNK_LINES))
     except InputError as exc:
         yield _Unit(name, error=exc)
         return
     if not _event_lines([line for line, _ in first]):  # true of the first lines only if true of them all
-        yield from _read_whole(name, {})
+        yield from _read_whole(name, kept=kept)
         return
     groups = chain([first], iter(lambda: list(islice(lines, CHUNK_LINES)), []))
     yield from _chunks(name, (([line for line, _ in group], group[-1][1]) for group in groups), mixed)
@@ -548,7 +562,17 @@ def import_files(store: Store, names: list[str], progress: Callable[[Progress], 
 
 def _import_files(store: Store, names: list[str], progress: Callable[[Progress], None] | None,
                   workers: Workers) -> ImportResult:
-    stdin: dict[str, bytes] = {}
+    stdin: dict[str, bytes | IO[bytes]] = {}  # stdin once read (`_from_stdin`)
+    try:
+        return _attempts(store, names, progress, workers, stdin)
+    finally:
+        kept = stdin.get(STDIN)
+        if kept is not None and not isinstance(kept, bytes):
+            kept.close()  # an unnamed temporary file: gone once closed (or once this process ends)
+
+
+def _attempts(store: Store, names: list[str], progress: Callable[[Progress], None] | None, workers: Workers,
+              stdin: dict[str, bytes | IO[bytes]]) -> ImportResult:
     total = None if STDIN in names else sum(_size(name) for name in names)
     if workers.jobs == 1:
         units = _decoded_here(names, stdin, progress, total)
@@ -565,8 +589,8 @@ def _import_files(store: Store, names: list[str], progress: Callable[[Progress],
         return _import(store, _whole(units()), "look up", progress, total)
 
 
-def _decoded_here(names: list[str], stdin: dict[str, bytes], progress: Callable[[Progress], None] | None,
-                  total: int | None) -> Callable[[], Iterator[Parsed]]:
+def _decoded_here(names: list[str], stdin: dict[str, bytes | IO[bytes]],
+                  progress: Callable[[Progress], None] | None, total: int | None) -> Callable[[], Iterator[Parsed]]:
     """One job: the units of the first DECODE_AHEAD bytes of input decoded now (before the write lock is
     taken), and a function giving every attempt at the import all the units, the rest decoded as they come.
     Raises the first unit's error that cannot be decoded among those decoded now."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import codecs
 import re
+import shutil
 import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
 from .errors import InputError
 
@@ -21,12 +23,33 @@ LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines end
 _PATTERN_SPAN = 64  # the longest match `scan_file` finds across two blocks
 
 
-def read_input(name: str) -> bytes:
-    """The bytes of a file, or of stdin for `-`. Raises InputError naming the file when it cannot be read."""
-    if name == STDIN:
-        return sys.stdin.buffer.read()
+def read_input(name: str, kept: IO[bytes] | None = None) -> bytes:
+    """The bytes of a file, or of stdin for `-` (or of `kept`, stdin as `keep_stdin` kept it). Raises
+    InputError naming the file when it cannot be read."""
+    if kept is not None or name == STDIN:
+        with _opened(name, kept) as file:
+            return file.read()
     with _reading(name):
         return Path(name).read_bytes()
+
+
+def keep_stdin(limit: int) -> bytes | IO[bytes]:
+    """All of stdin, read once: its bytes when there are at most `limit`, else an unnamed temporary file
+    holding them (gone once closed), to be read in blocks as a large file is: so that input piped from
+    another command (`zcat corpus.jsonl.gz | ledger import -`) is never held whole in memory. Raises
+    InputError naming stdin when the temporary file cannot be written."""
+    head = sys.stdin.buffer.read(limit + 1)
+    if len(head) <= limit:
+        return head
+    try:
+        kept = tempfile.TemporaryFile(prefix="ledger-stdin-")
+        kept.write(head)
+        del head
+        shutil.copyfileobj(sys.stdin.buffer, kept, BLOCK)
+        kept.flush()
+    except OSError as exc:
+        raise InputError(f"{STDIN}: cannot keep stdin in a temporary file: {exc.strerror}") from None
+    return kept
 
 
 @contextmanager
@@ -41,14 +64,30 @@ def _reading(name: str) -> Iterator[None]:
         raise InputError(f"{name}: cannot read: {exc.strerror}") from None
 
 
+@contextmanager
+def _opened(name: str, kept: IO[bytes] | None) -> Iterator[IO[bytes]]:
+    """The file `name` opened for reading; stdin for `-`; or `kept` (stdin in a temporary file) read from
+    its start, and left open. Raises InputError naming the file when it cannot be read."""
+    with _reading(name):
+        if kept is not None:
+            kept.seek(0)
+            yield kept
+        elif name == STDIN:
+            yield sys.stdin.buffer
+        else:
+            with open(name, "rb") as file:
+                yield file
+
+
 def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event lines",
-              block: int = BLOCK) -> bool:
-    """Check a file as `decode_input` checks its bytes, reading it in blocks instead of whole, and say
-    whether `pattern` (a match of at most 64 characters) occurs in its text. Raises the InputError
+              block: int = BLOCK, kept: IO[bytes] | None = None) -> bool:
+    """Check a file (or `kept`, stdin kept in a temporary file) as `decode_input` checks its bytes, reading
+    it in blocks instead of whole, and say whether `pattern` (a match of at most 64 characters) occurs in
+    its text. Raises the InputError
     `read_input` or `decode_input` would raise, with the same words."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     blank, nul, found, read, tail = True, False, False, 0, ""
-    with _reading(name), open(name, "rb") as file:
+    with _opened(name, kept) as file:
         while True:
             data = file.read(block)
             blank = blank and not data.strip()  # bytes.strip, as decode_input: ASCII whitespace only
@@ -71,13 +110,13 @@ def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event
     return found
 
 
-def file_lines(name: str, block: int = BLOCK) -> Iterator[tuple[str, int]]:
-    """The lines of a file `scan_file` accepted, as `text.splitlines()` gives them, read in blocks: each
+def file_lines(name: str, block: int = BLOCK, kept: IO[bytes] | None = None) -> Iterator[tuple[str, int]]:
+    """The lines of a file (or `kept`) `scan_file` accepted, as `text.splitlines()` gives them, read in blocks: each
     with the number of bytes read so far. Raises InputError when the file can no longer be read, or is no
     longer UTF-8 (it changed since)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     carry, done = "", 0
-    with _reading(name), open(name, "rb") as file:
+    with _opened(name, kept) as file:
         while True:
             data = file.read(block)
             try:

@@ -1,10 +1,12 @@
 """`import --jobs` and `replay --jobs`: the same ledger and the same refusals, word for word, as one process
 decoding whole files; and Ctrl-C, in a real process, leaves nothing behind and no worker running."""
 
+import io
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -60,8 +62,9 @@ def lines_of(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
-def outcomes(new_location, monkeypatch, files, before=()):
-    """The outcome and the ledger after it, in every mode; they must all be the same."""
+def outcomes(new_location, monkeypatch, files, before=(), stdin=b""):
+    """The outcome and the ledger after it, in every mode (`stdin` the bytes `-` reads); they must all be
+    the same."""
     seen = {}
     for mode, (jobs, settings) in MODES.items():
         for name, value in (SETTINGS | settings).items():
@@ -70,6 +73,7 @@ def outcomes(new_location, monkeypatch, files, before=()):
         Store.create(location).close()
         for path in before:
             assert import_with(location, [path], 1)[0] == "ok"
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
         seen[mode] = (import_with(location, files, jobs), facts(location))
     return seen
 
@@ -164,6 +168,44 @@ def test_a_bad_file_later_is_reported_before_a_refusal_met_while_appending(new_l
     assert outcome[0] == "InputError" and outcome[1].startswith(f"{bad}: line 66: invalid JSON"), outcome
     alone = assert_same(outcomes(new_location, monkeypatch, [unreproducible, events]))
     assert "cannot reproduce this record at its as_of" in alone[1]
+
+
+@pytest.fixture
+def kept_stdin(monkeypatch) -> list:
+    """The temporary files stdin is kept in (`inputs.keep_stdin`), as they are made."""
+    kept, make = [], tempfile.TemporaryFile
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda **options: kept.append(make(**options)) or kept[-1])
+    return kept
+
+
+def test_stdin_in_every_mode(new_location, monkeypatch, tmp_path, kept_stdin):
+    # stdin is held in memory, or beyond STREAM_BYTES (the mode reading files in blocks) kept in a temporary
+    # file and read in blocks as a large file is: the same ledger either way. Its lines repeat facts of the
+    # file before it, so every mode's first attempt gives up and the import reads stdin again, whole.
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(stream("2907", papers=12))
+    again = b"".join(lines_of(stream("2907", papers=12))[30:]) + stream("2908", papers=2)
+    assert assert_same(outcomes(new_location, monkeypatch, [events, "-", SEED_004], stdin=again)) == \
+        ("ok", 72 + 12 + 40, 42, 124)
+    assert len(kept_stdin) == 1 and kept_stdin[0].closed  # made once, for the mode reading in blocks
+
+
+def test_a_refusal_in_stdin_is_worded_the_same_in_every_mode(new_location, monkeypatch, kept_stdin):
+    lines = lines_of(stream("2909", papers=12))
+    lines[65] = b"{not json}\n"
+    outcome = assert_same(outcomes(new_location, monkeypatch, [SEED_004, "-"], stdin=b"".join(lines)))
+    assert outcome[0] == "InputError" and outcome[1].startswith("-: line 66: invalid JSON"), outcome
+    assert len(kept_stdin) == 1 and kept_stdin[0].closed
+    empty = assert_same(outcomes(new_location, monkeypatch, ["-"], stdin=b" \n"))
+    assert empty[0] == "InputError" and empty[1] == "-: empty file, expected a record or event lines", empty
+
+
+def test_a_record_on_stdin_beyond_the_limit_is_read_whole_from_where_it_was_kept(store, monkeypatch, seed_bytes,
+                                                                               kept_stdin):
+    monkeypatch.setattr(importer, "STREAM_BYTES", 100)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(seed_bytes)))
+    assert import_files(store, ["-"]).appended == 40
+    assert len(kept_stdin) == 1 and kept_stdin[0].closed
 
 
 @pytest.mark.parametrize("ahead, before_the_lock", [(10**9, 10), (1, 1)])
