@@ -296,7 +296,8 @@ def _import(store: Store, units: Iterator[Parsed], mode: str, progress: Callable
             total: int | None = None) -> ImportResult:
     """One transaction over `units` in input order. `mode`: "chunked" (units may be parts of an input; any
     fact met twice or contradicted raises _Unusual), "whole" (every unit a whole input: refusals as always)
-    or "look up" (whole, every fact looked up first). Refusals wait until every unit is decoded."""
+    or "look up" (every fact looked up first; units whole inputs or chunks). Refusals wait until every unit is
+    decoded."""
     appended = present = done = 0
     first = next(units, None)  # decoded before the lock is taken: a bad first input never waits for it
     refusal: LedgerError | None = None
@@ -552,8 +553,11 @@ def import_files(store: Store, names: list[str], progress: Callable[[Progress], 
 
     Inputs are appended in chunks of event lines first. Should any fact turn up twice (stored already, as
     when a file is imported again, or twice in one input) or be contradicted, that attempt is rolled back
-    and the import runs as it always has, each input taken whole (and then, if the database refuses a stored
-    fact, looking every fact up): so the facts counted and every refusal's words never depend on chunking.
+    and the chunks are appended again, each fact looked up first: a fact stored already, or met in an earlier
+    chunk of its input, is present. Should that attempt refuse anything, the import runs as it always has,
+    each input taken whole (and then, if the database refuses a stored fact, looking every fact up): so the
+    facts counted and every refusal's words never depend on chunking, and an import that is accepted never
+    holds an input whole (an input taken whole whose facts are stored already took ten times its size).
     Raises InputError or IntegrityError naming the file (nothing appended), StoreError.
     """
     with _acyclic():
@@ -583,6 +587,10 @@ def _attempts(store: Store, names: list[str], progress: Callable[[Progress], Non
         return _import(store, units(), "chunked", progress, total)
     except _Unusual:
         pass
+    try:  # every fact looked up, the units as they come: what an input held whole would append, if accepted
+        return _import(store, units(), "look up", progress, total)
+    except (InputError, IntegrityError, FactStored):
+        pass  # refused: taken again whole, so that the words are those of inputs taken whole
     try:
         return _import(store, _whole(units()), "whole", progress, total)
     except FactStored:

@@ -10,6 +10,8 @@ import tempfile
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ledger import importer
 from ledger.chain import verify_entries
@@ -168,6 +170,72 @@ def test_a_bad_file_later_is_reported_before_a_refusal_met_while_appending(new_l
     assert outcome[0] == "InputError" and outcome[1].startswith(f"{bad}: line 66: invalid JSON"), outcome
     alone = assert_same(outcomes(new_location, monkeypatch, [unreproducible, events]))
     assert "cannot reproduce this record at its as_of" in alone[1]
+
+
+def test_an_input_imported_again_is_never_held_whole(new_location, monkeypatch, tmp_path):
+    # Every fact of the file is stored already: the chunked attempt gives up at once, and the import looks
+    # every fact up, chunk by chunk, instead of taking the file whole (which took ten times its size).
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(stream("2910", papers=12))
+    whole = []
+    monkeypatch.setattr(importer, "_whole", lambda units: whole.append(1) or importer_whole(units))
+    outcome = assert_same(outcomes(new_location, monkeypatch, [events], before=(events,)))
+    assert outcome == ("ok", 0, 72, 72)
+    assert whole == []
+
+
+importer_whole = importer._whole
+
+
+def old_import(location: str, paths: list[str]) -> tuple:
+    """An import as it was before its second attempt looked facts up chunk by chunk: after the chunked
+    attempt, the inputs taken whole (then, should a stored fact be refused, looked up). The oracle below."""
+    store = Store.open(location)
+    units = lambda: map(importer._decode, importer._units(paths, {}))  # noqa: E731
+    try:
+        try:
+            result = importer._import(store, units(), "chunked")
+        except importer._Unusual:
+            try:
+                result = importer._import(store, importer_whole(units()), "whole")
+            except importer.FactStored:
+                result = importer._import(store, importer_whole(units()), "look up")
+        return "ok", result.appended, result.present, result.head[0]
+    except LedgerError as exc:
+        return type(exc).__name__, str(exc)
+    finally:
+        store.close()
+
+
+# Lines drawn from a few facts, each in one of two versions (the second contradicts the first).
+FACT_LINES = [lines_of(stream("2912", papers=2, refs=2)), None]
+FACT_LINES[1] = [line.replace(b'"Work ', b'"Other work ').replace(b'"Paper ', b'"Other paper ') for line in FACT_LINES[0]]
+drawn_lines = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1)).map(lambda f: FACT_LINES[f[1]][f[0]]),
+                       min_size=1, max_size=14)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stored=st.lists(drawn_lines, max_size=1), files=st.lists(drawn_lines, min_size=1, max_size=3),
+       chunk=st.integers(1, 4))
+def test_repeats_and_contradictions_come_out_as_when_inputs_were_taken_whole(tmp_path_factory, monkeypatch, stored,
+                                                                            files, chunk):
+    directory = tmp_path_factory.mktemp("drawn")
+    paths = []
+    for number, lines in enumerate(stored + files):
+        path = directory / f"{number}.jsonl"
+        path.write_bytes(b"".join(lines))
+        paths.append(str(path))
+    seen = {}
+    for way, lines_per_chunk in (("old, whole", 10**9), ("old", chunk), ("now, whole", 10**9), ("now", chunk)):
+        monkeypatch.setattr(importer, "CHUNK_LINES", lines_per_chunk)
+        location = str(directory / f"{way}.db")
+        Store.create(location).close()
+        if stored:  # a first import, accepted or not
+            import_with(location, paths[:1], 1)
+        outcome = old_import(location, paths[len(stored):]) if way.startswith("old") else \
+            import_with(location, paths[len(stored):], 1)
+        seen[way] = (outcome, facts(location))
+    assert_same(seen)
 
 
 @pytest.fixture
