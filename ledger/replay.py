@@ -1,13 +1,12 @@
 """Rebuilding many records: one paper at a time, so memory follows the largest record, not the ledger.
 
-With several jobs (`replay --jobs`), each worker process opens the ledger itself and rebuilds a batch of
-papers at a time, handing each record to a `render` function (rendering and writing files happen in the
-workers too); the parent lists the papers, a page at a time, and gets the results back in arXiv id order.
+With several jobs (`replay --jobs`), each worker process opens the ledger itself and rebuilds the papers sent
+to it (BATCH at a time), handing each record to a `render` function (rendering and writing files happen in
+the workers too); the parent lists the papers, a page at a time, and gets the results back in arXiv id order.
 """
 
 from __future__ import annotations
 
-from itertools import islice
 from typing import Callable, Iterator, TypeVar
 
 from projections.record import build_record
@@ -16,7 +15,7 @@ from .store import Store, sqlite_path
 from .workers import Workers
 
 R = TypeVar("R")
-BATCH = 16  # papers per task: a worker's round trip costs little beside 16 rebuilds
+BATCH = 16  # papers sent to a worker at once: a round trip costs little beside 16 rebuilds
 
 
 def records_as_of(store: Store, as_of: str, as_of_key: str, known_at: str | None = None) -> Iterator[tuple[str, dict]]:
@@ -34,11 +33,8 @@ def render_records(store: Store, as_of: str, as_of_key: str, known_at: str | Non
         for paper, record in records_as_of(store, as_of, as_of_key, known_at):
             yield paper, render(paper, record)
         return
-    papers = store.papers(as_of_key, known_at)
-    batches = iter(lambda: list(islice(papers, BATCH)), [])
-    tasks = ((store.url, batch, as_of, as_of_key, known_at, render) for batch in batches)
-    for results in workers.map(_render_batch, tasks):
-        yield from results
+    tasks = ((store.url, paper, as_of, as_of_key, known_at, render) for paper in store.papers(as_of_key, known_at))
+    yield from workers.map(_render_one, tasks, lambda task: 1, BATCH)
 
 
 def shared(store: Store) -> bool:
@@ -50,10 +46,9 @@ def shared(store: Store) -> bool:
 _opened: dict[str, Store] = {}  # in a worker process: its own connection, opened by its first task
 
 
-def _render_batch(task: tuple) -> list[tuple[str, object]]:
-    url, papers, as_of, as_of_key, known_at, render = task
+def _render_one(task: tuple) -> tuple[str, object]:
+    url, paper, as_of, as_of_key, known_at, render = task
     store = _opened.get(url)
     if store is None:
         store = _opened[url] = Store.open(url)
-    return [(paper, render(paper, build_record(paper, store.paper_facts(paper, known_at), as_of, as_of_key)))
-            for paper in papers]
+    return paper, render(paper, build_record(paper, store.paper_facts(paper, known_at), as_of, as_of_key))
