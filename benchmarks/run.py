@@ -483,8 +483,8 @@ def postgres_writers(url: str, events, writers: int, folder: Path) -> float:
 def whole_commands(args, folder: Path, say, target) -> None:
     """`ledger import` and `ledger replay` as a user runs them, against the in-process append path on the same
     events and against the peers (benchmarks/whole.py), interleaved, paired ratios of medians."""
-    from benchmarks.whole import (ceiling, compiled, corpus, import_command, in_process, leaves_of, peer_job, peer_pair,
-                                  profile_import, proof_rates, replay_command, startup)
+    from benchmarks.whole import (ceiling, compiled, corpus, growing_imports, import_command, in_process, leaves_of,
+                                  peer_job, peer_pair, profile_import, proof_rates, replay_command, startup)
 
     compiled()
     c = corpus(folder / "corpus", args.papers, args.records)
@@ -590,6 +590,15 @@ def whole_commands(args, folder: Path, say, target) -> None:
            f"{statistics.median(bounds):.2f} ({', '.join(f'{x:.2f}' for x in bounds)})")
     target("the machine's own ceiling: 2 processes of pure Python arithmetic vs 1, nothing shared (reported)", None,
            f"{statistics.median(figures['ceiling']):.2f} ({', '.join(f'{x:.2f}' for x in figures['ceiling'])})")
+    runs = growing_imports(c.lines, lines, folder)
+    say("\nMemory of `ledger import` as its input grows (one run each; the larger corpus is the event lines with "
+        "each further copy's papers renamed, every fact new; start-up, decoding, checks, append, tree):\n")
+    say("| import | seconds | lines/s | largest process, max RSS MB |\n|---|---|---|---|")
+    for what, read, elapsed, peak in runs:
+        say(f"| {what} | {elapsed:.1f} | {read / elapsed:,.0f} | {peak / 1e6:,.0f} |")
+    say()
+    target("import memory, the corpus 4 times as large vs as it is, one job (reported)", None,
+           f"{runs[1][3] / runs[0][3]:.2f}")
 
 
 def corpus_scale(ledger: Path, size: int, papers: int, reps: int, folder: Path, say, target) -> None:

@@ -73,10 +73,10 @@ def in_process(events: list[Event], folder: Path) -> float:
     return len(events) / elapsed
 
 
-def command(args: list[str]) -> tuple[float, bytes, int]:
+def command(args: list[str], stdin: Path | None = None) -> tuple[float, bytes, int]:
     """Seconds from process start to exit, stdout, and the largest process's peak RSS (bytes) of a
-    `ledger` command (a fresh interpreter, as a user starts it), run from a small wrapper so that the RSS is
-    the command's and its workers', not this process's."""
+    `ledger` command (a fresh interpreter, as a user starts it; `stdin` a file piped into it), run from a
+    small wrapper so that the RSS is the command's and its workers', not this process's."""
     wrapper = ("import resource, subprocess, sys, time\n"
                "started = time.perf_counter()\n"
                "done = subprocess.run(sys.argv[1:], capture_output=True)\n"
@@ -85,8 +85,9 @@ def command(args: list[str]) -> tuple[float, bytes, int]:
                "sys.stdout.buffer.write(done.stdout)\n"
                "print(elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, done.returncode,\n"
                "      file=sys.stderr)\n")
-    done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "cli", *args], capture_output=True,
-                          cwd=HERE.parent)
+    with open(stdin or "/dev/null", "rb") as given:
+        done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "cli", *args], capture_output=True,
+                              cwd=HERE.parent, stdin=given)
     *errors, summary = done.stderr.decode().strip().splitlines()
     elapsed, rss, code = summary.split()
     gate(code == "0" and not errors, f"ledger {' '.join(args[:4])}...: exit {code}: {errors}")
@@ -138,6 +139,48 @@ def import_command(files: list[Path], jobs: int, expected: int, folder: Path) ->
     store.close()
     remove(db)
     return expected / elapsed, rss
+
+
+def grown(lines: Path, times: int, folder: Path) -> Path:
+    """The event lines `times` over, each further copy's papers renamed (2000.* to 2001.*, 2002.*, ..., and the
+    probe 2999.* to 2998.*, ...): a corpus `times` as large, of the same shape, every fact new."""
+    data = lines.read_bytes()
+    path = folder / f"events-x{times}.jsonl"
+    with path.open("wb") as out:
+        out.write(data)
+        for copy in range(1, times):
+            out.write(data.replace(b"2000.", f"{2000 + copy}.".encode()).replace(b"2999.", f"{2999 - copy}.".encode()))
+    return path
+
+
+def growing_imports(lines: Path, count: int, folder: Path, times: int = 4) -> list[tuple[str, int, float, int]]:
+    """(what, lines read, seconds, peak RSS bytes) of `ledger import` of the event lines and of the same corpus `times`
+    as large (`grown`): from a file, piped into stdin, with two jobs, and imported over a ledger that holds
+    the first `count` lines already (an export that has grown since it was last imported). One run each."""
+    large = grown(lines, times, folder)
+    size = f"{large.stat().st_size / 1e6:,.0f} MB"
+    runs = []
+
+    def run(what: str, args: list[str], appended: int, present: int, db: Path | None = None,
+            stdin: Path | None = None) -> None:
+        db = db or new_ledger(folder)
+        elapsed, out, rss = command(["--db", str(db), "import", *args], stdin)
+        gate(out.startswith(f"appended {appended} events ({present} already present)".encode()), f"{what}: {out!r}")
+        remove(db)
+        runs.append((what, appended + present, elapsed, rss))
+
+    run(f"`ledger import events.jsonl` ({count:,} lines, {lines.stat().st_size / 1e6:,.0f} MB), 1 job", [str(lines)],
+        count, 0)
+    run(f"the same corpus {times} times as large ({times * count:,} lines, {size}), 1 job", [str(large)],
+        times * count, 0)
+    run("the same, `--jobs 2`", ["--jobs", "2", str(large)], times * count, 0)
+    run("the same, piped into `ledger import -`, 1 job", ["-"], times * count, 0, stdin=large)
+    holding = new_ledger(folder)
+    command(["--db", str(holding), "import", str(lines)])
+    run(f"the same, into a ledger holding its first {count:,} lines already, 1 job", [str(large)],
+        (times - 1) * count, count, db=holding)
+    large.unlink()
+    return runs
 
 
 def replay_command(ledger: Path, jobs: int, folder: Path, papers: int | None = None) -> tuple[float, int, int]:

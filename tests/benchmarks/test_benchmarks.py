@@ -171,6 +171,19 @@ def test_the_corpus_imports_whole_and_the_commands_pass_their_gates(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("ledger-*.db")) == []  # each run's ledger removed
 
 
+def test_the_growing_imports_append_every_copy_as_new_facts(tmp_path):
+    # The larger corpus must be all new facts (its gates check each command's counts: N appended, 0 present;
+    # over the ledger holding the first copy, that copy present), on a file, on stdin and with two jobs.
+    from benchmarks.whole import corpus, growing_imports
+
+    c = corpus(tmp_path / "corpus", papers=8, records=5)
+    runs = growing_imports(c.lines, len(c.line_events), tmp_path, times=3)
+    assert len(runs) == 5 and all(seconds > 0 and peak > 0 for _, _, seconds, peak in runs)
+    assert [read for _, read, _, _ in runs] == [len(c.line_events)] + [3 * len(c.line_events)] * 4
+    assert "3 times as large" in runs[1][0] and f"{3 * len(c.line_events):,} lines" in runs[1][0]
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == [] and not list(tmp_path.glob("events-x*"))
+
+
 def test_the_peers_get_the_same_leaves_and_agree_on_every_root(tmp_path):
     pytest.importorskip("pymerkle")
     pytest.importorskip("eventsourcing")
