@@ -25,15 +25,11 @@ from .inputs import decode_input
 from .merkle import leaf_hash, verify_consistency, verify_inclusion
 from .paper_index import IndexProof, index_of_log, parse_proof, verify_index_proof
 from .signed_notes import INDEX_EXTENSION, Checkpoint, Verifier, verify_checkpoint
-from .published import _type_name, check_record, count_field, digest_mismatches, field, sha256_field, shown
-
-
-def _where(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+from .published import _type_name, check_record, count_field, digest_mismatches, field, field_name, sha256_field, shown
 
 
 def _path(obj: dict, path: str = "") -> list[bytes]:
-    return [sha256_field(p, f"{_where(path, 'path')}[{i}]") for i, p in enumerate(field(obj, "path", list, path))]
+    return [sha256_field(p, f"{field_name(path, 'path')}[{i}]") for i, p in enumerate(field(obj, "path", list, path))]
 
 
 def _b64(obj: dict, key: str, path: str = "") -> bytes:
@@ -41,7 +37,7 @@ def _b64(obj: dict, key: str, path: str = "") -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise InputError(f"field {_where(path, key)}: expected base64, found {shown(value)}") from None
+        raise InputError(f"field {field_name(path, key)}: expected base64, found {shown(value)}") from None
 
 
 class _Inclusion(NamedTuple):

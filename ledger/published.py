@@ -41,21 +41,25 @@ def _type_name(value: Any) -> str:
 _MISSING = object()
 
 
+def field_name(path: str, key: str) -> str:
+    """The field `key` of the object at `path`, as refusals name it ("paper.arxiv_id"). Raises nothing."""
+    return f"{path}.{key}" if path else key
+
+
 def field(obj: dict, key: str, kind: type | tuple, path: str, nullable: bool = False) -> Any:
     """Return obj[key] after checking it exists and has the expected JSON type. Raises InputError naming the field."""
     value = obj.get(key, _MISSING)
     if type(value) is kind:  # the common case, and exact: a bool is never taken for an int here
         return value
-    where = f"{path}.{key}" if path else key
     if value is _MISSING:
-        raise InputError(f"field {where}: missing")
+        raise InputError(f"field {field_name(path, key)}: missing")
     if value is None and nullable:
         return None
     kinds = kind if isinstance(kind, tuple) else (kind,)
     # bool is an int in Python, never in JSON.
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         expected = " or ".join(_type_name(k()) for k in kinds) + (" or null" if nullable else "")
-        raise InputError(f"field {where}: expected {expected}, found {_type_name(value)}")
+        raise InputError(f"field {field_name(path, key)}: expected {expected}, found {_type_name(value)}")
     return value
 
 
@@ -80,7 +84,7 @@ def count_field(obj: dict, key: str, path: str = "", below: int | None = None) -
     """obj[key], a non-negative integer (below `below`, when given). Raises InputError naming the field."""
     value = field(obj, key, int, path)
     if value < 0 or (below is not None and value >= below):
-        raise InputError(f"field {f'{path}.{key}' if path else key}: expected a non-negative integer, found {value}")
+        raise InputError(f"field {field_name(path, key)}: expected a non-negative integer, found {value}")
     return value
 
 
@@ -91,7 +95,7 @@ def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | N
         try:
             instant_key(value)
         except InputError as exc:
-            raise InputError(f"field {f'{path}.{key}' if path else key}: {exc}") from None
+            raise InputError(f"field {field_name(path, key)}: {exc}") from None
     return value
 
 
