@@ -437,8 +437,8 @@ def _from_stdin(stdin: dict[str, bytes | IO[bytes]]) -> Iterator[_Unit]:
         except InputError as exc:
             yield _Unit(STDIN, error=exc)
             return
-    kept = stdin[STDIN]
-    yield from _read_whole(STDIN, kept) if isinstance(kept, bytes) else _streamed(STDIN, kept)
+    held = stdin[STDIN]
+    yield from _read_whole(STDIN, held) if isinstance(held, bytes) else _streamed(STDIN, held)
 
 
 def _read_whole(name: str, data: bytes | None = None, kept: IO[bytes] | None = None) -> Iterator[_Unit]:

@@ -38,16 +38,21 @@ def keep_stdin(limit: int) -> bytes | IO[bytes]:
     holding them (gone once closed), to be read in blocks as a large file is: so that input piped from
     another command (`zcat corpus.jsonl.gz | ledger import -`) is never held whole in memory. Raises
     InputError naming stdin when the temporary file cannot be written."""
-    head = sys.stdin.buffer.read(limit + 1)
+    with _reading(STDIN):
+        head = sys.stdin.buffer.read(limit + 1)
     if len(head) <= limit:
         return head
+    kept = None
     try:
         kept = tempfile.TemporaryFile(prefix="ledger-stdin-")
         kept.write(head)
-        del head
-        shutil.copyfileobj(sys.stdin.buffer, kept, BLOCK)
+        del head  # before the rest is copied: at most one block of stdin in memory from here on
+        with _reading(STDIN):
+            shutil.copyfileobj(sys.stdin.buffer, kept, BLOCK)
         kept.flush()
-    except OSError as exc:
+    except OSError as exc:  # the temporary file (reading stdin raised InputError)
+        if kept is not None:
+            kept.close()
         raise InputError(f"{STDIN}: cannot keep stdin in a temporary file: {exc.strerror}") from None
     return kept
 
@@ -83,8 +88,7 @@ def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event
               block: int = BLOCK, kept: IO[bytes] | None = None) -> bool:
     """Check a file (or `kept`, stdin kept in a temporary file) as `decode_input` checks its bytes, reading
     it in blocks instead of whole, and say whether `pattern` (a match of at most 64 characters) occurs in
-    its text. Raises the InputError
-    `read_input` or `decode_input` would raise, with the same words."""
+    its text. Raises the InputError `read_input` or `decode_input` would raise, with the same words."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     blank, nul, found, read, tail = True, False, False, 0, ""
     with _opened(name, kept) as file:
@@ -111,8 +115,8 @@ def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event
 
 
 def file_lines(name: str, block: int = BLOCK, kept: IO[bytes] | None = None) -> Iterator[tuple[str, int]]:
-    """The lines of a file (or `kept`) `scan_file` accepted, as `text.splitlines()` gives them, read in blocks: each
-    with the number of bytes read so far. Raises InputError when the file can no longer be read, or is no
+    """The lines of a file (or `kept`) that `scan_file` accepted, as `text.splitlines()` gives them, read in
+    blocks: each with the number of bytes read so far. Raises InputError when the file can no longer be read, or is no
     longer UTF-8 (it changed since)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     carry, done = "", 0

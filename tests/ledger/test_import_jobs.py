@@ -276,6 +276,16 @@ def test_a_record_on_stdin_beyond_the_limit_is_read_whole_from_where_it_was_kept
     assert len(kept_stdin) == 1 and kept_stdin[0].closed
 
 
+def test_stdin_that_cannot_be_kept_is_refused_in_one_line(store, monkeypatch, tmp_path, seed_bytes):
+    monkeypatch.setattr(importer, "STREAM_BYTES", 100)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # no such directory
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(seed_bytes)))
+    with pytest.raises(LedgerError) as refused:
+        import_files(store, ["-"])
+    assert str(refused.value) == "-: cannot keep stdin in a temporary file: No such file or directory"
+    assert type(refused.value).__name__ == "InputError" and store.head()[0] == 0
+
+
 @pytest.mark.parametrize("ahead, before_the_lock", [(10**9, 10), (1, 1)])
 def test_one_job_decodes_at_most_its_budget_before_it_appends(new_location, monkeypatch, tmp_path, ahead,
                                                               before_the_lock):
