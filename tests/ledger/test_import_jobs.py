@@ -24,9 +24,10 @@ from tests.conftest import AS_OF_004, SEED_004, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_concurrency import stream
 
-# Each mode: jobs, and the importer's settings. Two jobs send every unit of a test's files to a worker in
-# one batch, or each alone; one job decodes all of a test's input before it appends, or its first unit only
-# and the rest as it appends; files are read whole, or in blocks of 5 bytes (as a file of over 64 MiB is).
+# Each mode: jobs, and the importer's settings. With two jobs, a worker reads a test's (small) files itself
+# and cuts them into units, or the writer reads them and sends each unit to a worker alone; one job decodes
+# all of a test's input before it appends, or its first unit only and the rest as it appends; files are read
+# whole, or in blocks of 5 bytes (as a file of over 64 MiB is).
 MODES = {"whole files, one job": (1, {"CHUNK_LINES": 10**9}),
          "chunks, one job": (1, {"CHUNK_LINES": 7}),
          "chunks, one job, decoding as it appends": (1, {"CHUNK_LINES": 7, "DECODE_AHEAD": 1}),
@@ -480,6 +481,29 @@ def test_a_record_whose_paper_holds_nothing_else_is_checked_without_reading_its_
     if jobs > 1:
         monkeypatch.setattr(importer.Parsed, "the_record", read_back)
     assert import_with(location, [SEED_004], jobs)[:3] == ("ok", 40, 0)
+
+
+def test_with_two_jobs_a_worker_reads_each_small_file_and_the_writer_only_large_ones(new_location, monkeypatch,
+                                                                                      tmp_path):
+    # A file of at most TASK_BYTES is read (and parsed, to see whether it is event lines) by a worker, not by
+    # the writer; a larger one is read by the writer and cut into chunks, which both workers decode.
+    large = tmp_path / "large.jsonl"
+    large.write_bytes(stream("2911", papers=60))  # 360 lines, chunks of 7
+    assert SEED_004.stat().st_size < 40_000 < large.stat().st_size
+    monkeypatch.setattr(importer, "TASK_BYTES", 40_000)
+    monkeypatch.setattr(importer, "CHUNK_LINES", 7)
+    location = new_location()
+    Store.create(location).close()
+    read, real = [], importer.read_input
+    with Workers(2) as workers:  # forked before read_input is watched: only the writer's reads are seen
+        monkeypatch.setattr(importer, "read_input", lambda name, kept=None: read.append(name) or real(name, kept))
+        store = Store.open(location)
+        try:
+            result = import_files(store, [str(SEED_004), str(large), str(SEED_004)], workers=workers)
+        finally:
+            store.close()
+    assert set(read) == {str(large)}  # read again by the attempt that looks facts up (the record's repeat)
+    assert (result.appended, result.present) == (40 + 360, 40)
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
