@@ -37,7 +37,8 @@ KnownAt = Annotated[Optional[str], typer.Option("--known-at", help="Only events 
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    files: Annotated[list[str], typer.Argument(help="Published records (JSON) or event lines (JSONL); - for stdin.")],
+    files: Annotated[list[str], typer.Argument(help="Published records (JSON) or event lines (JSONL); - for stdin; a "
+                                                   "directory: the .json and .jsonl files below it.")],
     json: Json = False,
     jobs: Jobs = 1,
 ) -> None:

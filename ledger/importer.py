@@ -33,7 +33,7 @@ from .canonical import canonical, loads_finite, parse_json
 from .chain import Entry, hex_hash, seal
 from .errors import InputError, IntegrityError, LedgerError, NotFoundError
 from .events import Event, Fact, make_event, record_events
-from .inputs import STDIN, decode_input, file_lines, keep_stdin, read_input, scan_file
+from .inputs import STDIN, decode_input, file_lines, input_files, keep_stdin, read_input, scan_file
 from .published import check_record, verify_digests
 from .store import FactStored, Store, Writer
 from .tiles import check_entry_size
@@ -582,7 +582,8 @@ def _unpack(packed: tuple) -> Parsed:
 
 def import_files(store: Store, names: list[str], progress: Callable[[Progress], None] | None = None,
                  workers: Workers | None = None) -> ImportResult:
-    """Read, validate and import files (or `-` for stdin) as one all-or-nothing invocation.
+    """Read, validate and import files (or `-` for stdin; a directory: the .json and .jsonl files below it,
+    `inputs.input_files`) as one all-or-nothing invocation.
 
     `workers` (entered before `store` connected) decode in other processes; without them, or with one job,
     units are decoded here, the first DECODE_AHEAD bytes of input before the transaction begins. `progress`,
@@ -598,6 +599,7 @@ def import_files(store: Store, names: list[str], progress: Callable[[Progress], 
     whole, a file of 147 MB with one contradiction took 438 MB before it was refused).
     Raises InputError or IntegrityError naming the file (nothing appended), StoreError.
     """
+    names = input_files(names)  # a directory: its .json and .jsonl files
     with _acyclic():
         return _import_files(store, names, progress, workers or Workers(1))
 

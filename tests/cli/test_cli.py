@@ -5,8 +5,9 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import AS_OF_004, PAPER_004, SEED_004, run_ledger
+from tests.conftest import AS_OF_004, PAPER_004, SEED_004, Cli, run_ledger
 from tests.helpers import redigest, seed_record, write_record
+from tests.ledger.test_concurrency import stream
 
 DIGEST_0809 = "sha256:88bbcfe1847497cac1a7e1c3f5aa9530cb1662bfd44d13f772daaeb592ad2687"
 
@@ -235,6 +236,40 @@ def test_import_from_stdin(ready, seed_bytes):
 def test_a_missing_file_is_bad_input(ready, tmp_path):
     result = ready("import", str(tmp_path / "nope.json"))
     assert result.exit_code == 2 and result.stderr == f"ledger: {tmp_path / 'nope.json'}: no such file\n"
+
+
+def test_a_folder_that_replay_wrote_is_imported_as_its_records(imported, new_location, tmp_path):
+    # A corpus of records names more files than a command line holds: the folder stands for them. Imported
+    # into a new ledger, it is the files named one by one in the order of their paths, and the new ledger
+    # replays the same bytes.
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(stream("2916", papers=5))
+    assert imported("import", str(events)).exit_code == 0
+    records = tmp_path / "records"
+    assert imported("replay", "--as-of", AS_OF_004, "--out", str(records)).exit_code == 0
+    files = sorted(str(path) for path in records.iterdir())
+    assert len(files) == 6
+    (records / "README.txt").write_text("not a record")  # passed over: only .json and .jsonl files are read
+    replayed = {}
+    for way, args in (("named", files), ("folder", [str(records)])):
+        again = Cli(new_location())
+        assert again("init").exit_code == 0
+        done = again("import", *args)
+        assert (done.exit_code, done.stderr) == (0, ""), done.stderr
+        assert done.stdout.startswith(f"appended {40 + 5 * 6} events")
+        log = [json.loads(line) for line in again("export").stdout.splitlines()]
+        replayed[way] = ([(e["seq"], e["kind"], e["effective_at"], e["payload"]) for e in log],
+                         again("replay", "--as-of", AS_OF_004).stdout)
+    assert replayed["named"] == replayed["folder"]
+    assert replayed["folder"][1] == imported("replay", "--as-of", AS_OF_004).stdout
+
+
+def test_a_folder_with_no_record_in_it_is_bad_input(ready, tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    result = ready("import", str(SEED_004), str(tmp_path))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"ledger: {tmp_path}: a directory with no .json or .jsonl file in it\n"
+    assert head(ready).startswith("0 ")
 
 
 def test_the_console_script_in_a_real_process(tmp_path):

@@ -1,8 +1,10 @@
 """A file read in blocks (an import's input of over 64 MiB) gives what reading it whole gives: the same lines
 as `str.splitlines`, the same refusal in the same words as `decode_input`, the same answer to whether the
 key `seq` occurs; whatever the block size, wherever a block boundary falls (inside a character, between
-"\\r" and "\\n")."""
+"\\r" and "\\n"). And a directory given as an input stands for the `.json` and `.jsonl` files below it, in the
+order of their paths."""
 
+import os
 import re
 
 import pytest
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 from ledger.errors import InputError
 from ledger.importer import _SEQ_KEY
-from ledger.inputs import decode_input, file_lines, read_input, scan_file
+from ledger.inputs import decode_input, file_lines, input_files, read_input, scan_file
 
 # Line breaks of every kind splitlines knows, multi-byte characters, the key seq plain and escaped.
 TEXT_PIECES = ["a", "{", " ", "é", "€", "\U0001d11e", "\r", "\n", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028",
@@ -69,3 +71,36 @@ def test_a_file_that_stops_being_utf8_between_the_two_readings_is_refused_in_one
     assert next(lines)[0] == '{"a": 1}'
     with pytest.raises(InputError, match="input.jsonl: changed while being read: no longer UTF-8 text"):
         list(lines)
+
+
+def test_a_directory_stands_for_the_json_and_jsonl_files_below_it_in_path_order(tmp_path):
+    corpus = tmp_path / "corpus"
+    for path in ("b.json", "a.jsonl", "notes.txt", "records.json.gz", ".hidden.json", "sub/c.json", "sub/a.json",
+                 ".cache/d.json", "empty/"):
+        (corpus / path).parent.mkdir(parents=True, exist_ok=True)
+        if not path.endswith("/"):
+            (corpus / path).write_bytes(b"{}")
+    single = tmp_path / "single.json"
+    assert input_files([str(single), str(corpus), "-"]) == \
+        [str(single)] + [str(corpus / p) for p in ("a.jsonl", "b.json", "sub/a.json", "sub/c.json")] + ["-"]
+    # A name that is no directory is left to be read (and refused, when it must be) in its turn.
+    assert input_files([str(tmp_path / "missing.json")]) == [str(tmp_path / "missing.json")]
+
+
+def test_a_directory_with_nothing_to_read_or_that_cannot_be_read_is_named(tmp_path, monkeypatch):
+    (tmp_path / "notes.txt").write_bytes(b"x")
+    with pytest.raises(InputError) as refused:
+        input_files([str(tmp_path)])
+    assert str(refused.value) == f"{tmp_path}: a directory with no .json or .jsonl file in it"
+    (tmp_path / "locked").mkdir()
+    scandir = os.scandir
+
+    def denied(path):  # the tests run as root, whom permissions do not stop: the refusal os.walk would meet
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", denied)
+    with pytest.raises(InputError) as refused:
+        input_files([str(tmp_path)])
+    assert str(refused.value) == f"{tmp_path / 'locked'}: cannot read the directory: Permission denied"
