@@ -346,19 +346,25 @@ def test_one_job_decodes_at_most_its_budget_before_it_appends(new_location, monk
     assert at_the_lock == [before_the_lock] and decoded == list(range(1, 71, 7))
 
 
+def exported_log(new_location, tmp_path, prefix: str, seq_key: bytes = b'"seq"') -> tuple[str, bytes, bytes]:
+    """(its ledger, the event lines of three papers, their ledger's export with `seq_key` for "seq")."""
+    source = new_location()
+    Store.create(source).close()
+    log_source = tmp_path / "log-source.jsonl"
+    log_source.write_bytes(stream(prefix, papers=3))
+    assert import_with(source, [log_source], 1)[0] == "ok"
+    store = Store.open(source)
+    exported = b"".join(export_line(entry) for entry in store.entries()).replace(b'"seq"', seq_key)
+    store.close()
+    return source, log_source.read_bytes(), exported
+
+
 @pytest.mark.parametrize("seq_key", [b'"seq"', b'"\\u0073eq"'])
 def test_log_lines_go_before_new_facts_of_the_same_file(new_location, monkeypatch, tmp_path, seq_key):
     # A file of new facts whose log lines (an export of another ledger) come last, chunks later: the log
     # lines are appended first, as when the file is taken whole; also when their key `seq` is written with
     # an escape (the same key to a JSON parser).
-    source = new_location()
-    Store.create(source).close()
-    log_source = tmp_path / "log-source.jsonl"
-    log_source.write_bytes(stream("2907", papers=3))
-    assert import_with(source, [log_source], 1)[0] == "ok"
-    store = Store.open(source)
-    exported = b"".join(export_line(entry) for entry in store.entries()).replace(b'"seq"', seq_key)
-    store.close()
+    source, _, exported = exported_log(new_location, tmp_path, "2907", seq_key)
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(stream("2908", papers=5) + exported)
     seen = outcomes(new_location, monkeypatch, [path])
@@ -369,24 +375,16 @@ def test_log_lines_go_before_new_facts_of_the_same_file(new_location, monkeypatc
 
 def test_a_new_fact_contradicting_a_log_line_of_its_own_file_names_the_log_line(new_location, monkeypatch,
                                                                                 tmp_path):
-    # The log lines go first, chunks later in the file; a new fact on line 2 contradicts the one of seq 5: the
-    # refusal names seq 5, as the file taken whole does, not "another fact in this import".
-    source = new_location()
-    Store.create(source).close()
-    log_source = tmp_path / "log-source.jsonl"
-    log_source.write_bytes(stream("2914", papers=3))
-    assert import_with(source, [log_source], 1)[0] == "ok"
-    store = Store.open(source)
-    exported = b"".join(export_line(entry) for entry in store.entries())
-    store.close()
-    contradiction = lines_of(log_source.read_bytes())[4].replace(b'"source":"pdf_text"', b'"source":"arxiv_source"')
-    assert contradiction != lines_of(log_source.read_bytes())[4]
+    # The log lines go first, chunks later in the file; the new fact on line 1 contradicts the one of seq 5:
+    # the refusal names seq 5, as the file taken whole does, not "another fact in this import".
+    _, lines, exported = exported_log(new_location, tmp_path, "2914")
+    contradiction = lines_of(lines)[4].replace(b'"source":"pdf_text"', b'"source":"arxiv_source"')
+    assert contradiction != lines_of(lines)[4]
     path = tmp_path / "mixed.jsonl"
-    path.write_bytes(b"".join(lines_of(stream("2915", papers=5))[:1]) + contradiction + stream("2915", papers=5)
-                     + exported)
+    path.write_bytes(contradiction + stream("2915", papers=5) + exported)
     outcome = assert_same(outcomes(new_location, monkeypatch, [path]))
     assert outcome[0] == "InputError" and outcome[1].endswith(
-        "mixed.jsonl: line 2: citation.observed of 2914.00000/3 effective 2026-08-02T00:00:00Z contradicts event "
+        "mixed.jsonl: line 1: citation.observed of 2914.00000/3 effective 2026-08-02T00:00:00Z contradicts event "
         "seq 5 (same subject, kind and effective time, other payload)"), outcome
 
 
