@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import IO, Callable, Iterator, NamedTuple
 
+import orjson
+
 from projections.record import rebuild_mismatch
 
 from .canonical import canonical, loads_finite, parse_json
@@ -66,7 +68,6 @@ class Parsed:
     entries: list[tuple[int, Entry, Event]] = field(default_factory=list)
     last: bool = True
     size: int = 0  # bytes of the input this unit stands for (progress)
-    mixed: bool = False  # the input may hold exported log lines: its new facts wait for its last unit
     rebuilds_alone: bool = False  # a worker rebuilt the record from its own events alone, byte for byte
     paper: str | None = None  # a record's arXiv id
     record_bytes: bytes | None = None  # a record from a worker, not parsed yet
@@ -305,7 +306,6 @@ def _import(store: Store, units: Iterator[Parsed], mode: str, progress: Callable
     appended = present = done = 0
     first = next(units, None)  # decoded before the lock is taken: a bad first input never waits for it
     refusal: LedgerError | None = None
-    inputs: dict[str, list[tuple[int, Event]]] = {}  # an input's new facts held back until its last unit
     firsts: dict[str, int] = {}  # the seq each input's first new fact takes (`_fresh`)
     with store.writing() as writer:
         for item in _chain(first, units):  # raises the first unit that cannot be decoded, in input order
@@ -313,7 +313,7 @@ def _import(store: Store, units: Iterator[Parsed], mode: str, progress: Callable
             if refusal is not None:
                 continue  # keep decoding: a bad unit further on is what gets reported
             try:
-                added, held = _apply(writer, item, inputs, firsts, mode)
+                added, held = _apply(writer, item, firsts, mode)
             except FactStored:
                 if mode == "chunked":
                     raise _Unusual from None
@@ -336,38 +336,30 @@ def _chain(first: Parsed | None, rest: Iterator[Parsed]) -> Iterator[Parsed]:
         yield from rest
 
 
-def _apply(writer: Writer, item: Parsed, inputs: dict[str, list[tuple[int, Event]]], firsts: dict[str, int],
-           mode: str) -> tuple[int, int]:
-    """One unit: its log lines, then its new facts (an input's log lines all go before its new facts), then
-    its record's rebuild. Returns (appended, present)."""
+def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], mode: str) -> tuple[int, int]:
+    """One unit: its log lines, then its new facts, then its record's rebuild (an input holding both log lines
+    and new facts comes in two parts, its log lines first: `_parts`). Returns (appended, present)."""
     look_up = mode == "look up"
     appended = present = 0
-    own_from = firsts.setdefault(item.name, writer.seq + 1)  # an input's units come together, in order
-    if item.last:
-        del firsts[item.name]
     if item.entries:
         appended, present = _append_entries(writer, item.name, item.entries, look_up)
+    # The seq the input's first new fact takes, after its log lines: an input's units come together, in order.
+    own_from = firsts.setdefault(item.name, writer.seq + 1)
+    if item.last:
+        del firsts[item.name]
     events = item.events
-    if item.name in inputs or (events and item.mixed and not item.last):
-        held_back = inputs.setdefault(item.name, [])  # an input that may hold log lines: they go first
-        held_back.extend(events)
-        events = held_back if item.last else []
-        if item.last:
-            del inputs[item.name]
     new: tuple[list[Entry], list[Event]] | None = None  # this unit's events and their entries, when all were new
     if events:
         stored = writer.existing(e for _, e in events) if look_up else {}
         try:
-            # An input that may hold log lines meets its new facts all at once, after them: nothing of its
-            # own is stored then but its log lines, which `_fresh` names by their seq.
-            fresh, held = _fresh(item.name, events, stored, None if item.mixed else own_from)
+            fresh, held = _fresh(item.name, events, stored, own_from)
         except InputError:
             if mode == "chunked":  # the whole input's first contradiction may lie in an earlier unit
                 raise _Unusual from None
             raise
         entries = writer.append(fresh)
         appended, present = appended + len(fresh), present + held
-        if held == 0 and events is item.events:
+        if held == 0:
             new = (entries, fresh)
     if item.paper is not None:
         _check_rebuild(writer, item, new)
@@ -418,8 +410,8 @@ class _Unit(NamedTuple):
     text: str | None = None  # a whole input, parsed as `parse_input` would
     lines: list[str] | None = None  # or a chunk of event lines
     first: int = 1  # the chunk's first line number
-    last: bool = True  # the input ends with this unit
-    mixed: bool = False  # the input may hold exported log lines
+    last: bool = True  # the input (or its part) ends with this unit
+    part: str | None = None  # of an input holding log lines: which of its lines this unit takes (`_parts`)
     size: int = 0
     error: LedgerError | None = None  # the input could not be read or decoded: raised when its turn comes
     unread: bool = False  # a small file, to be read and cut into units by the worker (`_units`)
@@ -471,16 +463,18 @@ def _read_whole(name: str, data: bytes | None = None, kept: IO[bytes] | None = N
         yield _Unit(name, text=text, size=len(data))
         return
     count = len(lines)  # each group with its share of the bytes, for progress
-    groups = ((lines[start:start + CHUNK_LINES], len(data) * min(start + CHUNK_LINES, count) // count)
-              for start in range(0, count, CHUNK_LINES))
-    yield from _chunks(name, groups, bool(_SEQ_KEY.search(text)))
+    for part in _parts(bool(_SEQ_KEY.search(text))):
+        groups = ((lines[start:start + CHUNK_LINES], len(data) * min(start + CHUNK_LINES, count) // count)
+                  for start in range(0, count, CHUNK_LINES))
+        yield from _chunks(name, groups, part)
 
 
 def _streamed(name: str, kept: IO[bytes] | None = None) -> Iterator[_Unit]:
     """A file of more than STREAM_BYTES (or `kept`, stdin in a temporary file), read in blocks rather than
-    whole, twice: checked first as `decode_input` checks a file (and searched for log lines), then cut into
-    chunks of lines as `splitlines` cuts them, so the same units come out. Read whole after all when its
-    first chunk does not show it to be event lines (a large record)."""
+    whole, twice (three times when it holds log lines: `_parts`): checked first as `decode_input` checks a
+    file (and searched for log lines), then cut into chunks of lines as `splitlines` cuts them, so the same
+    units come out. Read whole after all when its first chunk does not show it to be event lines (a large
+    record)."""
     try:
         mixed = scan_file(name, _SEQ_KEY, block=STREAM_BLOCK, kept=kept)
         lines = file_lines(name, STREAM_BLOCK, kept)
@@ -491,22 +485,41 @@ def _streamed(name: str, kept: IO[bytes] | None = None) -> Iterator[_Unit]:
     if not _event_lines([line for line, _ in first]):  # true of the first lines only if true of them all
         yield from _read_whole(name, kept=kept)
         return
-    groups = chain([first], iter(lambda: list(islice(lines, CHUNK_LINES)), []))
-    yield from _chunks(name, (([line for line, _ in group], group[-1][1]) for group in groups), mixed)
+    for again, part in enumerate(_parts(mixed)):
+        # The new facts of a file holding log lines: read once more (a file that changed is named in its turn).
+        groups = _groups(file_lines(name, STREAM_BLOCK, kept)) if again else chain([first], _groups(lines))
+        yield from _chunks(name, (([line for line, _ in group], group[-1][1]) for group in groups), part)
 
 
-def _chunks(name: str, groups: Iterator[tuple[list[str], int]], mixed: bool) -> Iterator[_Unit]:
+def _groups(lines: Iterator[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]:
+    """`file_lines` in groups of CHUNK_LINES."""
+    return iter(lambda: list(islice(lines, CHUNK_LINES)), [])
+
+
+LOG_LINES, NEW_FACTS = "log lines", "new facts"
+
+
+def _parts(mixed: bool) -> tuple[str | None, ...]:
+    """The parts an input's chunks come in: all its lines at once, or, when it may hold log lines (a line
+    with the key `seq`), its log lines, then its new facts, each a pass over the whole input. Its log lines
+    go before its new facts (as when an input is one unit), and neither is ever held back in memory until
+    the input ends."""
+    return (LOG_LINES, NEW_FACTS) if mixed else (None,)
+
+
+def _chunks(name: str, groups: Iterator[tuple[list[str], int]], part: str | None) -> Iterator[_Unit]:
     """An input's event lines as units, from its groups of CHUNK_LINES lines, each with the bytes of the
-    input read by its end. `mixed`: the input may hold log lines (with `seq`), which go before its new facts:
-    its new facts are then kept back to its last unit. Raises nothing: a file that can no longer be read (it
-    went away between two readings) becomes a unit that raises."""
+    input read by its end; of a `part` (`_parts`), each with half its bytes, for progress. Raises nothing: a
+    file that can no longer be read (it went away between two readings) becomes a unit that raises."""
     number = read = 0
     try:
         pending = next(groups, None)
         while pending is not None:
             following = next(groups, None)
             lines, done = pending
-            yield _Unit(name, lines=lines, first=number + 1, last=following is None, mixed=mixed, size=done - read)
+            size = done - read if part is None else (done // 2 - read // 2 if part == LOG_LINES else
+                                                     (done - done // 2) - (read - read // 2))
+            yield _Unit(name, lines=lines, first=number + 1, last=following is None, part=part, size=size)
             number, read, pending = number + len(lines), done, following
     except InputError as exc:
         yield _Unit(name, error=exc)
@@ -531,9 +544,30 @@ def _decode(unit: _Unit) -> Parsed:
     if unit.lines is None:
         parsed = _parse_text(unit.name, unit.text)
     else:
-        parsed = _parse_lines(unit.name, unit.lines, None, unit.first)
-    parsed.last, parsed.mixed, parsed.size = unit.last, unit.mixed, unit.size
+        # Every line is parsed and checked in the part of log lines, in order: a bad line is named in its turn.
+        # The part of new facts passes over the log lines (kept blank: the lines keep their numbers).
+        lines = unit.lines if unit.part != NEW_FACTS else ["" if _logged(line) else line for line in unit.lines]
+        parsed = _parse_lines(unit.name, lines, None, unit.first)
+        if unit.part == LOG_LINES:
+            parsed.events = []
+    parsed.last, parsed.size = unit.last, unit.size
     return parsed
+
+
+def _logged(line: str) -> bool:
+    """Whether a line that the part of log lines parsed and checked is a log line: a JSON object with the key
+    `seq` (what `_add_line` asks, with the parser the strict one agrees with on what it accepts). An exported
+    line opens with its first key, `chain_hash`, which a new fact cannot carry (it would have been refused);
+    a line without the key `seq` anywhere is none."""
+    if line.startswith('{"chain_hash":'):
+        return True
+    if not _SEQ_KEY.search(line):
+        return False
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and "seq" in obj
 
 
 def _decode_packed(unit: _Unit) -> tuple:
@@ -547,7 +581,7 @@ def _decode_packed(unit: _Unit) -> tuple:
     record = None if p.record is None else canonical(p.record, finite=True)  # finite: from parse_json
     alone = p.record is not None and _rebuilds_alone(p)
     return (p.name, record, p.paper, [(n, tuple(e)) for n, e in p.events],
-            [(n, tuple(entry), tuple(e)) for n, entry, e in p.entries], p.last, p.mixed, p.size, alone)
+            [(n, tuple(entry), tuple(e)) for n, entry, e in p.entries], p.last, p.size, alone)
 
 
 def _decode_read(unit: _Unit) -> tuple[list[tuple], LedgerError | None]:
@@ -573,10 +607,10 @@ def _unpacked(results: Iterator[tuple[list[tuple], LedgerError | None]]) -> Iter
 
 
 def _unpack(packed: tuple) -> Parsed:
-    name, record, paper, events, entries, last, mixed, size, alone = packed
+    name, record, paper, events, entries, last, size, alone = packed
     make_entry, make_event_ = Entry._make, Event._make
     return Parsed(name, None, [(n, make_event_(e)) for n, e in events],
-                  [(n, make_entry(entry), make_event_(e)) for n, entry, e in entries], last, size, mixed, alone,
+                  [(n, make_entry(entry), make_event_(e)) for n, entry, e in entries], last, size, alone,
                   paper, record)
 
 

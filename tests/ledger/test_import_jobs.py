@@ -217,8 +217,7 @@ def whole(units):
     current = None
     for unit in units:
         if current is None:
-            current = dataclasses.replace(unit, events=list(unit.events), entries=list(unit.entries), last=True,
-                                          mixed=False)
+            current = dataclasses.replace(unit, events=list(unit.events), entries=list(unit.entries), last=True)
         else:
             current.events += unit.events
             current.entries += unit.entries
@@ -386,6 +385,42 @@ def test_a_new_fact_contradicting_a_log_line_of_its_own_file_names_the_log_line(
     assert outcome[0] == "InputError" and outcome[1].endswith(
         "mixed.jsonl: line 1: citation.observed of 2914.00000/3 effective 2026-08-02T00:00:00Z contradicts event "
         "seq 5 (same subject, kind and effective time, other payload)"), outcome
+
+
+def test_a_file_of_log_lines_and_new_facts_comes_in_two_parts_each_read_in_full(new_location, monkeypatch,
+                                                                                tmp_path):
+    # Its log lines first, then its new facts, each part a pass over the whole file (nothing held back until
+    # the file ends); the parts' sizes add up to the file's, for progress. A new fact whose text holds "seq"
+    # (a title) is a new fact all the same: it goes after the log lines.
+    _, _, exported = exported_log(new_location, tmp_path, "2917")
+    titled = event_line("paper.snapshot", {"arxiv_id": "2921.00001", "snapshot_observed_at": "2026-08-01T00:00:00Z",
+                                           "title": "seq", "latest_version": 1})
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(titled + stream("2918", papers=5) + exported)  # 49 lines: 7 chunks of 7
+    monkeypatch.setattr(importer, "CHUNK_LINES", 7)
+    units = list(importer._units([str(path)], {}))
+    assert [unit.part for unit in units] == [importer.LOG_LINES] * 7 + [importer.NEW_FACTS] * 7
+    assert [unit.last for unit in units].count(True) == 2 and sum(unit.size for unit in units) == path.stat().st_size
+    decoded = [importer._decode(unit) for unit in units]
+    assert sum(len(p.entries) for p in decoded[:7]) == 18 and not any(p.events for p in decoded[:7])
+    assert sum(len(p.events) for p in decoded[7:]) == 31 and not any(p.entries for p in decoded[7:])
+    seen = outcomes(new_location, monkeypatch, [path])
+    assert assert_same(seen) == ("ok", 49, 0, 49)
+    ledger = next(iter(seen.values()))[1]
+    assert b'"title":"seq"' in ledger[18][3]  # the first new fact, after the 18 log lines
+
+
+def test_a_bad_new_fact_before_a_bad_log_line_is_the_one_named(new_location, monkeypatch, tmp_path):
+    # The part of log lines parses and checks every line, in order: the first bad line is named, whichever
+    # part it belongs to.
+    _, _, exported = exported_log(new_location, tmp_path, "2919")
+    lines = lines_of(stream("2920", papers=5) + exported)
+    lines[2] = b'{"kind":"citation.deleted","payload":{}}\n'
+    lines[40] = lines[40].replace(b'"entry_hash":"blake3:', b'"entry_hash":"blake4:')
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"".join(lines))
+    outcome = assert_same(outcomes(new_location, monkeypatch, [path]))
+    assert outcome[0] == "InputError" and "mixed.jsonl: line 3: field kind: expected one of" in outcome[1], outcome
 
 
 def test_replay_with_jobs_writes_the_same_records(imported_many, tmp_path):
