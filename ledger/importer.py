@@ -338,7 +338,7 @@ def _chain(first: Parsed | None, rest: Iterator[Parsed]) -> Iterator[Parsed]:
 
 def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], mode: str) -> tuple[int, int]:
     """One unit: its log lines, then its new facts, then its record's rebuild (an input holding both log lines
-    and new facts comes in two parts, its log lines first: `_parts`). Returns (appended, present)."""
+    and new facts comes in two parts, its log lines first: `_in_parts`). Returns (appended, present)."""
     look_up = mode == "look up"
     appended = present = 0
     if item.entries:
@@ -411,7 +411,7 @@ class _Unit(NamedTuple):
     lines: list[str] | None = None  # or a chunk of event lines
     first: int = 1  # the chunk's first line number
     last: bool = True  # the input (or its part) ends with this unit
-    part: str | None = None  # of an input holding log lines: which of its lines this unit takes (`_parts`)
+    part: str | None = None  # of an input holding log lines: which of its lines this unit takes (`_in_parts`)
     size: int = 0
     error: LedgerError | None = None  # the input could not be read or decoded: raised when its turn comes
     unread: bool = False  # a small file, to be read and cut into units by the worker (`_units`)
@@ -463,18 +463,20 @@ def _read_whole(name: str, data: bytes | None = None, kept: IO[bytes] | None = N
         yield _Unit(name, text=text, size=len(data))
         return
     count = len(lines)  # each group with its share of the bytes, for progress
-    for part in _parts(bool(_SEQ_KEY.search(text))):
-        groups = ((lines[start:start + CHUNK_LINES], len(data) * min(start + CHUNK_LINES, count) // count)
-                  for start in range(0, count, CHUNK_LINES))
-        yield from _chunks(name, groups, part)
+
+    def groups() -> Groups:
+        return ((lines[start:start + CHUNK_LINES], len(data) * min(start + CHUNK_LINES, count) // count)
+                for start in range(0, count, CHUNK_LINES))
+
+    yield from _in_parts(name, groups(), groups, bool(_SEQ_KEY.search(text)))
 
 
 def _streamed(name: str, kept: IO[bytes] | None = None) -> Iterator[_Unit]:
     """A file of more than STREAM_BYTES (or `kept`, stdin in a temporary file), read in blocks rather than
-    whole, twice (three times when it holds log lines: `_parts`): checked first as `decode_input` checks a
-    file (and searched for log lines), then cut into chunks of lines as `splitlines` cuts them, so the same
-    units come out. Read whole after all when its first chunk does not show it to be event lines (a large
-    record)."""
+    whole, twice (three times when it holds new facts and log lines: `_in_parts`): checked first as
+    `decode_input` checks a file (and searched for log lines), then cut into chunks of lines as `splitlines`
+    cuts them, so the same units come out. Read whole after all when its first chunk does not show it to be
+    event lines (a large record)."""
     try:
         mixed = scan_file(name, _SEQ_KEY, block=STREAM_BLOCK, kept=kept)
         lines = file_lines(name, STREAM_BLOCK, kept)
@@ -485,10 +487,9 @@ def _streamed(name: str, kept: IO[bytes] | None = None) -> Iterator[_Unit]:
     if not _event_lines([line for line, _ in first]):  # true of the first lines only if true of them all
         yield from _read_whole(name, kept=kept)
         return
-    for again, part in enumerate(_parts(mixed)):
-        # The new facts of a file holding log lines: read once more (a file that changed is named in its turn).
-        groups = _groups(file_lines(name, STREAM_BLOCK, kept)) if again else chain([first], _groups(lines))
-        yield from _chunks(name, (([line for line, _ in group], group[-1][1]) for group in groups), part)
+    # The new facts of a file holding log lines: read once more (a file that changed is named in its turn).
+    yield from _in_parts(name, _grouped(chain([first], _groups(lines))),
+                         lambda: _grouped(_groups(file_lines(name, STREAM_BLOCK, kept))), mixed)
 
 
 def _groups(lines: Iterator[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]:
@@ -496,29 +497,51 @@ def _groups(lines: Iterator[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]
     return iter(lambda: list(islice(lines, CHUNK_LINES)), [])
 
 
+def _grouped(groups: Iterator[list[tuple[str, int]]]) -> Iterator[tuple[list[str], int]]:
+    """Groups of `file_lines` as `_chunks` takes them: their lines, and the bytes read by their end."""
+    return (([line for line, _ in group], group[-1][1]) for group in groups)
+
+
 LOG_LINES, NEW_FACTS = "log lines", "new facts"
 
 
-def _parts(mixed: bool) -> tuple[str | None, ...]:
-    """The parts an input's chunks come in: all its lines at once, or, when it may hold log lines (a line
-    with the key `seq`), its log lines, then its new facts, each a pass over the whole input. Its log lines
-    go before its new facts (as when an input is one unit), and neither is ever held back in memory until
-    the input ends."""
-    return (LOG_LINES, NEW_FACTS) if mixed else (None,)
+Groups = Iterator[tuple[list[str], int]]  # an input's lines, CHUNK_LINES at a time, each with the bytes read by its end
 
 
-def _chunks(name: str, groups: Iterator[tuple[list[str], int]], part: str | None) -> Iterator[_Unit]:
+def _in_parts(name: str, groups: Groups, again: Callable[[], Groups], mixed: bool) -> Iterator[_Unit]:
+    """An input's chunks (`_chunks`) from its `groups` of lines. An input that may hold log lines (a line with
+    the key `seq`) comes in two parts, each a pass over all of it: its log lines, then, should a line of it
+    be a new fact, its new facts, from the groups `again` gives. Its log lines so go before its new facts, as
+    when an input is one unit, and neither is held back until the input ends (its new facts took ten times
+    their size)."""
+    if not mixed:
+        yield from _chunks(name, groups, None)
+        return
+    facts = False
+
+    def watched() -> Groups:
+        nonlocal facts
+        for lines, done in groups:
+            facts = facts or any(not _logged(line) and line.strip() for line in lines)
+            yield lines, done
+
+    yield from _chunks(name, watched(), LOG_LINES)
+    if facts:
+        yield from _chunks(name, again(), NEW_FACTS)
+
+
+def _chunks(name: str, groups: Groups, part: str | None) -> Iterator[_Unit]:
     """An input's event lines as units, from its groups of CHUNK_LINES lines, each with the bytes of the
-    input read by its end; of a `part` (`_parts`), each with half its bytes, for progress. Raises nothing: a
-    file that can no longer be read (it went away between two readings) becomes a unit that raises."""
+    input read by its end, for progress (those of new facts read a second time count none: `_in_parts`).
+    Raises nothing: a file that can no longer be read (it went away between two readings) becomes a unit
+    that raises."""
     number = read = 0
     try:
         pending = next(groups, None)
         while pending is not None:
             following = next(groups, None)
             lines, done = pending
-            size = done - read if part is None else (done // 2 - read // 2 if part == LOG_LINES else
-                                                     (done - done // 2) - (read - read // 2))
+            size = 0 if part == NEW_FACTS else done - read
             yield _Unit(name, lines=lines, first=number + 1, last=following is None, part=part, size=size)
             number, read, pending = number + len(lines), done, following
     except InputError as exc:

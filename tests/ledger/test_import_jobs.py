@@ -390,8 +390,8 @@ def test_a_new_fact_contradicting_a_log_line_of_its_own_file_names_the_log_line(
 def test_a_file_of_log_lines_and_new_facts_comes_in_two_parts_each_read_in_full(new_location, monkeypatch,
                                                                                 tmp_path):
     # Its log lines first, then its new facts, each part a pass over the whole file (nothing held back until
-    # the file ends); the parts' sizes add up to the file's, for progress. A new fact whose text holds "seq"
-    # (a title) is a new fact all the same: it goes after the log lines.
+    # the file ends); the sizes add up to the file's, for progress (the second pass counts none). A new fact
+    # whose text holds "seq" (a title) is a new fact all the same: it goes after the log lines.
     _, _, exported = exported_log(new_location, tmp_path, "2917")
     titled = event_line("paper.snapshot", {"arxiv_id": "2921.00001", "snapshot_observed_at": "2026-08-01T00:00:00Z",
                                            "title": "seq", "latest_version": 1})
@@ -408,6 +408,21 @@ def test_a_file_of_log_lines_and_new_facts_comes_in_two_parts_each_read_in_full(
     assert assert_same(seen) == ("ok", 49, 0, 49)
     ledger = next(iter(seen.values()))[1]
     assert b'"title":"seq"' in ledger[18][3]  # the first new fact, after the 18 log lines
+
+
+@pytest.mark.parametrize("block", [None, 5])
+def test_an_export_alone_is_read_in_one_part(new_location, tmp_path, monkeypatch, block):
+    # Every line a log line: no second pass, read whole or in blocks.
+    _, _, exported = exported_log(new_location, tmp_path, "2922")
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(exported)
+    monkeypatch.setattr(importer, "CHUNK_LINES", 7)
+    if block:
+        monkeypatch.setattr(importer, "STREAM_BYTES", 0)
+        monkeypatch.setattr(importer, "STREAM_BLOCK", block)
+    units = list(importer._units([str(path)], {}))
+    assert [unit.part for unit in units] == [importer.LOG_LINES] * 3
+    assert sum(unit.size for unit in units) == path.stat().st_size
 
 
 def test_a_bad_new_fact_before_a_bad_log_line_is_the_one_named(new_location, monkeypatch, tmp_path):
