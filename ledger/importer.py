@@ -412,9 +412,12 @@ class _Unit(NamedTuple):
     first: int = 1  # the chunk's first line number
     last: bool = True  # the input (or its part) ends with this unit
     part: str | None = None  # of an input holding log lines: which of its lines this unit takes (`_in_parts`)
-    size: int = 0
+    size: int = 0  # bytes of the input it holds
     error: LedgerError | None = None  # the input could not be read or decoded: raised when its turn comes
     unread: bool = False  # a small file, to be read and cut into units by the worker (`_units`)
+
+
+Groups = Iterator[tuple[list[str], int]]  # an input's lines, CHUNK_LINES at a time, each with the bytes read by its end
 
 
 def _units(names: list[str], stdin: dict[str, bytes | IO[bytes]], defer: bool = False) -> Iterator[_Unit]:
@@ -497,15 +500,12 @@ def _groups(lines: Iterator[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]
     return iter(lambda: list(islice(lines, CHUNK_LINES)), [])
 
 
-def _grouped(groups: Iterator[list[tuple[str, int]]]) -> Iterator[tuple[list[str], int]]:
+def _grouped(groups: Iterator[list[tuple[str, int]]]) -> Groups:
     """Groups of `file_lines` as `_chunks` takes them: their lines, and the bytes read by their end."""
     return (([line for line, _ in group], group[-1][1]) for group in groups)
 
 
 LOG_LINES, NEW_FACTS = "log lines", "new facts"
-
-
-Groups = Iterator[tuple[list[str], int]]  # an input's lines, CHUNK_LINES at a time, each with the bytes read by its end
 
 
 def _in_parts(name: str, groups: Groups, again: Callable[[], Groups], mixed: bool) -> Iterator[_Unit]:
@@ -532,17 +532,15 @@ def _in_parts(name: str, groups: Groups, again: Callable[[], Groups], mixed: boo
 
 def _chunks(name: str, groups: Groups, part: str | None) -> Iterator[_Unit]:
     """An input's event lines as units, from its groups of CHUNK_LINES lines, each with the bytes of the
-    input read by its end, for progress (those of new facts read a second time count none: `_in_parts`).
-    Raises nothing: a file that can no longer be read (it went away between two readings) becomes a unit
-    that raises."""
+    input read by its end (what a worker's batch weighs). Raises nothing: a file that can no longer be read
+    (it went away between two readings) becomes a unit that raises."""
     number = read = 0
     try:
         pending = next(groups, None)
         while pending is not None:
             following = next(groups, None)
             lines, done = pending
-            size = 0 if part == NEW_FACTS else done - read
-            yield _Unit(name, lines=lines, first=number + 1, last=following is None, part=part, size=size)
+            yield _Unit(name, lines=lines, first=number + 1, last=following is None, part=part, size=done - read)
             number, read, pending = number + len(lines), done, following
     except InputError as exc:
         yield _Unit(name, error=exc)
@@ -573,7 +571,8 @@ def _decode(unit: _Unit) -> Parsed:
         parsed = _parse_lines(unit.name, lines, None, unit.first)
         if unit.part == LOG_LINES:
             parsed.events = []
-    parsed.last, parsed.size = unit.last, unit.size
+    # Progress counts an input's bytes once: the part of new facts, its second pass, counts none.
+    parsed.last, parsed.size = unit.last, 0 if unit.part == NEW_FACTS else unit.size
     return parsed
 
 

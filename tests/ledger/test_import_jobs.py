@@ -390,8 +390,9 @@ def test_a_new_fact_contradicting_a_log_line_of_its_own_file_names_the_log_line(
 def test_a_file_of_log_lines_and_new_facts_comes_in_two_parts_each_read_in_full(new_location, monkeypatch,
                                                                                 tmp_path):
     # Its log lines first, then its new facts, each part a pass over the whole file (nothing held back until
-    # the file ends); the sizes add up to the file's, for progress (the second pass counts none). A new fact
-    # whose text holds "seq" (a title) is a new fact all the same: it goes after the log lines.
+    # the file ends). Each part's units weigh the bytes they hold, so a worker's batch of the second part is
+    # no larger than one of the first; progress counts the file's bytes once. A new fact whose text holds
+    # "seq" (a title) is a new fact all the same: it goes after the log lines.
     _, _, exported = exported_log(new_location, tmp_path, "2917")
     titled = event_line("paper.snapshot", {"arxiv_id": "2921.00001", "snapshot_observed_at": "2026-08-01T00:00:00Z",
                                            "title": "seq", "latest_version": 1})
@@ -400,8 +401,11 @@ def test_a_file_of_log_lines_and_new_facts_comes_in_two_parts_each_read_in_full(
     monkeypatch.setattr(importer, "CHUNK_LINES", 7)
     units = list(importer._units([str(path)], {}))
     assert [unit.part for unit in units] == [importer.LOG_LINES] * 7 + [importer.NEW_FACTS] * 7
-    assert [unit.last for unit in units].count(True) == 2 and sum(unit.size for unit in units) == path.stat().st_size
+    assert [unit.last for unit in units].count(True) == 2
+    assert [unit.size for unit in units[7:]] == [unit.size for unit in units[:7]]
+    assert sum(unit.size for unit in units[:7]) == path.stat().st_size
     decoded = [importer._decode(unit) for unit in units]
+    assert sum(p.size for p in decoded) == path.stat().st_size
     assert sum(len(p.entries) for p in decoded[:7]) == 18 and not any(p.events for p in decoded[:7])
     assert sum(len(p.events) for p in decoded[7:]) == 31 and not any(p.entries for p in decoded[7:])
     seen = outcomes(new_location, monkeypatch, [path])
