@@ -33,16 +33,15 @@ def input_files(names: list[str]) -> list[str]:
     corpus of more files than a command line holds (about 60,000 paths) can be named, and a folder that
     `replay --out` wrote is imported as it stands. Raises InputError naming a directory that cannot be read,
     or that holds no such file."""
+    def unreadable(error: OSError) -> None:
+        raise InputError(f"{error.filename}: cannot read the directory: {error.strerror}")
+
     found: list[str] = []
     for name in names:
         if name == STDIN or not os.path.isdir(name):
             found.append(name)  # read_input names the problem of a missing or unreadable file in its turn
             continue
         files = []
-
-        def unreadable(error: OSError) -> None:
-            raise InputError(f"{error.filename}: cannot read the directory: {error.strerror}")
-
         for folder, folders, children in os.walk(name, onerror=unreadable):
             folders[:] = [child for child in folders if not child.startswith(".")]
             files += [os.path.join(folder, child) for child in children
