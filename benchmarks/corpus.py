@@ -17,13 +17,13 @@ from pathlib import Path
 import orjson
 
 from benchmarks.generate import generate_papers
-from ledger.canonical import canonical
-from ledger.events import Event
-from ledger.export import export_line
-from ledger.importer import Parsed, import_inputs
-from ledger.replay import records_as_of
-from ledger.store import Store
-from ledger.times import instant_key
+from ledger.core.canonical import canonical
+from ledger.model.events import Event
+from ledger.log.export import export_line
+from ledger.importing.importer import Parsed, import_inputs
+from ledger.services.replay import records_as_of
+from ledger.storage.store import Store
+from ledger.core.times import instant_key
 
 AS_OF = "2027-06-01T00:00:00Z"
 

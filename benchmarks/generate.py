@@ -12,7 +12,7 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 
-from ledger.events import Event, make_event
+from ledger.model.events import Event, make_event
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PROBE = "2999.00001"  # 60 inbound, 40 outbound, 3 sweeps: the same record in every ledger

@@ -29,10 +29,10 @@ import uuid
 from pathlib import Path
 
 from benchmarks.generate import PROBE, generate
-from ledger.chain import GENESIS, entry_hash, link, verify_entries
-from ledger.importer import Parsed, import_inputs
-from ledger.store import Store
-from projections.record import build_record
+from ledger.log.chain import GENESIS, entry_hash, link, verify_entries
+from ledger.importing.importer import Parsed, import_inputs
+from ledger.storage.store import Store
+from ledger.projections.record import build_record
 
 HERE = Path(__file__).parent
 SYNCHRONOUS = "FULL"
@@ -96,7 +96,7 @@ class without_tree:
     """The same append path with the Merkle tree switched off, to price keeping the tree (benchmark only)."""
 
     def __enter__(self):
-        import ledger.store as store_module
+        import ledger.storage.store as store_module
 
         self.saved = (store_module.grow, store_module.leaf_hash, store_module.frontier_nodes)
         store_module.grow = lambda *args: None
@@ -104,7 +104,7 @@ class without_tree:
         store_module.frontier_nodes = lambda size: []
 
     def __exit__(self, *exc):
-        import ledger.store as store_module
+        import ledger.storage.store as store_module
 
         store_module.grow, store_module.leaf_hash, store_module.frontier_nodes = self.saved
 
@@ -117,8 +117,8 @@ def interleaved_appends(events, batch: int, every: int, folder: Path) -> tuple[f
     transaction i of one ledger, then of the other, alternating which goes first, so a busy neighbour slows
     both alike. Each ledger's chain and sequence are checked afterwards, and the kept index root against its
     re-computation from the log."""
-    from ledger.index_nodes import root_at
-    from ledger.paper_index import index_of_log
+    from ledger.storage.index_nodes import root_at
+    from ledger.log.paper_index import index_of_log
 
     stores = {True: Store.create(str(folder / f"kept-{uuid.uuid4().hex}.db")),
               False: Store.create(str(folder / f"appends-{uuid.uuid4().hex}.db"))}
@@ -153,7 +153,7 @@ def _paper_id(n: int) -> str:
 
 def snapshots(count: int, first: int = 0) -> list:
     """A paper.snapshot each for `count` papers: the cheapest way to a ledger of many papers."""
-    from ledger.events import make_event
+    from ledger.model.events import make_event
 
     return [make_event("paper.snapshot", {"arxiv_id": _paper_id(n), "latest_version": 1,
                                           "primary_category": "cs.DC", "snapshot_observed_at": _stamp(n),
@@ -171,9 +171,9 @@ def index_proofs(path: Path, papers: int, reps: int) -> dict[str, float]:
     afresh for the run, and the sizes of those proofs as `prove --paper --json` prints them."""
     import random
 
-    from ledger.canonical import canonical
-    from ledger.paper_index import index_root
-    from ledger.proofs import prove_paper
+    from ledger.core.canonical import canonical
+    from ledger.log.paper_index import index_root
+    from ledger.services.proofs import prove_paper
 
     store = Store.create(str(path))
     events = snapshots(papers) + generate(10_000, seed=13)
@@ -213,8 +213,8 @@ def proof_shape(keys: list[bytes], name: str, tree_size: int) -> tuple[int, int,
     empty), and hashes' values do not change a proof's length. (JSON bytes as `prove --paper --json` prints
     it for a paper with one event, binary bytes: 32 a non-empty sibling, a bit each for empty or not, the
     leaf's count and root; depth.)"""
-    from ledger.canonical import canonical
-    from ledger.paper_index import paper_key
+    from ledger.core.canonical import canonical
+    from ledger.log.paper_index import paper_key
 
     key = paper_key(name)
     value = int.from_bytes(key, "big")
@@ -242,7 +242,7 @@ def proof_shapes(papers: int, sample: int = 2000) -> dict[str, float]:
     """Index proof sizes in an index of `papers` papers (`proof_shape`), over a sample of them."""
     import random
 
-    from ledger.paper_index import paper_key
+    from ledger.log.paper_index import paper_key
 
     names = [_paper_id(n) for n in range(papers)]
     keys = sorted(paper_key(name) for name in names)
@@ -399,9 +399,9 @@ def verify_speed(store: Store, n: int, reps: int) -> tuple[float, float, float]:
 
 PEAK_SCRIPT = """
 import sys, tracemalloc
-from ledger.chain import verify_entries
-from ledger.replay import records_as_of
-from ledger.store import Store
+from ledger.log.chain import verify_entries
+from ledger.services.replay import records_as_of
+from ledger.storage.store import Store
 store = Store.open(sys.argv[1])
 tracemalloc.start()
 papers = sum(1 for _ in records_as_of(store, sys.argv[2], sys.argv[3]))
@@ -424,7 +424,7 @@ def peak_memory(path: Path) -> tuple[int, int, int, int]:
 PG_WRITER = """
 import pickle, sys, time
 from benchmarks.run import import_batch
-from ledger.store import Store
+from ledger.storage.store import Store
 store = Store.open(sys.argv[1])
 events = pickle.load(open(sys.argv[2], "rb"))
 store.head()  # connected

@@ -31,12 +31,12 @@ from pathlib import Path
 
 from benchmarks.generate import PROBE, generate
 from benchmarks.run import GateError, gate, import_batch, percentile, replace_section, run_main
-from ledger.signed_notes import generate_signer
-from ledger.store import Store
-from ledger.canonical import canonical
-from projections.record import build_record
-from web.publish import publish
-from web.site import Site, when
+from ledger.log.signed_notes import generate_signer
+from ledger.storage.store import Store
+from ledger.core.canonical import canonical
+from ledger.projections.record import build_record
+from ledger.web.publish import publish
+from ledger.web.site import Site, when
 
 HERE = Path(__file__).parent
 AS_OF = "2027-06-01T00:00:00Z"
@@ -65,7 +65,7 @@ class Server:
     def __init__(self, db: Path, workers: int, key: Path, limit: int = 900):
         self.port = free_port()
         self.process = subprocess.Popen(
-            ["timeout", "--kill-after=5", str(limit), sys.executable, "-m", "cli", "--db", str(db), "serve",
+            ["timeout", "--kill-after=5", str(limit), sys.executable, "-m", "ledger.cli", "--db", str(db), "serve",
              "--port", str(self.port), "--workers", str(workers), "--key", str(key)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 60

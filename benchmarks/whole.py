@@ -22,12 +22,12 @@ from typing import NamedTuple
 
 from benchmarks.corpus import AS_OF, write_corpus
 from benchmarks.run import HERE, gate  # run.py imports this module inside its main only: no cycle at load
-from ledger.chain import entry_bytes, verify_entries
-from ledger.events import Event
-from ledger.importer import Parsed, import_inputs, parse_input
-from ledger.merkle import root
-from ledger.proofs import prove_consistency, prove_inclusion
-from ledger.store import Store
+from ledger.log.chain import entry_bytes, verify_entries
+from ledger.model.events import Event
+from ledger.importing.importer import Parsed, import_inputs, parse_input
+from ledger.log.merkle import root
+from ledger.services.proofs import prove_consistency, prove_inclusion
+from ledger.storage.store import Store
 
 
 class Corpus(NamedTuple):
@@ -86,7 +86,7 @@ def command(args: list[str], stdin: Path | None = None) -> tuple[float, bytes, i
                "print(elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, done.returncode,\n"
                "      file=sys.stderr)\n")
     with open(stdin or "/dev/null", "rb") as given:
-        done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "cli", *args], capture_output=True,
+        done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "ledger.cli", *args], capture_output=True,
                               cwd=HERE.parent, stdin=given)
     *errors, summary = done.stderr.decode().strip().splitlines()
     elapsed, rss, code = summary.split()
@@ -340,7 +340,7 @@ def profile_import(files: list[Path], folder: Path, top: int = 12) -> list[str]:
     import pstats
 
     db, out = new_ledger(folder), folder / f"profile-{uuid.uuid4().hex}.prof"
-    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "cli", "--db", str(db), "import",
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "ledger.cli", "--db", str(db), "import",
                            *map(str, files)], capture_output=True, cwd=HERE.parent)
     gate(done.returncode == 0, f"profiled import: {done.stderr!r}")
     stats = pstats.Stats(str(out))

@@ -12,13 +12,13 @@ from typing import Annotated, Callable
 
 import typer
 
-from ledger.canonical import canonical
-from ledger.errors import InputError
-from ledger.inputs import decode_input, read_input
-from ledger.logfile import open_ledger
-from ledger.signed_notes import Signer, Verifier, parse_signer, parse_verifier
-from ledger.store import Store
-from ledger.times import parse_when
+from ledger.core.canonical import canonical
+from ledger.core.errors import InputError
+from ledger.core.inputs import decode_input, read_input
+from ledger.importing.logfile import open_ledger
+from ledger.log.signed_notes import Signer, Verifier, parse_signer, parse_verifier
+from ledger.storage.store import Store
+from ledger.core.times import parse_when
 
 DEFAULT_DB = "ledger.db"
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]  # every command's --json

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from cli.common import Json, db_location, open_store, write_json, write_stdout
-from ledger.chain import hex_hash
-from ledger.export import export_line
-from ledger.store import Store
+from ledger.cli.common import Json, db_location, open_store, write_json, write_stdout
+from ledger.log.chain import hex_hash
+from ledger.log.export import export_line
+from ledger.storage.store import Store
 
 app = typer.Typer()
 

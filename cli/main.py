@@ -15,9 +15,9 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from cli import log_commands, proof_commands, publish_commands, record_commands
-from cli.common import DEFAULT_DB
-from ledger.errors import IntegrityError, LedgerError
+from ledger.cli import log_commands, proof_commands, publish_commands, record_commands
+from ledger.cli.common import DEFAULT_DB
+from ledger.core.errors import IntegrityError, LedgerError
 
 
 class LedgerGroup(TyperGroup):

@@ -8,13 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.common import Json, load_signer, load_verifier, open_store, read_text, write_json, write_stdout
-from ledger.auditor import load_json, verify_proof
-from ledger.errors import InputError
-from ledger.inputs import read_input
-from ledger.proofs import checkpoint as signed_checkpoint
-from ledger.proofs import prove_consistency, prove_inclusion, prove_paper
-from ledger.signed_notes import generate_signer
+from ledger.cli.common import Json, load_signer, load_verifier, open_store, read_text, write_json, write_stdout
+from ledger.audit.auditor import load_json, verify_proof
+from ledger.core.errors import InputError
+from ledger.core.inputs import read_input
+from ledger.services.proofs import checkpoint as signed_checkpoint
+from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
+from ledger.log.signed_notes import generate_signer
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"

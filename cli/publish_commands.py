@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.common import Json, db_location, load_signer, open_store, progress, write_json
-from ledger.errors import InputError, LedgerError
+from ledger.cli.common import Json, db_location, load_signer, open_store, progress, write_json
+from ledger.core.errors import InputError, LedgerError
 
 app = typer.Typer()
 
@@ -42,7 +42,7 @@ def serve(
     """Serve the records' links, the evidence and the log's tiles over HTTP, read-only."""
     import uvicorn
 
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     signer = load_signer(key) if key else None
     location = db_location(ctx)
@@ -59,7 +59,7 @@ def serve(
         os.environ["LEDGER_SERVE_KEY"] = os.path.abspath(key)
     else:
         os.environ.pop("LEDGER_SERVE_KEY", None)
-    uvicorn.run("web.app:from_environment", factory=True, host=host, port=port, workers=workers,
+    uvicorn.run("ledger.web.app:from_environment", factory=True, host=host, port=port, workers=workers,
                 log_level="warning", access_log=False)
 
 
@@ -72,8 +72,8 @@ def publish(
     json: Json = False,
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""
-    from web.publish import publish as write_site
-    from web.site import when
+    from ledger.web.publish import publish as write_site
+    from ledger.web.site import when
 
     at = when("--as-of", as_of)
     signer = load_signer(key) if key else None

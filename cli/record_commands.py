@@ -10,23 +10,23 @@ import typer
 
 from functools import partial
 
-from cli.common import (Jobs, Json, Meter, db_location, load_signer, load_verifier, open_store, progress, read_text,
+from ledger.cli.common import (Jobs, Json, Meter, db_location, load_signer, load_verifier, open_store, progress, read_text,
                         when, write_json, write_stdout)
-from ledger.auditor import load_json, verify_bundle, verify_index
-from ledger.canonical import canonical
-from ledger.chain import hex_hash
-from ledger.errors import InputError, IntegrityError, NotFoundError
-from ledger.importer import import_files
-from ledger.inputs import read_input
-from ledger.logfile import is_exported_log, log_entries
-from ledger.proofs import evidence_bundle
-from ledger.replay import render_records, shared
-from ledger.store import Store, sqlite_path
-from ledger.verify import compare_record, verify_chain
-from ledger.workers import Workers
-from projections import audit
-from projections.record import build_record
-from projections.text import render_text
+from ledger.audit.auditor import load_json, verify_bundle, verify_index
+from ledger.core.canonical import canonical
+from ledger.log.chain import hex_hash
+from ledger.core.errors import InputError, IntegrityError, NotFoundError
+from ledger.importing.importer import import_files
+from ledger.core.inputs import read_input
+from ledger.importing.logfile import is_exported_log, log_entries
+from ledger.services.proofs import evidence_bundle
+from ledger.services.replay import render_records, shared
+from ledger.storage.store import Store, sqlite_path
+from ledger.services.verify import compare_record, verify_chain
+from ledger.core.workers import Workers
+from ledger.projections import history as views
+from ledger.projections.record import build_record
+from ledger.projections.text import render_text
 
 app = typer.Typer()
 
@@ -239,7 +239,7 @@ def diff(
         before = build_record(paper, facts, start_text, start_key)
     except NotFoundError:
         before = None
-    result = audit.diff(before, after)
+    result = views.diff(before, after)
     if json:
         write_json(result)
         return
@@ -274,7 +274,7 @@ def history(
     facts = store.observation_facts(subject) or store.paper_facts(subject)
     if not facts:
         raise NotFoundError(f"no events of {subject} in this ledger")
-    rows = audit.history(facts)
+    rows = views.history(facts)
     if json:
         write_json(rows)
         return

@@ -11,11 +11,11 @@ from typing import Iterable, NamedTuple
 
 import orjson
 
-from ledger import SCHEMA
-from ledger.canonical import canonical, loads_finite
-from ledger.errors import NotFoundError
-from ledger.standing_notices import CHECK_FAILED
-from ledger.events import (
+from ledger.model.published import SCHEMA
+from ledger.core.canonical import canonical, loads_finite
+from ledger.core.errors import NotFoundError
+from ledger.model.standing_notices import CHECK_FAILED
+from ledger.model.events import (
     CITATION_OBSERVED,
     Fact,
     latest,
@@ -28,8 +28,8 @@ from ledger.events import (
     SOURCE_CHECKED,
     UNRESOLVED,
 )
-from ledger.published import RESOLUTION_STATES, context_digest, observation_digest
-from ledger.times import instant_key, long_date
+from ledger.model.published import RESOLUTION_STATES, context_digest, observation_digest
+from ledger.core.times import instant_key, long_date
 
 CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
 REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."

@@ -4,8 +4,8 @@ line, no trailing newline. A pure function of the record; it adds no fact the re
 
 from __future__ import annotations
 
-from ledger.standing_notices import CHECK_FAILED, describe_event
-from ledger.published import RESOLUTION_STATES
+from ledger.model.standing_notices import CHECK_FAILED, describe_event
+from ledger.model.published import RESOLUTION_STATES
 
 
 def _words(name: str) -> str:

@@ -72,7 +72,7 @@ def ledger_location(new_location) -> str:
 
 @pytest.fixture
 def store(ledger_location):
-    from ledger.store import Store
+    from ledger.storage.store import Store
 
     created = Store.create(ledger_location)
     yield created
@@ -81,7 +81,7 @@ def store(ledger_location):
 
 @pytest.fixture
 def seeded(store):
-    from ledger.importer import import_files
+    from ledger.importing.importer import import_files
 
     import_files(store, [str(SEED_004)])
     return store
@@ -104,7 +104,7 @@ class Cli:
         return cls(store.url[len("sqlite:///"):] if store.dialect == "sqlite" else store.url)
 
     def __call__(self, *args: str, input: bytes | str | None = None):
-        return self.runner.invoke(__import__("cli.main").main.app, ["--db", self.location, *args], input=input,
+        return self.runner.invoke(__import__("ledger.cli.main").cli.main.app, ["--db", self.location, *args], input=input,
                                   env={"LEDGER_DB": None})
 
 
@@ -118,5 +118,5 @@ def run_ledger(*args: str, cwd: str | Path | None = None, env: dict | None = Non
     """The installed console script in a real process."""
     full_env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=cwd, env=full_env, input=input,
+    return subprocess.run([sys.executable, "-m", "ledger.cli", *args], cwd=cwd, env=full_env, input=input,
                           capture_output=True, timeout=timeout)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 import json
 
-from ledger.canonical import canonical
-from ledger.published import context_digest, observation_digest
+from ledger.core.canonical import canonical
+from ledger.model.published import context_digest, observation_digest
 from tests.conftest import SEED_004
 
 

@@ -16,38 +16,43 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("ledger", "projections", "cli", "web")
-CORE, STORAGE, FOLDS, SERVICES, INTERFACES = range(5)
-LAYERS = {
-    "ledger": CORE, "ledger.errors": CORE, "ledger.canonical": CORE, "ledger.times": CORE, "ledger.inputs": CORE,
-    "ledger.standing_notices": CORE, "ledger.published": CORE, "ledger.events": CORE, "ledger.chain": CORE,
-    "ledger.merkle": CORE, "ledger.signed_notes": CORE, "ledger.export": CORE, "ledger.tiles": CORE,
-    "ledger.workers": CORE, "ledger.paper_index": CORE,
-    "ledger.schema": STORAGE, "ledger.tables": STORAGE, "ledger.index_nodes": STORAGE, "ledger.backends": STORAGE,
-    "ledger.backends.sqlite": STORAGE,
-    "ledger.backends.postgres": STORAGE, "ledger.backends.base": STORAGE, "ledger.store": STORAGE,
-    "projections": FOLDS, "projections.record": FOLDS, "projections.text": FOLDS, "projections.audit": FOLDS,
-    "ledger.importer": SERVICES, "ledger.verify": SERVICES, "ledger.replay": SERVICES, "ledger.proofs": SERVICES,
-    "ledger.logfile": SERVICES, "ledger.auditor": SERVICES, "ledger.tilestore": SERVICES,
-    "cli": INTERFACES, "cli.__main__": INTERFACES, "cli.main": INTERFACES, "cli.common": INTERFACES,
-    "cli.record_commands": INTERFACES, "cli.log_commands": INTERFACES, "cli.proof_commands": INTERFACES,
-    "cli.publish_commands": INTERFACES,
-    "web": INTERFACES, "web.app": INTERFACES, "web.site": INTERFACES, "web.publish": INTERFACES, "web.urls": INTERFACES,
-}
-OFFLINE = "ledger.auditor"  # what an auditor vendors: it must not reach the store, even indirectly
+# The layers, bottom up, as the packages that hold them: a module's layer is the folder it lives in, so a new
+# module is placed by where it is put. `ledger/__init__.py`, the public face, stands with the interfaces.
+LAYERS = (
+    ("ledger.core",),  # bytes in, values or exceptions out: errors, canonical encoding, time, reading inputs
+    ("ledger.model",),  # the published format and the events a record is taken apart into
+    ("ledger.log",),  # the log's structures: entry bytes and the chain, the tree, signed notes, tiles, the paper index
+    ("ledger.storage",),  # the store, its tables and its backends
+    ("ledger.projections",),  # pure folds: events in, a record and its views out
+    ("ledger.audit", "ledger.importing", "ledger.services"),  # services that combine store and fold
+    ("ledger.cli", "ledger.web", "ledger"),  # the interfaces and the public Python API
+)
+CORE, MODEL, LOG, STORAGE, FOLDS, SERVICES, INTERFACES = range(len(LAYERS))
+# The installed package `ledger` holds the repo's top-level interface and fold folders as sub-packages.
+FOLDERS = {"ledger": "ledger", "ledger.projections": "projections", "ledger.cli": "cli", "ledger.web": "web"}
+OFFLINE = "ledger.audit"  # what an auditor vendors: it must not reach the store, even indirectly
 
 
 def _modules() -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    for package, folder in FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            name = ".".join((package, *parts))
+            if package == "ledger" and len(parts) > 0 and parts[0] in ("projections", "cli", "web"):
+                raise AssertionError(f"{path}: ledger/{parts[0]} would hide the top-level {parts[0]}/ folder")
             found[name] = path
     return found
 
 
 MODULES = _modules()
+
+
+def layer_of(name: str) -> int:
+    """The layer of the deepest layer package holding `name`."""
+    best = max((pkg for layer in LAYERS for pkg in layer if name == pkg or name.startswith(pkg + ".")), key=len)
+    return next(i for i, layer in enumerate(LAYERS) if best in layer)
 
 
 def _imports(name: str, path: Path) -> set[str]:
@@ -66,7 +71,7 @@ def _imports(name: str, path: Path) -> set[str]:
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
         else:
             continue
-        wanted.update(t for t in targets if t.split(".")[0] in PACKAGES and t in MODULES)
+        wanted.update(t for t in targets if t in MODULES)
     wanted.discard(name)
     return wanted
 
@@ -74,14 +79,22 @@ def _imports(name: str, path: Path) -> set[str]:
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
-def test_every_module_has_a_layer():
-    assert sorted(set(MODULES) - set(LAYERS)) == []
+def test_every_folder_of_the_package_is_a_layer():
+    # A module directly in ledger/ would be the public face; a new folder must be given its layer here.
+    named = {pkg for layer in LAYERS for pkg in layer}
+    assert sorted(n for n, p in MODULES.items() if p.name == "__init__.py" and n.count(".") == 1 and n not in named) == []
+    assert sorted(n for n, p in MODULES.items() if n.count(".") == 1 and p.name != "__init__.py") == []
+
+
+def test_layers_follow_the_folders():
+    assert (layer_of("ledger.core.canonical"), layer_of("ledger.storage.backends.sqlite")) == (CORE, STORAGE)
+    assert (layer_of("ledger.projections.record"), layer_of("ledger.cli.main"), layer_of("ledger")) == (FOLDS, INTERFACES, INTERFACES)
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_imports_run_one_way(name):
-    upward = sorted(t for t in GRAPH[name] if LAYERS[t] > LAYERS[name])
-    assert upward == [], f"{name} (layer {LAYERS[name]}) imports from a higher layer: {upward}"
+    upward = sorted(t for t in GRAPH[name] if layer_of(t) > layer_of(name))
+    assert upward == [], f"{name} (layer {layer_of(name)}) imports from a higher layer: {upward}"
 
 
 def test_the_module_graph_has_no_cycle():
@@ -105,27 +118,29 @@ def test_the_module_graph_has_no_cycle():
 
 
 def test_the_offline_verifier_never_reaches_the_store():
-    seen, todo = set(), [OFFLINE]
+    todo = [name for name in MODULES if name == OFFLINE or name.startswith(OFFLINE + ".")]
+    seen = set(todo)
     while todo:
         for target in GRAPH[todo.pop()]:
             if target not in seen:
                 seen.add(target)
                 todo.append(target)
-    assert sorted(t for t in seen if LAYERS[t] == STORAGE) == []
+    assert sorted(t for t in seen if layer_of(t) == STORAGE) == []
 
 
 def test_the_rule_catches_a_wrong_way_import(tmp_path):
     # The checker itself must be able to fail: a core module importing the store is reported.
     fake = tmp_path / "canonical.py"
-    fake.write_text("from .store import Store\nimport projections.record\n")
-    assert _imports("ledger.canonical", fake) == {"ledger.store", "projections.record"}
+    fake.write_text("from ..storage.store import Store\nimport ledger.projections.record\n")
+    assert _imports("ledger.core.canonical", fake) == {"ledger.storage.store", "ledger.projections.record"}
+    assert max(layer_of(t) for t in _imports("ledger.core.canonical", fake)) > layer_of("ledger.core.canonical")
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter():
     # One interpreter per module: a cycle shows only when its module is imported first.
     failures = []
     for name in sorted(MODULES):
-        if name == "cli.__main__":  # runs the app when imported
+        if name == "ledger.cli.__main__":  # runs the app when imported
             continue
         done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True)
         if done.returncode:
@@ -136,7 +151,7 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
 def test_commands_start_without_loading_the_sqlmodel_tables():
     # Loading SQLModel (and pydantic, SQLAlchemy's ORM) took longer than the rest of a command's start-up:
     # only `init` needs the tables (ledger/schema.py holds what every other command needs).
-    script = "import sys, cli.main; print(sorted(m for m in ('sqlmodel', 'pydantic', 'ledger.tables') if m in sys.modules))"
+    script = "import sys, ledger.cli.main; print(sorted(m for m in ('sqlmodel', 'pydantic', 'ledger.storage.tables') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
 
@@ -146,12 +161,12 @@ def test_commands_on_a_sqlite_file_run_without_loading_sqlalchemy_or_pydantic(tm
     # only `init` (the tables), `upgrade`, PostgreSQL and an exported log (SQLite in memory) make an engine.
     # typer 0.29 coerces every option through pydantic, loaded as the command line is parsed: about 0.1 s
     # of each command's start-up (pyproject.toml keeps typer below it).
-    from ledger.store import Store
+    from ledger.storage.store import Store
 
     db = str(tmp_path / "ledger.db")
     Store.create(db).close()
     script = ("import sys, runpy; sys.argv = ['ledger', '--db', sys.argv[1], 'head']\n"
-              "try: runpy.run_module('cli', run_name='__main__')\nexcept SystemExit: pass\n"
+              "try: runpy.run_module('ledger.cli', run_name='__main__')\nexcept SystemExit: pass\n"
               "print(sorted(m for m in ('sqlalchemy', 'sqlmodel', 'pydantic') if m in sys.modules), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", script, db], cwd=ROOT, capture_output=True, text=True)
     assert done.stderr == "[]\n", done.stderr
@@ -159,7 +174,7 @@ def test_commands_on_a_sqlite_file_run_without_loading_sqlalchemy_or_pydantic(tm
 
 
 def test_the_schema_names_the_tables_columns():
-    from ledger.schema import EVENT_COLUMNS
-    from ledger.tables import EventRow
+    from ledger.storage.schema import EVENT_COLUMNS
+    from ledger.storage.tables import EventRow
 
     assert set(EVENT_COLUMNS) == set(EventRow.__table__.columns.keys())

@@ -36,7 +36,7 @@ def test_the_readme_snippet_rechecks_an_export_and_prints_the_head(cli, tmp_path
 
 
 def test_the_readme_lists_every_command():
-    from cli.main import app
+    from ledger.cli.main import app
 
     text = README.read_text()
     names = {c.name or c.callback.__name__.rstrip("_") for group in app.registered_groups

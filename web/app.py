@@ -34,14 +34,14 @@ from fastapi.responses import Response
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ledger.errors import InputError, IntegrityError, LedgerError, NotFoundError, StoreError
-from ledger.logfile import open_ledger
-from ledger.signed_notes import Signer
-from ledger.store import Store
-from ledger.tiles import parse_tile_path
+from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError, StoreError
+from ledger.importing.logfile import open_ledger
+from ledger.log.signed_notes import Signer
+from ledger.storage.store import Store
+from ledger.log.tiles import parse_tile_path
 
-from web import urls
-from web.site import CSP, Body, Site, error_html, error_json, now, when
+from ledger.web import urls
+from ledger.web.site import CSP, Body, Site, error_html, error_json, now, when
 
 MAX_QUERY = 1024  # bytes of query string; a longer one is refused (400), not parsed
 MAX_PATH = 1024  # bytes of path
@@ -348,7 +348,7 @@ def create_app(source: Store | str, signer: Signer | None = None) -> FastAPI:
 def from_environment() -> FastAPI:
     """The app for `ledger serve --workers N`: each worker process builds it from the environment the
     command set (LEDGER_SERVE_DB, LEDGER_SERVE_KEY)."""
-    from ledger.signed_notes import parse_signer
+    from ledger.log.signed_notes import parse_signer
 
     key = os.environ.get("LEDGER_SERVE_KEY")
     signer = parse_signer(open(key, encoding="utf-8").read()) if key else None

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ledger.errors import InputError
-from ledger.signed_notes import Signer
-from ledger.store import Store
-from ledger.tilestore import all_tiles
+from ledger.core.errors import InputError
+from ledger.log.signed_notes import Signer
+from ledger.storage.store import Store
+from ledger.services.tilestore import all_tiles
 
-from web import urls
-from web.site import ASSETS, Site, When, when
+from ledger.web import urls
+from ledger.web.site import ASSETS, Site, When, when
 
 
 @dataclass

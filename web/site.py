@@ -20,21 +20,21 @@ from typing import Iterable
 import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from ledger.canonical import canonical
-from ledger.errors import InputError, NotFoundError
-from ledger.events import PAPER_SNAPSHOT, Fact
-from ledger.signed_notes import Signer
-from ledger.proofs import evidence_bundle
-from ledger.store import Store
-from ledger.tiles import Tile
-from ledger.proofs import checkpoint as signed_checkpoint
-from ledger.tilestore import read_tile
-from ledger.times import format_utc, parse_when
-from projections import audit
-from projections.record import build_record
-from projections.text import lane_words, measurement_line, observation_words, state_words
+from ledger.core.canonical import canonical
+from ledger.core.errors import InputError, NotFoundError
+from ledger.model.events import PAPER_SNAPSHOT, Fact
+from ledger.log.signed_notes import Signer
+from ledger.services.proofs import evidence_bundle
+from ledger.storage.store import Store
+from ledger.log.tiles import Tile
+from ledger.services.proofs import checkpoint as signed_checkpoint
+from ledger.services.tilestore import read_tile
+from ledger.core.times import format_utc, parse_when
+from ledger.projections import history as views
+from ledger.projections.record import build_record
+from ledger.projections.text import lane_words, measurement_line, observation_words, state_words
 
-from web import urls
+from ledger.web import urls
 
 JSON = "application/json"
 HTML = "text/html; charset=utf-8"
@@ -144,7 +144,7 @@ def _record_view(record: dict) -> dict:
 
 @cache
 def _templates() -> Environment:
-    env = Environment(loader=PackageLoader("web", "templates"), autoescape=True, undefined=StrictUndefined,
+    env = Environment(loader=PackageLoader("ledger.web", "templates"), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.globals.update(csp=CSP, urls=urls)
     return env
@@ -156,7 +156,7 @@ def render(template: str, **context) -> bytes:
 
 @cache
 def asset_bytes(name: str) -> bytes:
-    return files("web").joinpath("assets", name).read_bytes()
+    return files("ledger.web").joinpath("assets", name).read_bytes()
 
 
 # -- the site ------------------------------------------------------------------------------------------
@@ -244,7 +244,7 @@ class Site:
         facts = [f for f in facts if as_of is None or f.effective_key <= as_of.key]
         if not facts:
             raise NotFoundError(f"no events of {paper} in this ledger" + (f" as of {as_of.text}" if as_of else ""))
-        return Body(canonical(audit.history(facts)) + b"\n", JSON, SHORT)
+        return Body(canonical(views.history(facts)) + b"\n", JSON, SHORT)
 
     def diff_json(self, paper: str, start: When, end: When, known_at: When | None = None) -> Body:
         """What `ledger diff <id> --from --to [--known-at] --json` prints."""
@@ -254,7 +254,7 @@ class Site:
             before = build_record(paper, facts, start.text, start.key)
         except NotFoundError:
             before = None
-        return Body(canonical(audit.diff(before, after)) + b"\n", JSON, SHORT)
+        return Body(canonical(views.diff(before, after)) + b"\n", JSON, SHORT)
 
     def change_days(self, paper: str, facts: Iterable[Fact], as_of: When) -> list[tuple[str, bool]]:
         """(day, has its own page) for each UTC day on which an event of the paper is effective, up to
@@ -285,7 +285,7 @@ class Site:
                  urls.day_record_url(paper, d, known, html=False) if own else urls.record_url(paper, as_of.text, known, html=False))
                 for d, own in self.change_days(paper, seen, as_of)]
         page = render("paper.html", record=record, snapshot=snapshot, versions=list(versions.values()),
-                      history=audit.history(seen), days=days, paper=paper,
+                      history=views.history(seen), days=days, paper=paper,
                       record_url=urls.record_url(paper, as_of.text, known),
                       json_url=urls.record_url(paper, as_of.text, known, html=False),
                       integrity_url=urls.integrity_url(paper, as_of.text, known),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 
 # New-style ids: YYMM.NNNN up to 1412, YYMM.NNNNN from 1501 (the month is not checked: synthetic ledgers use
 # any four digits); old-style ones (until 0703): archive[.SC]/YYMMNNN.

@@ -5,7 +5,7 @@ import pytest
 
 from benchmarks.generate import PROBE, generate
 from benchmarks.run import GateError, floor_append, gate, ours_append, postgres_writers, sql_alone, without_tree
-from ledger.store import Store
+from ledger.storage.store import Store
 from tests.conftest import POSTGRES
 
 
@@ -76,9 +76,9 @@ def test_the_index_proof_sizes_from_the_trees_shape_are_the_real_proofs_sizes(tm
     # The 1M-paper figure comes from proof_shape; here it must equal, byte for byte, the length of what
     # `prove --paper --json` prints for every paper of a real ledger (each with one event).
     from benchmarks.run import import_batch, proof_shape, snapshots
-    from ledger.canonical import canonical
-    from ledger.paper_index import paper_key
-    from ledger.proofs import prove_paper
+    from ledger.core.canonical import canonical
+    from ledger.log.paper_index import paper_key
+    from ledger.services.proofs import prove_paper
 
     store = Store.create(str(tmp_path / "papers.db"))
     import_batch(store, snapshots(700))
@@ -112,8 +112,8 @@ def test_interleaved_appends_build_both_ledgers_one_with_the_index_kept(tmp_path
 def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
     from benchmarks.run import import_batch
     from benchmarks.serve import SECTION_BEGIN, Server, kept_section, load, write_section
-    from ledger.signed_notes import generate_signer
-    from web.site import Site
+    from ledger.log.signed_notes import generate_signer
+    from ledger.web.site import Site
 
     db = tmp_path / "ledger.db"
     store = Store.create(str(db))

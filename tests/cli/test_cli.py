@@ -140,7 +140,7 @@ def test_verify_catches_a_self_consistent_record_that_history_contradicts(import
 
 
 def run_digests_only(path: str) -> bool:
-    from ledger.published import digest_mismatches
+    from ledger.model.published import digest_mismatches
 
     return digest_mismatches(json.loads(open(path, "rb").read())) == []
 
@@ -286,7 +286,7 @@ def test_the_console_script_in_a_real_process(tmp_path):
 def test_a_ledger_of_another_schema_version_exits_2(imported, backend):
     from sqlalchemy import create_engine, text
 
-    from ledger.store import database_url
+    from ledger.storage.store import database_url
 
     engine = create_engine(database_url(imported.location))
     with engine.begin() as conn:
@@ -319,7 +319,7 @@ def test_progress_goes_to_a_terminal_only(ready, tmp_path):
     db = str(tmp_path / "tty.db")
     assert run_ledger("--db", db, "init").returncode == 0
     terminal, child_end = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "--db", db, "import", str(SEED_004)],
+    proc = subprocess.Popen([sys.executable, "-m", "ledger.cli", "--db", db, "import", str(SEED_004)],
                             stdout=subprocess.PIPE, stderr=child_end)
     os.close(child_end)
     stdout, _ = proc.communicate(timeout=120)
@@ -340,11 +340,11 @@ def test_progress_goes_to_a_terminal_only(ready, tmp_path):
 
 
 def test_import_and_verify_report_progress_to_a_callback(store):
-    from ledger.errors import IntegrityError
-    from ledger.importer import import_files
-    from ledger.verify import verify_chain
+    from ledger.core.errors import IntegrityError
+    from ledger.importing.importer import import_files
+    from ledger.services.verify import verify_chain
 
-    from ledger.importer import Progress
+    from ledger.importing.importer import Progress
 
     lines = []
     import_files(store, [str(SEED_004)], lines.append)
@@ -411,7 +411,7 @@ NEW_PAPER = b'{"kind":"paper.snapshot","payload":{"arxiv_id":"2601.00001","snaps
 
 
 def test_sqlite_synchronous_takes_sqlites_values_in_any_case(tmp_path, monkeypatch):
-    from ledger.store import Store
+    from ledger.storage.store import Store
 
     db = seeded_file(tmp_path)
     for value, level in (("normal", 1), ("Off", 0), ("EXTRA", 3)):
@@ -427,11 +427,11 @@ def test_sqlite_synchronous_takes_sqlites_values_in_any_case(tmp_path, monkeypat
 
 
 def test_the_meter_shows_counts_rate_and_time_left_on_a_terminal_only(monkeypatch, capsys):
-    import cli.common
+    from ledger.cli import common
 
     now = [0.0]
-    monkeypatch.setattr(cli.common.sys.stderr, "isatty", lambda: True, raising=False)
-    meter = cli.common.Meter("import", "events", clock=lambda: now[0])
+    monkeypatch.setattr(common.sys.stderr, "isatty", lambda: True, raising=False)
+    meter = common.Meter("import", "events", clock=lambda: now[0])
     meter.update("decoding", 0, 1000, 0)
     now[0] = 2.0
     meter.update("decoding", 250, 1000, 5000)
@@ -444,8 +444,8 @@ def test_the_meter_shows_counts_rate_and_time_left_on_a_terminal_only(monkeypatc
         "\rimport: decoding 0%, 0 events\x1b[K"
         "\rimport: decoding 25%, 5,000 events, 2,500 events/s, about 6 s left\x1b[K"
         "\rimport: appending 10%, 1,000 events\x1b[K\n")
-    monkeypatch.setattr(cli.common.sys.stderr, "isatty", lambda: False, raising=False)
-    quiet = cli.common.Meter("replay", "records", clock=lambda: now[0])
+    monkeypatch.setattr(common.sys.stderr, "isatty", lambda: False, raising=False)
+    quiet = common.Meter("replay", "records", clock=lambda: now[0])
     quiet.update("", 1, 10, 1)
     quiet.close()
     assert capsys.readouterr().err == ""

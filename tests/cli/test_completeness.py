@@ -11,7 +11,7 @@ import json
 import orjson
 import pytest
 
-from ledger.signed_notes import Checkpoint, parse_signer
+from ledger.log.signed_notes import Checkpoint, parse_signer
 from tests.conftest import PAPER_004, SEED_004
 from tests.helpers import event_line
 
@@ -52,7 +52,7 @@ def bundle_of(cli, tmp_path, paper: str = PAPER_004, *extra: str) -> dict:
 
 def check(cli, tmp_path, bundle):
     (tmp_path / "check.json").write_bytes(orjson.dumps(bundle))
-    return cli.runner.invoke(__import__("cli.main").main.app, ["--db", str(tmp_path / "absent.db"), "verify",
+    return cli.runner.invoke(__import__("ledger.cli.main").cli.main.app, ["--db", str(tmp_path / "absent.db"), "verify",
                              "--evidence", "check.json", "--verifier-key", "ledger.vkey"])
 
 
@@ -210,8 +210,8 @@ def test_prove_paper_for_a_paper_with_events_and_one_without(keyed, tmp_path):
 
 
 def test_prove_paper_at_a_size_the_head_never_had_is_that_prefix_of_the_log(keyed, tmp_path):
-    from ledger.logfile import log_entries
-    from ledger.paper_index import index_of_log
+    from ledger.importing.logfile import log_entries
+    from ledger.log.paper_index import index_of_log
 
     (tmp_path / "log.jsonl").write_bytes(keyed("export").stdout_bytes)
     result = keyed("prove", "--paper", PAPER_004, "--tree-size", "42", "--json")  # within a transaction

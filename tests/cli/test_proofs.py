@@ -64,7 +64,7 @@ def bundle(keyed, tmp_path):
 def verify_bundle(cli, tmp_path, data) -> object:
     (tmp_path / "check.json").write_bytes(orjson.dumps(data))
     # No database: the check runs against a --db that does not exist.
-    return cli.runner.invoke(__import__("cli.main").main.app, ["--db", str(tmp_path / "absent.db"), "verify",
+    return cli.runner.invoke(__import__("ledger.cli.main").cli.main.app, ["--db", str(tmp_path / "absent.db"), "verify",
                              "--evidence", "check.json", "--verifier-key", "ledger.vkey"])
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.canonical import CanonicalError, canonical, parse_json, sha256_digest
+from ledger.core.canonical import CanonicalError, canonical, parse_json, sha256_digest
 from tests.conftest import SEED_004
 
 json_leaves = (st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -163,7 +163,7 @@ def test_sha256_digest_format(value):
 
 
 # -- the parser's fast path (orjson) must decide exactly as the strict one ---------------------------------
-from ledger.canonical import _parse_strict, loads_finite  # noqa: E402
+from ledger.core.canonical import _parse_strict, loads_finite  # noqa: E402
 
 _SCALARS = st.sampled_from([
     "null", "true", "false", "0", "-0", "1.5", "1e5", "1E400", "-1e999", "1e20", "NaN", "-Infinity",

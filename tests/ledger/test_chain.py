@@ -3,8 +3,8 @@
 import pytest
 from blake3 import blake3
 
-from ledger.chain import GENESIS, Entry, entry_bytes, entry_hash, link, verify_entries
-from ledger.errors import IntegrityError
+from ledger.log.chain import GENESIS, Entry, entry_bytes, entry_hash, link, verify_entries
+from ledger.core.errors import IntegrityError
 
 
 def build(n: int) -> list[Entry]:

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from ledger.chain import verify_entries
-from ledger.events import make_event
-from ledger.proofs import evidence_bundle
-from ledger.backends.postgres import _LOCK_ID as WRITE_LOCK
-from ledger.store import Store, sqlite_path
+from ledger.log.chain import verify_entries
+from ledger.model.events import make_event
+from ledger.services.proofs import evidence_bundle
+from ledger.storage.backends.postgres import _LOCK_ID as WRITE_LOCK
+from ledger.storage.store import Store, sqlite_path
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import event_line
 
@@ -39,7 +39,7 @@ def stream(prefix: str, papers: int, refs: int = 5) -> bytes:
 
 def start_import(location: str, *files: str) -> subprocess.Popen:
     env = {**os.environ, "LEDGER_DB": location}
-    return subprocess.Popen([sys.executable, "-m", "cli", "import", "--json", *files], env=env,
+    return subprocess.Popen([sys.executable, "-m", "ledger.cli", "import", "--json", *files], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -118,7 +118,7 @@ def test_a_killed_import_leaves_everything_or_nothing(store, ledger_location, tm
     print(f"kills on {store.dialect}: {outcomes}")
     assert outcomes["killed inside its transaction"] >= 1, outcomes
     # The ledger is whole and writable after the kills: the last stream imports in full.
-    done = subprocess.run([sys.executable, "-m", "cli", "import", str(path)], capture_output=True, timeout=300,
+    done = subprocess.run([sys.executable, "-m", "ledger.cli", "import", str(path)], capture_output=True, timeout=300,
                           env={**os.environ, "LEDGER_DB": location})
     assert done.returncode == 0, done.stderr.decode()
     assert verify_entries(store.entries())[0] == store.head()[0]
@@ -138,7 +138,7 @@ def test_a_writer_kept_waiting_past_the_lock_timeout_exits_3_and_appends_nothing
     holder = Store.open(location)
     with holder.writing():  # another writer holds the write lock (BEGIN IMMEDIATE / the advisory lock)
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "cli", "import", str(path)], capture_output=True, timeout=120,
+        done = subprocess.run([sys.executable, "-m", "ledger.cli", "import", str(path)], capture_output=True, timeout=120,
                               env={**os.environ, "LEDGER_DB": location, "LEDGER_LOCK_TIMEOUT": "1"})
         waited = time.monotonic() - started
     holder.close()
@@ -155,7 +155,7 @@ def test_readers_do_not_wait_for_a_writer(seeded, ledger_location, tmp_path):
     with holder.writing() as writer:  # a writer holds the lock, with an append not yet committed
         writer.append([make_event("paper.snapshot", {"arxiv_id": "2801.00001", "title": "Uncommitted",
                                                      "snapshot_observed_at": "2026-08-01T00:00:00Z"})])
-        done = subprocess.run([sys.executable, "-m", "cli", "head"], capture_output=True, timeout=60,
+        done = subprocess.run([sys.executable, "-m", "ledger.cli", "head"], capture_output=True, timeout=60,
                               env={**os.environ, "LEDGER_DB": location, "LEDGER_LOCK_TIMEOUT": "1"})
     holder.close()
     assert (done.returncode, done.stderr) == (0, b"")
@@ -169,9 +169,9 @@ AS_OF_004_KEY = "2026-08-09T16:41:00.000000Z"
 # so each one enters the paper's record and its evidence bundle. It says "appending" once it has begun.
 SWEEPER = """
 import sys, time
-from ledger.events import make_event
-from ledger.backends.postgres import _LOCK_ID as WRITE_LOCK
-from ledger.store import Store, sqlite_path
+from ledger.model.events import make_event
+from ledger.storage.backends.postgres import _LOCK_ID as WRITE_LOCK
+from ledger.storage.store import Store, sqlite_path
 
 store = Store.open(sys.argv[1])
 for n in range(int(sys.argv[2])):
@@ -186,8 +186,8 @@ print("done", flush=True)
 
 
 def test_evidence_bundles_built_while_a_writer_appends_all_build_and_verify(seeded, ledger_location):
-    from ledger.auditor import verify_bundle
-    from ledger.signed_notes import generate_signer
+    from ledger.audit.auditor import verify_bundle
+    from ledger.log.signed_notes import generate_signer
 
     signer = generate_signer("example.org/ledger")
     appends = 400
@@ -220,9 +220,9 @@ def sweep(n: int):
 def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypatch):
     # The interleaving the writer above can only make likely, forced: another connection commits a fact of
     # the paper right after the bundle has read the head, before it reads the paper's facts.
-    from ledger.auditor import verify_bundle
-    from ledger.signed_notes import generate_signer
-    from ledger.store import Cursor
+    from ledger.audit.auditor import verify_bundle
+    from ledger.log.signed_notes import generate_signer
+    from ledger.storage.store import Cursor
 
     other, read_facts, landed = Store.open(seeded.url), Cursor.paper_facts, []
 

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import importer
-from ledger.chain import verify_entries
-from ledger.errors import LedgerError
-from ledger.export import export_line
-from ledger.importer import import_files
-from ledger.store import Store
-from ledger.workers import Workers
+from ledger.importing import importer
+from ledger.log.chain import verify_entries
+from ledger.core.errors import LedgerError
+from ledger.log.export import export_line
+from ledger.importing.importer import import_files
+from ledger.storage.store import Store
+from ledger.core.workers import Workers
 from tests.conftest import AS_OF_004, SEED_004, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_concurrency import stream
@@ -540,7 +540,7 @@ def test_ctrl_c_in_the_middle_of_appending_leaves_nothing(tmp_path, jobs, whom):
         fifo = tmp_path / "never.jsonl"
         os.mkfifo(fifo)
         files.append(str(fifo))
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "--db", str(db), "import", "--jobs", str(jobs), *files],
+    proc = subprocess.Popen([sys.executable, "-m", "ledger.cli", "--db", str(db), "import", "--jobs", str(jobs), *files],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         _wait_for_appends(tmp_path / "interrupted.db-wal", proc)
@@ -585,7 +585,7 @@ def test_a_record_whose_paper_holds_nothing_else_is_checked_without_reading_its_
     # The ledger's facts of the paper are the record's own events, appended just now: their sequence numbers
     # say so, and the rebuild runs on the events in memory (one job) or was done by the worker (two jobs),
     # whose record the writer then never parses again.
-    from ledger.store import Writer
+    from ledger.storage.store import Writer
 
     def read_back(*_):
         raise AssertionError("the paper's events were read back")

@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from ledger.chain import verify_entries
-from ledger.errors import InputError, IntegrityError
-from ledger.export import export_line
-from ledger.importer import import_files
-from ledger.canonical import canonical
-from projections.record import build_record
+from ledger.log.chain import verify_entries
+from ledger.core.errors import InputError, IntegrityError
+from ledger.log.export import export_line
+from ledger.importing.importer import import_files
+from ledger.core.canonical import canonical
+from ledger.projections.record import build_record
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import event_line, redigest, seed_record, write_record
 
@@ -127,8 +127,8 @@ def test_the_same_file_twice_in_one_invocation_appends_once(store):
 
 def rehashed_log(lines: list[dict]) -> bytes:
     """Log lines with their entry and chain hashes re-computed, as a forger who knows the layout would."""
-    from ledger.chain import GENESIS, entry_hash, hex_hash, link
-    from ledger.canonical import canonical
+    from ledger.log.chain import GENESIS, entry_hash, hex_hash, link
+    from ledger.core.canonical import canonical
 
     chain, out = GENESIS, b""
     for line in lines:
@@ -199,7 +199,7 @@ def test_a_log_line_repeating_a_held_fact_under_another_seq_is_refused_naming_it
 def test_the_cycle_collector_is_paused_while_importing_and_resumed_after(store, tmp_path, monkeypatch):
     import gc
 
-    from ledger import importer
+    from ledger.importing import importer
 
     seen = []
     decode = importer._decode

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import InputError
-from ledger.importer import _SEQ_KEY
-from ledger.inputs import decode_input, file_lines, input_files, read_input, scan_file
+from ledger.core.errors import InputError
+from ledger.importing.importer import _SEQ_KEY
+from ledger.core.inputs import decode_input, file_lines, input_files, read_input, scan_file
 
 # Line breaks of every kind splitlines knows, multi-byte characters, the key seq plain and escaped.
 TEXT_PIECES = ["a", "{", " ", "é", "€", "\U0001d11e", "\r", "\n", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028",

@@ -8,15 +8,15 @@ import random
 
 import pytest
 
-from ledger.chain import entry_bytes
-from ledger.errors import IntegrityError
-from ledger.events import make_event
-from ledger.merkle import (consistency_path, frontier_nodes, grow, inclusion_path, leaf_hash, perfect_subtrees, root,
+from ledger.log.chain import entry_bytes
+from ledger.core.errors import IntegrityError
+from ledger.model.events import make_event
+from ledger.log.merkle import (consistency_path, frontier_nodes, grow, inclusion_path, leaf_hash, perfect_subtrees, root,
                            verify_consistency, verify_inclusion)
-from ledger.signed_notes import Checkpoint, generate_signer, verify_checkpoint
-from ledger.auditor import verify_proof
-from ledger.proofs import prove_consistency, prove_inclusion
-from ledger.proofs import checkpoint as make_checkpoint
+from ledger.log.signed_notes import Checkpoint, generate_signer, verify_checkpoint
+from ledger.audit.auditor import verify_proof
+from ledger.services.proofs import prove_consistency, prove_inclusion
+from ledger.services.proofs import checkpoint as make_checkpoint
 
 
 # -- RFC 9162 section 2.1, written from the text ---------------------------------------------------------
@@ -425,7 +425,7 @@ def test_proofs_serialize_as_documented(signed):
 
 def test_two_writers_interleaved_keep_one_tree(store):
     # Each writer remembers the tree's right edge it left; the other writer's appends must invalidate it.
-    from ledger.store import Store
+    from ledger.storage.store import Store
 
     other = Store.open(store.url)
     for n in range(12):
@@ -444,7 +444,7 @@ def test_a_writer_whose_edge_is_stale_reads_it_back_at_every_size(store):
     # Two writers alternate appends of 1 to 64 events, so each of them finds the tree moved on and reads its
     # right edge back: stored subtrees at several levels and partial blocks of every length.
     # After each append, the root the ledger proves from is the RFC's root of all leaves so far.
-    from ledger.store import Store
+    from ledger.storage.store import Store
 
     other, sizes, n = Store.open(store.url), [1, 37, 16, 5, 15, 32, 2, 31, 17, 64, 3, 9], 0
     for turn, count in enumerate(sizes * 2):

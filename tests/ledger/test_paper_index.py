@@ -14,12 +14,12 @@ import orjson
 import pytest
 
 from benchmarks.generate import generate
-from ledger.errors import InputError, IntegrityError
-from ledger.events import make_event
-from ledger.export import export_line
-from ledger.index_nodes import Node, child, decode, encode, make_leaf, prove, root_at
-from ledger.paper_index import IndexProof, Neighbour, index_of_log, parse_proof, verify_index_proof
-from ledger.signed_notes import Checkpoint, generate_signer, parse_checkpoint, verify_checkpoint
+from ledger.core.errors import InputError, IntegrityError
+from ledger.model.events import make_event
+from ledger.log.export import export_line
+from ledger.storage.index_nodes import Node, child, decode, encode, make_leaf, prove, root_at
+from ledger.log.paper_index import IndexProof, Neighbour, index_of_log, parse_proof, verify_index_proof
+from ledger.log.signed_notes import Checkpoint, generate_signer, parse_checkpoint, verify_checkpoint
 
 
 # -- the oracle: README, "Completeness: the paper index, byte for byte" ----------------------------------
@@ -207,10 +207,10 @@ def test_appends_leave_the_index_alone_and_it_is_kept_at_any_size_asked_for_in_a
 
 @pytest.mark.parametrize("reader", ["the process that appended", "another process"])
 def test_catching_up_a_chunk_at_a_time_is_the_same_index(ledger_location, monkeypatch, reader):
-    import ledger.index_nodes
-    from ledger.store import Store
+    import ledger.storage.index_nodes
+    from ledger.storage.store import Store
 
-    monkeypatch.setattr(ledger.index_nodes, "_CHUNK", 7)
+    monkeypatch.setattr(ledger.storage.index_nodes, "_CHUNK", 7)
     appender = Store.create(ledger_location)
     grow(appender, late_links(generate(300, seed=24)), [120, 180], keep=False)
     # The appender remembers its events for the next catch-up; another store reads them back from the log.
@@ -227,8 +227,8 @@ def test_catching_up_a_chunk_at_a_time_is_the_same_index(ledger_location, monkey
 
 
 def test_a_ledger_with_events_missing_cannot_be_caught_up(ledger_location):
-    from ledger.errors import IntegrityError as Integrity
-    from ledger.store import Store
+    from ledger.core.errors import IntegrityError as Integrity
+    from ledger.storage.store import Store
     from tests.ledger.test_merkle import _delete_behind_the_guard
 
     appender = Store.create(ledger_location)
@@ -244,7 +244,7 @@ def test_a_ledger_with_events_missing_cannot_be_caught_up(ledger_location):
 
 
 def test_the_pure_recomputation_is_the_oracle():
-    from ledger.chain import Entry, GENESIS, seal
+    from ledger.log.chain import Entry, GENESIS, seal
 
     events = late_links(generate(300, seed=9))
     entries, chain = [], GENESIS
@@ -272,7 +272,7 @@ def test_a_node_round_trips_and_a_damaged_one_is_refused():
 # -- proof mutation vectors -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def proven(tmp_path_factory):
-    from ledger.store import Store
+    from ledger.storage.store import Store
 
     store = Store.create(str(tmp_path_factory.mktemp("index") / "ledger.db"))
     heads = grow(store, generate(500, seed=12), [250, 250])
@@ -362,7 +362,7 @@ def test_the_index_root_of_1000_papers_is_the_oracles():
     for n in range(1000):
         key = sha256(f"5{n:04d}.00000".encode())
         leaves[key] = (1, sha256(key))
-    from ledger.paper_index import index_root, leaf_hash
+    from ledger.log.paper_index import index_root, leaf_hash
 
     root = index_root({k: leaf_hash(k, c, r) for k, (c, r) in leaves.items()})
     assert root == oracle_root({f"5{n:04d}.00000": (1, sha256(sha256(f"5{n:04d}.00000".encode()))) for n in range(1000)})
@@ -390,8 +390,8 @@ def test_the_checkpoint_carries_the_index_line_and_old_ones_still_parse():
 
 # -- a ledger from before the index -----------------------------------------------------------------------
 def test_upgrade_brings_a_version_1_ledger_to_an_index_at_every_size(ledger_location, backend):
-    from ledger.importer import import_files
-    from ledger.store import Store
+    from ledger.importing.importer import import_files
+    from ledger.storage.store import Store
     from tests.conftest import SEED_004
 
     store = Store.create(ledger_location)
@@ -429,7 +429,7 @@ def test_upgrade_brings_a_version_1_ledger_to_an_index_at_every_size(ledger_loca
 
 
 def test_a_checkpoint_binds_the_index_of_its_size_whatever_the_size(store):
-    from ledger.proofs import checkpoint
+    from ledger.services.proofs import checkpoint
 
     signer = generate_signer("example.org/ledger")
     grow(store, generate(60, seed=3), [20, 40], keep=False)
@@ -441,7 +441,7 @@ def test_a_checkpoint_binds_the_index_of_its_size_whatever_the_size(store):
 
 
 def test_on_postgresql_a_catch_up_does_not_wait_for_an_append_in_progress(ledger_location, backend):
-    from ledger.store import Store
+    from ledger.storage.store import Store
 
     if backend != "postgresql":
         pytest.skip("SQLite has one write lock: a catch-up waits for the append (README, 'How it is kept')")
@@ -461,7 +461,7 @@ def test_on_postgresql_a_catch_up_does_not_wait_for_an_append_in_progress(ledger
 
 def test_a_catch_up_commits_without_waiting_for_the_disk_then_appends_wait_again(store, backend, monkeypatch):
     # The index is re-computed from the log should a power cut lose it: its commits skip the flush.
-    from ledger.store import Cursor
+    from ledger.storage.store import Cursor
 
     grow(store, generate(30, seed=27), [30], keep=False)
     sent, execute = [], Cursor.execute
@@ -480,7 +480,7 @@ def test_a_catch_up_commits_without_waiting_for_the_disk_then_appends_wait_again
 def test_a_citation_whose_papers_cannot_be_read_is_named(ledger_location, backend):
     from sqlalchemy import text
 
-    from ledger.store import Store
+    from ledger.storage.store import Store
 
     appender = Store.create(ledger_location)
     events = generate(40, seed=28)

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from ledger.errors import InputError, IntegrityError
-from ledger.published import check_record, context_digest, digest_mismatches, observation_digest, verify_digests
+from ledger.core.errors import InputError, IntegrityError
+from ledger.model.published import check_record, context_digest, digest_mismatches, observation_digest, verify_digests
 from tests.conftest import SEED_004
 
 

@@ -2,9 +2,9 @@
 
 import tracemalloc
 
-from ledger.importer import import_files
-from ledger.replay import records_as_of
-from ledger.store import Store
+from ledger.importing.importer import import_files
+from ledger.services.replay import records_as_of
+from ledger.storage.store import Store
 from tests.helpers import event_line
 
 

@@ -5,12 +5,12 @@ import re
 import pytest
 from sqlalchemy import text
 
-from ledger.chain import GENESIS, entry_bytes, verify_entries
-from ledger.errors import InputError, IntegrityError, StoreError
-from ledger.events import make_event
-from ledger.importer import import_files
-from ledger.merkle import root
-from ledger.store import FactStored, Store
+from ledger.log.chain import GENESIS, entry_bytes, verify_entries
+from ledger.core.errors import InputError, IntegrityError, StoreError
+from ledger.model.events import make_event
+from ledger.importing.importer import import_files
+from ledger.log.merkle import root
+from ledger.storage.store import FactStored, Store
 from tests.conftest import PAPER_004, SEED_004
 from tests.ledger.test_merkle import rfc_mth
 
@@ -368,8 +368,8 @@ def test_postgresql_copy_types_are_the_tables_types():
     # writers); they must stay what the SQLModel tables declare.
     from sqlalchemy.dialects import postgresql
 
-    from ledger.backends.postgres import COPY_TYPES
-    from ledger.tables import TABLES
+    from ledger.storage.backends.postgres import COPY_TYPES
+    from ledger.storage.tables import TABLES
 
     dialect = postgresql.dialect()
     declared = {t.name: {c.name: c.type.compile(dialect=dialect).lower() for c in t.columns}
@@ -405,7 +405,7 @@ def test_papers_and_their_count_skip_papers_without_a_snapshot_by_then_across_pa
 def test_listing_and_counting_papers_read_the_paper_index_not_every_event(tmp_path):
     # SQLite's plan for both statements: a walk of the papers' index and one indexed look-up per paper; never
     # a scan of the events table, nor a row read for every paper-level event (as filtering them did).
-    from ledger.store import Cursor
+    from ledger.storage.store import Cursor
 
     store = Store.create(str(tmp_path / "plans.db"))
     with store.writing() as w:

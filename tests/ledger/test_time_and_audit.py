@@ -9,10 +9,10 @@ from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.importer import import_files
-from ledger.store import Store
-from ledger.canonical import canonical
-from projections.record import build_record
+from ledger.importing.importer import import_files
+from ledger.storage.store import Store
+from ledger.core.canonical import canonical
+from ledger.projections.record import build_record
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004, Cli
 from tests.helpers import event_line
 
@@ -217,7 +217,7 @@ def test_event_lines_are_not_an_exported_log(tmp_path):
                                          ("2026-08-09T23:59:59.999999Z", "2026-08-10T01:00:00+01:00")])
 def test_ordering_keys_sort_as_the_instants_do(early, late):
     # Keys are compared as text, so every key must be zero-padded, UTC, microseconds.
-    from ledger.times import instant_key
+    from ledger.core.times import instant_key
 
     assert instant_key(early) < instant_key(late)
     assert len(instant_key(early)) == len("2026-08-09T00:00:00.000000Z")
@@ -227,7 +227,7 @@ def test_ordering_keys_sort_as_the_instants_do(early, late):
                                   "2026-02-29T00:00:00.000000Z", "2026-01-01T24:00:00.000000Z",
                                   "2026-12-31T23:59:60.000000Z", "0000-01-01T00:00:00.000000Z"])
 def test_instants_outside_the_calendar_are_refused(text):
-    from ledger.times import TimeError, instant_key
+    from ledger.core.times import TimeError, instant_key
 
     with pytest.raises(TimeError, match="not a valid timestamp"):
         instant_key(text)
@@ -238,7 +238,7 @@ def test_instants_outside_the_calendar_are_refused(text):
 def test_a_key_is_the_instant_in_utc_with_microseconds_whatever_form_it_was_written_in(moment, zone, spec):
     # Written in the key's own form, an instant is its own key; in any other form it is parsed and formatted:
     # both ways give the same key for the same instant.
-    from ledger.times import instant_key
+    from ledger.core.times import instant_key
 
     text = moment.replace(tzinfo=None).isoformat(timespec=spec) + zone
     written = datetime.fromisoformat(text)

@@ -7,7 +7,7 @@ import json
 import pytest
 from freezegun import freeze_time
 
-from ledger.importer import import_files
+from ledger.importing.importer import import_files
 from tests.conftest import PAPER_004, SEED_004, Cli
 from tests.helpers import event_line, redigest, seed_record, write_record
 

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import NotFoundError
-from ledger.events import observed_times
-from ledger.published import RESOLUTION_STATES, digest_mismatches
-from ledger.times import format_utc, instant_key, parse_instant
-from ledger.canonical import canonical
-from projections.record import build_record
+from ledger.core.errors import NotFoundError
+from ledger.model.events import observed_times
+from ledger.model.published import RESOLUTION_STATES, digest_mismatches
+from ledger.core.times import format_utc, instant_key, parse_instant
+from ledger.core.canonical import canonical
+from ledger.projections.record import build_record
 from tests.conftest import AS_OF_004, FIXTURES, PAPER_004
 
 GOLDEN = FIXTURES / "golden"
@@ -21,8 +21,8 @@ GOLDEN = FIXTURES / "golden"
 
 @pytest.fixture(scope="module")
 def facts(tmp_path_factory):
-    from ledger.importer import import_files
-    from ledger.store import Store
+    from ledger.importing.importer import import_files
+    from ledger.storage.store import Store
     from tests.conftest import SEED_004
 
     store = Store.create(str(tmp_path_factory.mktemp("p") / "ledger.db"))

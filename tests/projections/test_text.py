@@ -2,9 +2,9 @@
 
 import pytest
 
-from ledger.importer import import_files
-from projections.record import build_record
-from projections.text import render_text
+from ledger.importing.importer import import_files
+from ledger.projections.record import build_record
+from ledger.projections.text import render_text
 from tests.conftest import SEED_000, SEED_003
 from tests.helpers import event_line
 from tests.page_facts import page_events

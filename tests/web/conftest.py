@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from ledger.importer import import_files
-from ledger.signed_notes import generate_signer
+from ledger.importing.importer import import_files
+from ledger.log.signed_notes import generate_signer
 from tests.conftest import PAPER_004, SEED_000, SEED_003, SEED_004
 from tests.helpers import event_line
 from tests.page_facts import page_events
@@ -80,7 +80,7 @@ def key_file(tmp_path) -> Path:
 
 @pytest.fixture
 def signer(key_file):
-    from ledger.signed_notes import parse_signer
+    from ledger.log.signed_notes import parse_signer
 
     return parse_signer(key_file.read_text())
 
@@ -93,7 +93,7 @@ def rich(store, tmp_path):
 
 @pytest.fixture
 def client(rich, signer):
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     store, _ = rich
     return TestClient(create_app(store, signer))

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.signed_notes import generate_signer
-from ledger.store import Store
+from ledger.log.signed_notes import generate_signer
+from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004
 from tests.web.conftest import SCRIPT_PAPER, SCRIPT_TITLE, fill
 
@@ -55,7 +55,7 @@ def server(tmp_path_factory):
     port = free_port()
     log = open(folder / "serve.log", "wb")
     env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
-    process = subprocess.Popen(["timeout", "--kill-after=5", "300", sys.executable, "-m", "cli", "--db", str(db), "serve",
+    process = subprocess.Popen(["timeout", "--kill-after=5", "300", sys.executable, "-m", "ledger.cli", "--db", str(db), "serve",
                                 "--port", str(port), "--key", str(key), "--workers", "2"],
                                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"

@@ -9,14 +9,14 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 
-from ledger.store import Store
+from ledger.storage.store import Store
 from tests.web.conftest import fill
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    from ledger.signed_notes import generate_signer
-    from web.app import create_app
+    from ledger.log.signed_notes import generate_signer
+    from ledger.web.app import create_app
 
     folder = tmp_path_factory.mktemp("fuzzed")
     store = Store.create(str(folder / "ledger.db"))

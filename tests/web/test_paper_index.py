@@ -8,7 +8,7 @@ import base64
 
 import orjson
 
-from ledger.signed_notes import parse_checkpoint
+from ledger.log.signed_notes import parse_checkpoint
 from tests.conftest import AS_OF_004, PAPER_004, Cli
 from tests.web.conftest import LATER, SCRIPT_PAPER
 
@@ -21,7 +21,7 @@ def test_the_served_checkpoint_signs_the_paper_index(client, rich):
     assert checkpoint.index_root is not None
     assert body.split("\n")[3] == f"paper-index/v1 {base64.b64encode(checkpoint.index_root).decode()}"
     with store.reading() as cursor:
-        from ledger.index_nodes import root_at
+        from ledger.storage.index_nodes import root_at
 
         assert root_at(cursor, checkpoint.size)[1] == checkpoint.index_root
 
@@ -55,7 +55,7 @@ def test_the_integrity_of_another_paper_has_its_own_index_proof(client):
 def test_without_a_key_there_is_no_index_proof(rich):
     from fastapi.testclient import TestClient
 
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     store, _ = rich
     found = TestClient(create_app(store)).get(f"/paper/{PAPER_004}/integrity.json").json()

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 import orjson
 import pytest
 
-from ledger.times import parse_when
-from projections.text import render_text
+from ledger.core.times import parse_when
+from ledger.projections.text import render_text
 from tests.conftest import AS_OF_004, PAPER_004, SEED_000, SEED_003, Cli
 from tests.web.conftest import LATER, SCRIPT_PAPER, SCRIPT_TITLE
 
@@ -151,7 +151,7 @@ def test_integrity_carries_the_digests_the_checkpoint_and_the_cli_evidence_bundl
 def test_without_a_key_there_is_no_checkpoint_and_no_bundle(rich):
     from fastapi.testclient import TestClient
 
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     store, _ = rich
     bare = TestClient(create_app(store))
@@ -358,7 +358,7 @@ def test_a_trailing_slash_redirects_as_a_static_host_does(client):
 def test_an_unreachable_database_is_503_and_the_server_keeps_running(unused_port):
     from fastapi.testclient import TestClient
 
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     # A real PostgreSQL URL on a loopback port where nothing listens: the driver's connection is refused.
     app = create_app(f"postgresql+psycopg://ledger@127.0.0.1:{unused_port}/ledger?connect_timeout=2")
@@ -370,8 +370,8 @@ def test_an_unreachable_database_is_503_and_the_server_keeps_running(unused_port
 
 
 def test_a_directory_that_is_not_a_ledger_fails_at_start_not_per_request(tmp_path):
-    from ledger.errors import InputError
-    from web.app import create_app
+    from ledger.core.errors import InputError
+    from ledger.web.app import create_app
 
     with pytest.raises(InputError, match="no ledger here"):
         create_app(str(tmp_path / "typo.db"))
@@ -380,7 +380,7 @@ def test_a_directory_that_is_not_a_ledger_fails_at_start_not_per_request(tmp_pat
 def test_an_exported_log_is_served_like_its_database(rich, tmp_path, signer):
     from fastapi.testclient import TestClient
 
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     store, _ = rich
     log = tmp_path / "log.jsonl"

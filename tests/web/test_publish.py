@@ -6,10 +6,10 @@ import os
 import orjson
 import pytest
 
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 from tests.conftest import PAPER_004, Cli
 from tests.helpers import event_line
-from web.publish import Folder, file_for
+from ledger.web.publish import Folder, file_for
 
 
 AS_OF = "2026-09-02"  # every paper of the ledger has a record by then

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks.generate import generate
-from ledger.canonical import canonical
-from ledger.errors import InputError
-from ledger.events import make_event
-from ledger.proofs import prove_inclusion
-from ledger.tiles import (MAX_ENTRY, EntryTooLongError, Tile, bundle, format_index, longest_entry, parse_tile_path,
+from ledger.core.canonical import canonical
+from ledger.core.errors import InputError
+from ledger.model.events import make_event
+from ledger.services.proofs import prove_inclusion
+from ledger.log.tiles import (MAX_ENTRY, EntryTooLongError, Tile, bundle, format_index, longest_entry, parse_tile_path,
                           read_bundle, tiles_of)
 from tests.conftest import Cli, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
@@ -150,7 +150,7 @@ def rfc_root(hashes: list[bytes]) -> bytes:
 
 # -- the tiles of growing logs, served and published --------------------------------------------------------
 def test_a_client_rebuilds_the_signed_root_from_tiles_at_every_size(store, signer, key_file, tmp_path):
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     events = generate(700, seed=5)
     served = TestClient(create_app(store, signer))
@@ -188,7 +188,7 @@ def test_a_client_rebuilds_the_signed_root_from_tiles_at_every_size(store, signe
 
 
 def test_a_tampered_tile_is_caught_by_the_client(store, signer):
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     with store.writing() as writer:
         writer.append(generate(300, seed=5))
@@ -273,8 +273,8 @@ def test_import_refuses_an_event_whose_entry_could_pass_65535_bytes(cli, tmp_pat
 
 
 def test_an_entry_at_the_limit_is_served_in_its_bundle(store, tmp_path):
-    from ledger.importer import import_files
-    from web.app import create_app
+    from ledger.importing.importer import import_files
+    from ledger.web.app import create_app
 
     fits = tmp_path / "fits.jsonl"
     fits.write_bytes(_snapshot_line("a" * _padding()))
@@ -285,7 +285,7 @@ def test_an_entry_at_the_limit_is_served_in_its_bundle(store, tmp_path):
 
 
 def test_an_old_ledger_holding_a_longer_entry_names_it(store, tmp_path):
-    from web.app import create_app
+    from ledger.web.app import create_app
 
     small = make_event("paper.snapshot", {"arxiv_id": "2601.00004", "snapshot_observed_at": "2026-01-01T00:00:00Z"})
     big = make_event("paper.snapshot", {"arxiv_id": "2601.00005", "snapshot_observed_at": "2026-01-01T00:00:00Z",

@@ -1,0 +1,156 @@
+"""The one canonical encoder, and the digests built on it.
+
+`canonical(x)` is `orjson.dumps(x, option=OPT_SORT_KEYS)`: compact, keys sorted, UTF-8, no trailing
+newline. Every digest and the hash chain use it, and nothing else may encode bytes that get hashed.
+It refuses what JSON cannot carry exactly (NaN, Infinity, integers outside 64 bits, non-string keys,
+lone surrogates) instead of coercing it: orjson would silently write NaN as null.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from typing import Any
+
+import orjson
+
+from ledger.core.errors import InputError
+
+_OPTIONS = orjson.OPT_SORT_KEYS
+
+
+class CanonicalError(InputError):
+    """A value that has no exact canonical JSON form."""
+
+
+def _has_non_finite(value: Any) -> bool:
+    # A flat loop, not recursion: this runs on every entry of the chain, so it must stay cheap.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return True
+        elif kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+    return False
+
+
+def _non_finite_path(value: Any, path: str) -> str | None:
+    """Where the first NaN/Infinity is (slow path, only once one is known to exist)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path or "value")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        where = _non_finite_path(item, f"{path}.{key}" if isinstance(value, dict) and path else
+                                 str(key) if isinstance(value, dict) else f"{path}[{key}]")
+        if where:
+            return where
+    return None
+
+
+def canonical(value: Any, finite: bool = False) -> bytes:
+    """Return the canonical JSON bytes of `value`, or raise CanonicalError.
+
+    `finite=True` is the caller's word that every float in `value` is finite, so the NaN/Infinity walk (a
+    third of the cost) is skipped. Only two kinds of value may be vouched for: one that holds no float at
+    all (a chain entry: integers, strings and an already canonical payload), and one built from what
+    `parse_json` or `orjson.loads` returned (`loads_finite` says why those hold no NaN or Infinity).
+    """
+    try:
+        encoded = orjson.dumps(value, option=_OPTIONS)
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        raise CanonicalError(f"cannot encode canonically: {exc}") from None
+    # orjson writes NaN and Infinity as null: only where a null appears can one have been coerced.
+    if not finite and b"null" in encoded and _has_non_finite(value):
+        raise CanonicalError(f"{_non_finite_path(value, '')}: NaN and Infinity have no JSON form")
+    # orjson's result holds a buffer of at least 4 KiB however short the text: an import keeps one per event
+    # (its payload), so a copy of the exact length is returned (the same bytes; a tenth of the memory).
+    return bytes(memoryview(encoded))
+
+
+def sha256_digest(value: Any, finite: bool = False) -> str:
+    """`sha256:<hex>` of the canonical bytes of `value` (`finite` as in `canonical`).
+    Raises CanonicalError (an InputError) for a value with no canonical form."""
+    return "sha256:" + hashlib.sha256(canonical(value, finite)).hexdigest()
+
+
+def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise CanonicalError(f"duplicate key {key!r}")
+            seen.add(key)
+    return result
+
+
+def _refuse_constant(name: str) -> Any:
+    raise CanonicalError(f"{name} is not a JSON value")
+
+
+# Why a value from `orjson.loads` holds only finite floats: orjson refuses the NaN and Infinity tokens and
+# any number literal that overflows a double ("number is infinity when parsed as double"); it never makes
+# a NaN. tests/ledger/test_canonical.py pins both, so an orjson that stopped refusing them fails there.
+loads_finite = orjson.loads
+
+# JSON's only escape that decodes to a colon, which would make the key count below come out short.
+_ESCAPED_COLON = re.compile(r"\\u003[aA]")
+_UNSURE = object()
+
+
+def _parse_fast(text: str) -> Any:
+    """orjson's parse, returned only when it is provably the strict parse's value; `_UNSURE` otherwise.
+
+    orjson turns an integer outside 64 bits into a float silently; such a float is at least 2**63 in
+    magnitude, and orjson writes every float from 1e16 up with an exponent (`9.3e+18`): an encoding without
+    `e+` anywhere held no such integer. orjson keeps the last of duplicate keys silently. Every key in the text is followed by exactly one colon
+    outside any string, and the canonical re-encoding writes each key it kept with one colon and every string
+    with its colons as they were decoded: with no colon written as an escape, the text and its encoding hold
+    the same number of colons exactly when no key was dropped (each dropped member takes at least its own
+    colon away). Anything else orjson refuses, or might have coerced, goes to the strict parser, which
+    decides as it always has, with its own messages.
+    """
+    try:
+        value = orjson.loads(text)
+        encoded = orjson.dumps(value, option=_OPTIONS)  # the canonical form: orjson nests 1024 deep, dumps 254
+    except orjson.JSONDecodeError:
+        return _UNSURE
+    except TypeError:  # orjson.JSONEncodeError
+        return _UNSURE
+    if b"e+" in encoded or text.count(":") != encoded.count(b":"):
+        return _UNSURE
+    if "\\u" in text and _ESCAPED_COLON.search(text):
+        return _UNSURE
+    return value
+
+
+def parse_json(text: str) -> Any:
+    """Parse one JSON text strictly: no duplicate keys, no NaN/Infinity, no integer beyond 64 bits.
+
+    The value holds only finite floats, so it may be encoded with `canonical(value, finite=True)`. orjson
+    parses first; what it cannot prove clean is parsed again by the standard library's parser with
+    duplicate-key and constant hooks, which names the problem. Raises CanonicalError (an InputError) whose
+    message says what is wrong; the caller adds the file name.
+    """
+    value = _parse_fast(text)
+    return _parse_strict(text) if value is _UNSURE else value
+
+
+def _parse_strict(text: str) -> Any:
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_pairs_without_duplicates, parse_constant=_refuse_constant
+        )
+    except json.JSONDecodeError as exc:
+        raise CanonicalError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise CanonicalError("JSON nested too deeply") from None
+    canonical(value)  # refuses big integers, lone surrogates: fail at parse time, not at hash time
+    return value

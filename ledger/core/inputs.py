@@ -1,0 +1,198 @@
+"""Reading what a user hands the ledger: a file (or stdin) as bytes, then as text; or a large file in blocks.
+
+Every command reads its inputs through here, so an empty, binary or unreadable file is named the same way
+everywhere. Standard library only: the offline verifier uses it too.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import shutil
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+from ledger.core.errors import InputError
+
+STDIN = "-"
+BLOCK = 4 << 20  # bytes read at a time from a file read in blocks
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines ends a line ("\r\n" is one break)
+_PATTERN_SPAN = 64  # the longest match `scan_file` finds across two blocks
+
+
+INPUT_SUFFIXES = (".json", ".jsonl")  # what a directory given as an input stands for
+
+
+def input_files(names: list[str]) -> list[str]:
+    """The inputs `names` stand for: a file (or `-`) itself, and a directory the `.json` and `.jsonl` files
+    below it, at any depth, in the order of their paths; hidden files and folders are passed over. So a
+    corpus of more files than a command line holds (about 60,000 paths) can be named, and a folder that
+    `replay --out` wrote is imported as it stands. Raises InputError naming a directory that cannot be read,
+    or that holds no such file."""
+    def unreadable(error: OSError) -> None:
+        raise InputError(f"{error.filename}: cannot read the directory: {error.strerror}")
+
+    found: list[str] = []
+    for name in names:
+        if name == STDIN or not os.path.isdir(name):
+            found.append(name)  # read_input names the problem of a missing or unreadable file in its turn
+            continue
+        files = []
+        for folder, folders, children in os.walk(name, onerror=unreadable):
+            folders[:] = [child for child in folders if not child.startswith(".")]
+            files += [os.path.join(folder, child) for child in children
+                      if child.endswith(INPUT_SUFFIXES) and not child.startswith(".")]
+        if not files:
+            raise InputError(f"{name}: a directory with no {' or '.join(INPUT_SUFFIXES)} file in it")
+        found += sorted(files)
+    return found
+
+
+def read_input(name: str, kept: IO[bytes] | None = None) -> bytes:
+    """The bytes of a file, or of stdin for `-` (or of `kept`, stdin as `keep_stdin` kept it). Raises
+    InputError naming the file when it cannot be read."""
+    if kept is not None or name == STDIN:
+        with _opened(name, kept) as file:
+            return file.read()
+    with _reading(name):
+        return Path(name).read_bytes()
+
+
+def keep_stdin(limit: int) -> bytes | IO[bytes]:
+    """All of stdin, read once: its bytes when there are at most `limit`, else an unnamed temporary file
+    holding them (gone once closed), to be read in blocks as a large file is: so that input piped from
+    another command (`zcat corpus.jsonl.gz | ledger import -`) is never held whole in memory. Raises
+    InputError naming stdin when the temporary file cannot be written."""
+    with _reading(STDIN):
+        head = sys.stdin.buffer.read(limit + 1)
+    if len(head) <= limit:
+        return head
+    kept = None
+    try:
+        kept = tempfile.TemporaryFile(prefix="ledger-stdin-")
+        kept.write(head)
+        del head  # before the rest is copied: at most one block of stdin in memory from here on
+        with _reading(STDIN):
+            shutil.copyfileobj(sys.stdin.buffer, kept, BLOCK)
+        kept.flush()
+    except OSError as exc:  # the temporary file (reading stdin raised InputError)
+        if kept is not None:
+            kept.close()
+        raise InputError(f"{STDIN}: cannot keep stdin in a temporary file: {exc.strerror}") from None
+    return kept
+
+
+@contextmanager
+def _reading(name: str) -> Iterator[None]:
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read: {exc.strerror}") from None
+
+
+@contextmanager
+def _opened(name: str, kept: IO[bytes] | None) -> Iterator[IO[bytes]]:
+    """The file `name` opened for reading; stdin for `-`; or `kept` (stdin in a temporary file) read from
+    its start, and left open. Raises InputError naming the file when it cannot be read."""
+    with _reading(name):
+        if kept is not None:
+            kept.seek(0)
+            yield kept
+        elif name == STDIN:
+            yield sys.stdin.buffer
+        else:
+            with open(name, "rb") as file:
+                yield file
+
+
+def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event lines",
+              block: int = BLOCK, kept: IO[bytes] | None = None) -> bool:
+    """Check a file (or `kept`, stdin kept in a temporary file) as `decode_input` checks its bytes, reading
+    it in blocks instead of whole, and say whether `pattern` (a match of at most 64 characters) occurs in
+    its text. Raises the InputError `read_input` or `decode_input` would raise, with the same words."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    blank, nul, found, read, tail = True, False, False, 0, ""
+    with _opened(name, kept) as file:
+        while True:
+            data = file.read(block)
+            blank = blank and not data.strip()  # bytes.strip, as decode_input: ASCII whitespace only
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:  # the first bad byte in file order (not whitespace: not blank)
+                # Counted from the bytes of an unfinished character the decoder held back from the last block.
+                raise _not_utf8(name, read - len(decoder.buffer) + exc.start) from None
+            read += len(data)
+            nul = nul or "\x00" in text
+            if not found:
+                found = pattern.search(tail + text) is not None
+                tail = (tail + text)[-_PATTERN_SPAN:]
+            if not data:
+                break
+    if blank:
+        raise _empty(name, expected)
+    if nul:
+        raise _nul(name)
+    return found
+
+
+def file_lines(name: str, block: int = BLOCK, kept: IO[bytes] | None = None) -> Iterator[tuple[str, int]]:
+    """The lines of a file (or `kept`) that `scan_file` accepted, as `text.splitlines()` gives them, read in
+    blocks: each with the number of bytes read so far. Raises InputError when the file can no longer be read, or is no
+    longer UTF-8 (it changed since)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    carry, done = "", 0
+    with _opened(name, kept) as file:
+        while True:
+            data = file.read(block)
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError:
+                raise InputError(f"{name}: changed while being read: no longer UTF-8 text") from None
+            done += len(data)
+            parts = (carry + text).splitlines(keepends=True)
+            carry = ""
+            # A line not ended yet, or ended by "\r" (perhaps the first half of "\r\n"), waits for the next block.
+            if data and parts and (parts[-1][-1] not in LINE_BREAKS or parts[-1][-1] == "\r"):
+                carry = parts.pop()
+            for part in parts:
+                if part.endswith("\r\n"):
+                    yield part[:-2], done
+                else:
+                    yield (part[:-1] if part[-1] in LINE_BREAKS else part), done
+            if not data:
+                return
+
+
+def decode_input(name: str, data: bytes, expected: str = "a record or event lines") -> str:
+    """A file's bytes as text. Raises InputError naming the file when it is empty (saying what was
+    `expected`), not UTF-8, or holds NUL bytes."""
+    if not data.strip():
+        raise _empty(name, expected)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(name, exc.start) from None
+    if "\x00" in text:
+        raise _nul(name)
+    return text
+
+
+# What `decode_input` and `scan_file` refuse, in one set of words.
+def _empty(name: str, expected: str) -> InputError:
+    return InputError(f"{name}: empty file, expected {expected}")
+
+
+def _not_utf8(name: str, byte: int) -> InputError:
+    return InputError(f"{name}: not UTF-8 text (byte {byte}): binary file?")
+
+
+def _nul(name: str) -> InputError:
+    return InputError(f"{name}: contains NUL bytes: binary file?")

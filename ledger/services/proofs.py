@@ -1,0 +1,131 @@
+"""Building what an outsider checks: inclusion and consistency proofs (RFC 9162), paper index proofs, signed
+checkpoints (with the paper index root), and evidence bundles that carry one record with every event of its
+paper up to the checkpoint's size, each placed in the log and in the paper's own events tree.
+
+This module reads the store; checking what it builds needs none: that is `ledger.auditor`, which never
+imports this module or the store. Everything one call builds comes from one snapshot of the store (one read
+transaction), and every read is bounded by the tree size it proves against: an append landing meanwhile is
+in none of it.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from ledger.projections.record import build_record
+
+from ledger.log.chain import entry_bytes
+from ledger.core.errors import InputError, IntegrityError
+from ledger.storage.index_nodes import prove as index_proof, root_at
+from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, root
+from ledger.log.paper_index import events_tree
+from ledger.log.signed_notes import Checkpoint, Signer
+from ledger.storage.store import Store
+
+
+def _size(cursor, size: int | None) -> int:
+    head = cursor.head()[0]
+    if size is None:
+        return head
+    if not 0 < size <= head:
+        raise InputError(f"tree size {size}: the ledger holds {head} events")
+    return size
+
+
+def _indexed(store: Store, size: int | None) -> int:
+    """The tree size asked for (default: the head now), once the paper index is kept there."""
+    with store.reading() as cursor:
+        size = _size(cursor, size)
+    store.keep_index(size)
+    return size
+
+
+def checkpoint(store: Store, signer: Signer, size: int | None = None) -> tuple[str, int]:
+    """A signed note of the tree of `size` leaves (default: the current tree), and that size: origin (the
+    key's name), size, root, and the paper index root at that size. Raises InputError for a size the ledger
+    does not hold, StoreError, or IntegrityError when a Merkle node or the index root cannot be had."""
+    size = _indexed(store, size or None)
+    with store.snapshot() as cursor:
+        return _signed_checkpoint(signer, cursor, cursor.node_source(size), size), size
+
+
+def _signed_checkpoint(signer: Signer, cursor, nodes, size: int) -> str:
+    found = root_at(cursor, size)
+    if found is None:
+        raise IntegrityError(f"the ledger has no paper index root at tree size {size}")
+    return signer.sign(Checkpoint(signer.name, size, root(nodes, size), found[1]).text())
+
+
+def prove_paper(store: Store, paper: str, size: int | None = None) -> dict:
+    """The paper index proof of one paper (its count of events and their root, or that it has none) in the
+    tree of `size` (default: now). Raises InputError for a size the ledger does not hold, IntegrityError for
+    an index node or event that cannot be read, StoreError."""
+    size = _indexed(store, size)
+    with store.snapshot() as cursor:
+        return index_proof(cursor, store.index_nodes, paper, size).to_json()
+
+
+def _inclusion(nodes, seq: int, size: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict:
+    leaf = entry_bytes(seq, kind, effective_at, recorded_at, payload)
+    return {"leaf": base64.b64encode(leaf).decode(), "leaf_hash": leaf_hash(leaf).hex(), "leaf_index": seq - 1,
+            "path": [p.hex() for p in inclusion_path(nodes, seq - 1, size)], "seq": seq, "tree_size": size}
+
+
+def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
+    """An inclusion proof of event `seq` in the tree of `size` (default: now). Raises InputError for a seq or size outside the ledger, StoreError."""
+    with store.snapshot() as cursor:
+        size = _size(cursor, size)
+        if not 0 < seq <= size:
+            raise InputError(f"seq {seq}: not in a tree of size {size}")
+        entry = cursor.entry(seq)
+        nodes = cursor.node_source(size, lambda nodes: (inclusion_path(nodes, seq - 1, size), root(nodes, size)))
+        proof = _inclusion(nodes, seq, size, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
+        proof["root"] = root(nodes, size).hex()
+        return proof
+
+
+def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
+    """A consistency proof from the tree of `old` leaves to that of `new` (default: now). Raises InputError for sizes outside the ledger, StoreError."""
+    with store.snapshot() as cursor:
+        new = _size(cursor, new)
+        if not 0 < old <= new:
+            raise InputError(f"--consistency {old}: expected a size from 1 to {new}")
+        nodes = cursor.node_source(new, lambda nodes: (root(nodes, new), root(nodes, old),
+                                                        consistency_path(nodes, old, new)))
+        return {"new_root": root(nodes, new).hex(), "new_size": new, "old_root": root(nodes, old).hex(),
+                "old_size": old, "path": [p.hex() for p in consistency_path(nodes, old, new)]}
+
+
+def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer: Signer,
+                    known_at: str | None = None) -> dict:
+    """The record; every event of its paper in the log of the checkpoint's size, also those the record does
+    not show (effective after as_of, recorded after known_at), each with its leaf, its inclusion proof in the
+    log and its place in the paper's events tree; the paper index proof; a signed checkpoint: all read from
+    one snapshot, every read bounded by the tree's size.
+    Raises NotFoundError when the paper has no record then, IntegrityError when the ledger's index disagrees
+    with its events, StoreError."""
+    size = _indexed(store, None)
+    with store.snapshot() as cursor:
+        facts = cursor.paper_facts(paper, size=size)
+        shown = [f for f in facts if f.effective_key <= as_of_key and (known_at is None or f.recorded_at <= known_at)]
+        record = build_record(paper, shown, as_of, as_of_key)
+        nodes = cursor.node_source(size, lambda nodes: ([inclusion_path(nodes, f.seq - 1, size) for f in facts],
+                                                        root(nodes, size)))  # every node in one statement
+        index = index_proof(cursor, store.index_nodes, paper, size)
+        events, leaves = [], []
+        for f in facts:
+            proof = _inclusion(nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)
+            leaves.append(bytes.fromhex(proof["leaf_hash"]))
+            events.append({"leaf": proof.pop("leaf"), "proof": proof, "seq": f.seq})
+        tree = events_tree(leaves)
+        if (index.count, index.root) != (len(leaves), root(tree, len(leaves))):
+            raise IntegrityError(f"the ledger's paper index disagrees with its events of arXiv:{paper} at tree "
+                                 f"size {size} (index: {index.count} events, log: {len(leaves)})")
+        for position, event in enumerate(events):
+            event["paper_proof"] = {"index": position,
+                                    "path": [p.hex() for p in inclusion_path(tree, position, len(leaves))]}
+        note = _signed_checkpoint(signer, cursor, nodes, size)
+    bundle = {"checkpoint": note, "events": events, "index": index.to_json(), "record": record}
+    if known_at is not None:
+        bundle["known_at"] = known_at
+    return bundle

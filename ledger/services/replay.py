@@ -1,0 +1,54 @@
+"""Rebuilding many records: one paper at a time, so memory follows the largest record, not the ledger.
+
+With several jobs (`replay --jobs`), each worker process opens the ledger itself and rebuilds the papers sent
+to it (BATCH at a time), handing each record to a `render` function (rendering and writing files happen in
+the workers too); the parent lists the papers, a page at a time, and gets the results back in arXiv id order.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, TypeVar
+
+from ledger.projections.record import build_record
+
+from ledger.storage.store import Store, sqlite_path
+from ledger.core.workers import Workers
+
+R = TypeVar("R")
+BATCH = 16  # papers sent to a worker at once: a round trip costs little beside 16 rebuilds
+
+
+def records_as_of(store: Store, as_of: str, as_of_key: str, known_at: str | None = None) -> Iterator[tuple[str, dict]]:
+    """(arxiv id, record) for every paper with a snapshot by `as_of`, in arXiv id order, lazily. Raises StoreError."""
+    for paper in store.papers(as_of_key, known_at):
+        yield paper, build_record(paper, store.paper_facts(paper, known_at), as_of, as_of_key)
+
+
+def render_records(store: Store, as_of: str, as_of_key: str, known_at: str | None,
+                   render: Callable[[str, dict], R], workers: Workers) -> Iterator[tuple[str, R]]:
+    """(arxiv id, render(arxiv id, record)) for every paper as in `records_as_of`, in arXiv id order, with the
+    rebuilds and `render` (which must pickle: a module-level function) in `workers`; a store they cannot
+    open (see `shared`) is replayed here. Raises StoreError, and whatever `render` raises, in arXiv id order."""
+    if workers.jobs == 1 or not shared(store):
+        for paper, record in records_as_of(store, as_of, as_of_key, known_at):
+            yield paper, render(paper, record)
+        return
+    tasks = ((store.url, paper, as_of, as_of_key, known_at, render) for paper in store.papers(as_of_key, known_at))
+    yield from workers.map(_render_one, tasks, lambda task: 1, BATCH)
+
+
+def shared(store: Store) -> bool:
+    """Whether other processes can open this store: a file or a server, not a database held in this
+    process's memory (an exported log). Raises nothing."""
+    return not (store.dialect == "sqlite" and sqlite_path(store.url) is None)
+
+
+_opened: dict[str, Store] = {}  # in a worker process: its own connection, opened by its first task
+
+
+def _render_one(task: tuple) -> tuple[str, object]:
+    url, paper, as_of, as_of_key, known_at, render = task
+    store = _opened.get(url)
+    if store is None:
+        store = _opened[url] = Store.open(url)
+    return paper, render(paper, build_record(paper, store.paper_facts(paper, known_at), as_of, as_of_key))

@@ -1,0 +1,25 @@
+"""What differs by database, behind one interface: one small module per backend (`sqlite`, `postgres`).
+
+`ledger.store` holds the one Store and Writer and asks its backend for everything database-specific: the
+engine, the guards that make the log append-only, how a write transaction begins (taking the write lock),
+bulk inserts, the fact-key probe, and what a driver error means (recognised by error code, never by message
+text). Every backend passes the same contract suite (`tests/ledger/test_store.py`).
+"""
+
+from __future__ import annotations
+
+from ledger.core.errors import InputError
+from ledger.storage.backends.base import LOCK_TIMEOUT_SECONDS, Backend
+from ledger.storage.backends.postgres import PostgreSQL
+from ledger.storage.backends.sqlite import SQLite
+
+__all__ = ["LOCK_TIMEOUT_SECONDS", "Backend", "PostgreSQL", "SQLite", "backend_for"]
+
+
+def backend_for(url: str) -> Backend:
+    """The backend of a SQLAlchemy URL. Raises InputError for a database this ledger does not support."""
+    if url.startswith("sqlite"):
+        return SQLite()
+    if url.startswith("postgresql"):
+        return PostgreSQL()
+    raise InputError(f"--db {url}: not a SQLite file or a postgresql:// URL")

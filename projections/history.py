@@ -1,0 +1,190 @@
+"""Audit views, pure like the record fold: the history of a subject with a one-line account of what each
+event changed, the difference between two rebuilds of a record, and when (in recorded time) the ledger's
+rebuild of a record was exactly that record.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import Iterable, NamedTuple
+
+import orjson
+
+from ledger.core.canonical import canonical
+from ledger.core.errors import NotFoundError
+
+from ledger.model.events import (
+    CITATION_OBSERVED,
+    NOT_CHECKED,
+    NOTICE_CHECKED,
+    PAPER_SNAPSHOT,
+    RESOLUTION_RECORDED,
+    SOURCE_CHECKED,
+    UNRESOLVED,
+    Fact,
+)
+from ledger.model.standing_notices import describe_notice
+
+from ledger.projections.record import Fold, Mismatch
+from ledger.projections.text import UNTITLED, cited_label
+
+
+def _resolution(r: dict) -> str:
+    return r["status"] + (f" ({r['resolver_source']})" if r.get("resolver_source") else "")
+
+
+def _changed_keys(old: dict, new: dict) -> str:
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return ", ".join(keys) or "nothing"
+
+
+def account(kind: str, old: dict | None, new: dict) -> str:
+    """One line saying what this event changed, given the previous payload of the same kind and subject."""
+    if kind == PAPER_SNAPSHOT:
+        label = f"v{new.get('latest_version')}: {new.get('title')}"
+        if old is None:
+            return f"paper snapshot {label}"
+        if old.get("latest_version") != new.get("latest_version"):
+            return f"paper v{old.get('latest_version')} → v{new.get('latest_version')}"
+        return f"paper snapshot re-observed; changed: {_changed_keys(old, new)}"
+    if kind == CITATION_OBSERVED:
+        citation = new["citation"]
+        if old is None:
+            return (f"observation added: arXiv:{citation['citing_paper']['arxiv_id']} cites {cited_label(citation) or UNTITLED} "
+                    f"(reference {citation['reference_index']}, {citation['source']})")
+        return f"citation re-observed; changed: {_changed_keys(old['citation'], citation)}"
+    if kind == RESOLUTION_RECORDED:
+        before = (old or {"resolution": UNRESOLVED})["resolution"]
+        return f"resolution {_resolution(before)} → {_resolution(new['resolution'])}"
+    if kind == NOTICE_CHECKED:
+        before = (old or {"standing_notice": NOT_CHECKED})["standing_notice"]
+        return f"standing notice {describe_notice(before)} → {describe_notice(new['standing_notice'])}"
+    if kind == SOURCE_CHECKED:
+        return f"{new['source']} swept" + (f" (previously {old['observed_at']})" if old else "")
+    before = len(old["measurements"]) if old else 0
+    return f"measurements from {new['source']}: {before} → {len(new['measurements'])}"
+
+
+def history(facts: Iterable[Fact]) -> list[dict]:
+    """Every event, oldest effective time first (ties: ledger order), each with its account."""
+    rows = []
+    previous: dict[tuple[str, str], dict] = {}
+    for fact in sorted(facts, key=lambda f: (f.effective_key, f.seq)):
+        payload = orjson.loads(fact.payload)
+        key = (fact.kind, fact.subject)
+        rows.append({"seq": fact.seq, "kind": fact.kind, "subject": key[1], "effective_at": fact.effective_at,
+                     "recorded_at": fact.recorded_at, "account": account(fact.kind, previous.get(key), payload)})
+        previous[key] = payload
+    return rows
+
+
+def _observations(record: dict | None) -> dict[tuple[str, str], dict]:
+    if record is None:
+        return {}
+    return {(o["observation_id"], d): o for d in ("inbound", "outbound") for o in record[d]}
+
+
+def _part_changes(old: dict, new: dict) -> list[str]:
+    details = []
+    for part in ("citation", "links", "resolution", "standing_notice"):
+        if old[part] == new[part]:
+            continue
+        if part == "resolution":
+            details.append(f"resolution: {_resolution(old[part])} → {_resolution(new[part])}")
+        elif part == "standing_notice":
+            details.append(f"standing_notice: {describe_notice(old[part])} → {describe_notice(new[part])}")
+        else:
+            details.append(f"{part}: changed {_changed_keys(old[part], new[part])}")
+    return details
+
+
+def diff(before: dict | None, after: dict) -> dict:
+    """What changed between two rebuilds of one paper's record (`before` is None when it did not exist)."""
+    old, new = _observations(before), _observations(after)
+    added = [{"observation_id": k[0], "direction": k[1], "digest": new[k]["observation_digest"]}
+             for k in sorted(new.keys() - old.keys())]
+    removed = [{"observation_id": k[0], "direction": k[1], "digest": old[k]["observation_digest"]}
+               for k in sorted(old.keys() - new.keys())]
+    changed = []
+    for k in sorted(old.keys() & new.keys()):
+        if old[k]["observation_digest"] != new[k]["observation_digest"]:
+            details = _part_changes(old[k], new[k])
+            changed.append({"observation_id": k[0], "direction": k[1],
+                            "parts": [d.split(":")[0] for d in details], "details": details,
+                            "from_digest": old[k]["observation_digest"], "to_digest": new[k]["observation_digest"]})
+    lanes_before = {lane["lane"]: lane for lane in (before or {}).get("coverage", [])}
+    coverage = []
+    for lane in after["coverage"]:
+        was = lanes_before.get(lane["lane"])
+        if was != lane:
+            coverage.append({"lane": lane["lane"], "from": was, "to": lane})
+    fields = [key for key in ("paper", "standing_sources", "external_citation_measurements")
+              if (before or {}).get(key) != after[key]]
+    return {
+        "paper": after["paper"]["arxiv_id"],
+        "from": {"as_of": before["as_of"] if before else None,
+                 "context_digest": before["context_digest"] if before else None},
+        "to": {"as_of": after["as_of"], "context_digest": after["context_digest"]},
+        "added": added, "removed": removed, "changed": changed, "coverage": coverage, "fields": fields,
+    }
+
+
+class Window(NamedTuple):
+    """A span of recorded time in which the ledger's rebuild of a record at its as_of was exactly the record:
+    for every known-at K with `start` <= K < `end`. `start` is the recorded time of the facts that completed
+    it; `end` the recorded time of the first fact that changed it (None: it still is the rebuild)."""
+
+    start: str
+    end: str | None
+
+
+class Agreement(NamedTuple):
+    """A record against everything the ledger ever knew of its paper."""
+
+    windows: list[Window]  # oldest first; the last is open when the record is the rebuild today
+    late: list[dict]  # history rows of the facts that changed the rebuild since the last window ended
+    mismatch: Mismatch | None  # the rebuild today against the record (None: they agree)
+
+
+def agreement(facts: Iterable[Fact], record: dict) -> Agreement:
+    """When, in recorded time, the ledger's rebuild of `record`'s paper at the record's as_of was exactly
+    `record`, and which facts recorded since changed it.
+
+    Only the recorded times of the paper's own facts effective by as_of can change that rebuild, so they are
+    the only candidates: the facts are taken in recorded order, one recorded time at a time, and the record is
+    re-assembled only where a fact changed what it is built from. A late fact is one recorded after the last
+    window ended that, when it was recorded, became the latest of its kind and subject with another payload
+    (a fact superseded by one already held is not named). Raises NotFoundError when today's facts hold no
+    snapshot of the paper by the record's as_of (nor, then, did any earlier recorded time)."""
+    facts = list(facts)
+    paper, as_of = record["paper"]["arxiv_id"], record["as_of"]
+    fold = Fold(paper, as_of)
+    target = canonical(record)
+    windows: list[Window] = []
+    start: str | None = None
+    changed_since: list[Fact] = []
+    rebuilt, same = None, False
+    relevant = sorted((f for f in facts if f.effective_key <= fold.cutoff), key=lambda f: (f.recorded_at, f.seq))
+    for recorded_at, group in groupby(relevant, key=lambda f: f.recorded_at):
+        changed = [fact for fact in group if fold.add(fact)]
+        if not changed:
+            continue  # nothing the record is built from changed: the rebuild is what it was
+        try:
+            rebuilt = fold.record()
+            same = canonical(rebuilt) == target
+        except NotFoundError:
+            rebuilt, same = None, False
+        if same and start is None:
+            start = recorded_at
+        elif not same and start is not None:
+            windows.append(Window(start, recorded_at))
+            start, changed_since = None, []
+        if not same:
+            changed_since.extend(changed)
+    if start is not None:
+        windows.append(Window(start, None))
+    if rebuilt is None:
+        fold.record()  # raises NotFoundError: no snapshot of the paper by as_of, today or ever
+    late_seqs = {f.seq for f in changed_since} if windows and start is None else set()
+    late = [row for row in history(facts) if row["seq"] in late_seqs]
+    return Agreement(windows, late, None if same else Mismatch(rebuilt, record))
