@@ -35,7 +35,7 @@ class Entry(NamedTuple):
 
 
 def entry_object(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict:
-    """The fields of an entry, as hashed (and, with its hashes added, as exported). Raises nothing."""
+    """The fields of an entry, as hashed (and, with its hashes added, as exported)."""
     return {
         "effective_at": effective_at,
         "kind": kind,
@@ -48,39 +48,39 @@ def entry_object(seq: int, kind: str, effective_at: str, recorded_at: str, paylo
 def entry_bytes(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:
     """The canonical byte string whose blake3 is the entry hash (and which is the Merkle leaf).
 
-    Raises CanonicalError only if a field cannot be encoded (the payload is trusted to be canonical bytes)."""
+    A field that cannot be encoded raises CanonicalError (the payload is trusted to be canonical bytes)."""
     return canonical(entry_object(seq, kind, effective_at, recorded_at, payload), finite=True)  # no float in an entry
 
 
 def entry_hash(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:
-    """blake3 of `entry_bytes`. Raises nothing for a payload that is canonical bytes."""
+    """blake3 of `entry_bytes`; the payload must be canonical bytes."""
     return blake3(entry_bytes(seq, kind, effective_at, recorded_at, payload)).digest()
 
 
 def link(previous: bytes, entry_digest: bytes) -> bytes:
-    """chain(n) from chain(n-1) and entry_hash(n). Raises nothing."""
+    """chain(n) from chain(n-1) and entry_hash(n)."""
     return blake3(previous + entry_digest).digest()
 
 
 def seal(previous: bytes, seq: int, kind: str, effective_at: str, recorded_at: str,
          payload: bytes) -> tuple[bytes, bytes, bytes]:
     """(entry bytes, entry hash, chain hash) of event `seq` continuing the chain at `previous`: the one place
-    an entry is hashed and linked (appending, importing an exported log, verifying). Raises nothing for a
-    payload that is canonical bytes."""
+    an entry is hashed and linked (appending, importing an exported log, verifying). The payload must be
+    canonical bytes."""
     data = entry_bytes(seq, kind, effective_at, recorded_at, payload)
     digest = blake3(data).digest()
     return data, digest, blake3(previous + digest).digest()
 
 
 def hex_hash(digest: bytes) -> str:
-    """`blake3:<hex>`, the printed form of a chain or entry hash. Raises nothing."""
+    """`blake3:<hex>`, the printed form of a chain or entry hash."""
     return "blake3:" + digest.hex()
 
 
 def verify_entries(entries: Iterable[Entry], previous: bytes = GENESIS, start: int = 1) -> tuple[int, bytes]:
     """Re-compute every entry hash and chain link; return the head (seq, chain hash).
 
-    Raises IntegrityError naming the first sequence number whose stored hash does not re-compute (or the
+    Raises: IntegrityError naming the first sequence number whose stored hash does not re-compute (or the
     first gap), and how many entries from there on depend on it.
     """
     expected_seq = start

@@ -11,7 +11,7 @@ from ledger.log.chain import Entry, entry_object, hex_hash
 
 
 def export_line(entry: Entry) -> bytes:
-    """The entry's own fields (`chain.entry_object`) plus its two hashes. Raises nothing for a stored entry."""
+    """The entry's own fields (`chain.entry_object`) plus its two hashes, for a stored entry."""
     line = entry_object(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
     line.update(chain_hash=hex_hash(entry.chain_hash), entry_hash=hex_hash(entry.entry_hash))
     return canonical(line) + b"\n"

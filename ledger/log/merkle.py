@@ -21,12 +21,12 @@ NodeSource = Callable[[int, int], bytes]  # (level, index) -> the stored hash of
 
 
 def leaf_hash(leaf: bytes) -> bytes:
-    """SHA-256(0x00 || leaf), RFC 9162's leaf hash. Raises nothing."""
+    """SHA-256(0x00 || leaf), RFC 9162's leaf hash."""
     return hashlib.sha256(b"\x00" + leaf).digest()
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
-    """SHA-256(0x01 || left || right), RFC 9162's interior node hash. Raises nothing."""
+    """SHA-256(0x01 || left || right), RFC 9162's interior node hash."""
     return hashlib.sha256(b"\x01" + left + right).digest()
 
 
@@ -44,7 +44,6 @@ def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes, kept: list, 
     `frontier` maps level -> hash of the right-most perfect subtree at that level (it is updated in place).
     The leaf and every perfect subtree it completes, (level, index, hash), are added to `kept` when their
     level is at least `keep_from`.
-    Raises nothing.
     """
     level, index, digest = 0, size, leaf_digest
     if keep_from == 0:
@@ -60,7 +59,7 @@ def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes, kept: list, 
 
 def perfect_subtrees(first: int, leaf_digests: list[bytes], below: int) -> dict[tuple[int, int], bytes]:
     """Every perfect subtree of fewer than 2**below leaves among consecutive leaves from index `first`
-    (a multiple of 2**below), by (level, index). Raises nothing."""
+    (a multiple of 2**below), by (level, index)."""
     found: dict[tuple[int, int], bytes] = {}
     row = leaf_digests
     for level in range(below):
@@ -71,8 +70,7 @@ def perfect_subtrees(first: int, leaf_digests: list[bytes], below: int) -> dict[
 
 
 def frontier_nodes(size: int) -> list[tuple[int, int]]:
-    """The (level, index) of the perfect subtrees a tree of `size` leaves decomposes into, left to right.
-    Raises nothing."""
+    """The (level, index) of the perfect subtrees a tree of `size` leaves decomposes into, left to right."""
     nodes, start = [], 0
     for level in range(size.bit_length() - 1, -1, -1):
         if size & (1 << level):
@@ -100,7 +98,7 @@ def root(nodes: NodeSource, size: int) -> bytes:
 
 def inclusion_path(nodes: NodeSource, index: int, size: int) -> list[bytes]:
     """PATH(m, D[n]) of RFC 9162 2.1.3.1, leaf first.
-    Raises IntegrityError for an index outside the tree, or whatever `nodes` raises."""
+    Raises: IntegrityError for an index outside the tree, or whatever `nodes` raises."""
     if not 0 <= index < size:
         raise IntegrityError(f"leaf index {index} is not in a tree of size {size}")
 
@@ -118,7 +116,7 @@ def inclusion_path(nodes: NodeSource, index: int, size: int) -> list[bytes]:
 
 def consistency_path(nodes: NodeSource, old: int, new: int) -> list[bytes]:
     """PROOF(m, D[n]) of RFC 9162 2.1.4.1.
-    Raises IntegrityError for sizes that are not an old and a new tree, or whatever `nodes` raises."""
+    Raises: IntegrityError for sizes that are not an old and a new tree, or whatever `nodes` raises."""
     if not 0 < old <= new:
         raise IntegrityError(f"no consistency proof from size {old} to size {new}")
 
@@ -135,7 +133,8 @@ def consistency_path(nodes: NodeSource, old: int, new: int) -> list[bytes]:
 
 
 def verify_inclusion(leaf_digest: bytes, index: int, size: int, path: Iterable[bytes], expected_root: bytes) -> None:
-    """RFC 9162 2.1.3.2. Returns None or raises IntegrityError."""
+    """RFC 9162 2.1.3.2: returns None when the path leads from the leaf to `expected_root`.
+    Raises: IntegrityError naming the first check that fails."""
     path = list(path)
     if not 0 <= index < size:
         raise IntegrityError(f"inclusion proof: leaf index {index} outside a tree of size {size}")
@@ -158,7 +157,8 @@ def verify_inclusion(leaf_digest: bytes, index: int, size: int, path: Iterable[b
 
 
 def verify_consistency(old: int, new: int, old_root: bytes, new_root: bytes, path: Iterable[bytes]) -> None:
-    """RFC 9162 2.1.4.2. Returns None or raises IntegrityError."""
+    """RFC 9162 2.1.4.2: returns None when the path leads from `old_root` to `new_root`.
+    Raises: IntegrityError naming the first check that fails."""
     path = list(path)
     if not 0 < old <= new:
         raise IntegrityError(f"consistency proof: sizes {old} and {new} are not an old and a new tree")

@@ -43,30 +43,30 @@ KEY_BITS = 256
 
 
 def paper_key(paper: str) -> bytes:
-    """SHA-256 of the arXiv id's UTF-8 bytes: the paper's place in the index. Raises nothing."""
+    """SHA-256 of the arXiv id's UTF-8 bytes: the paper's place in the index."""
     return hashlib.sha256(paper.encode("utf-8", "surrogatepass")).digest()
 
 
 def leaf_hash(key: bytes, count: int, root: bytes) -> bytes:
-    """SHA-256(0x02 || key || count (8 bytes, big-endian) || root). Raises nothing for a count below 2**64."""
+    """SHA-256(0x02 || key || count (8 bytes, big-endian) || root), for a count below 2**64."""
     return hashlib.sha256(LEAF_PREFIX + key + count.to_bytes(8, "big") + root).digest()
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
-    """SHA-256(0x03 || left || right). Raises nothing."""
+    """SHA-256(0x03 || left || right)."""
     return hashlib.sha256(NODE_PREFIX + left + right).digest()
 
 
 def bit(key: bytes, depth: int) -> int:
-    """Bit `depth` of a key, 0 being the high bit of its first byte. Raises IndexError past the key's end."""
+    """Bit `depth` of a key, 0 being the high bit of its first byte (IndexError past the key's end)."""
     return (key[depth >> 3] >> (7 - (depth & 7))) & 1
 
 
 # -- a paper's events: the RFC 9162 tree over their entries, kept as its right edge ----------------------
 def extend(edge: list[bytes], count: int, leaf_hashes: Iterable[bytes]) -> int:
     """Add events (their leaf hashes in the log) to a tree of `count` events whose right edge (its perfect
-    subtrees, largest first) is `edge`, updated in place; returns the new count. Raises IndexError for an
-    edge that is not one of `count` items."""
+    subtrees, largest first) is `edge`, updated in place; returns the new count. An edge
+    that is not one of `count` items raises IndexError."""
     sha256 = hashlib.sha256
     pop, push = edge.pop, edge.append
     for digest in leaf_hashes:  # merkle.grow, inlined: this runs for every event added
@@ -80,7 +80,7 @@ def extend(edge: list[bytes], count: int, leaf_hashes: Iterable[bytes]) -> int:
 
 
 def edge_root(edge: Sequence[bytes]) -> bytes:
-    """The RFC 9162 root of a tree from its right edge (its perfect subtrees, largest first). Raises nothing."""
+    """The RFC 9162 root of a tree from its right edge (its perfect subtrees, largest first)."""
     if not edge:
         return EMPTY_ROOT
     digest = edge[-1]
@@ -90,7 +90,7 @@ def edge_root(edge: Sequence[bytes]) -> bytes:
 
 
 def events_root(leaf_hashes: list[bytes]) -> bytes:
-    """The RFC 9162 root over a paper's events (their leaf hashes), in the order given. Raises nothing."""
+    """The RFC 9162 root over a paper's events (their leaf hashes), in the order given."""
     edge: list[bytes] = []
     extend(edge, 0, leaf_hashes)
     return edge_root(edge)
@@ -106,7 +106,7 @@ def events_tree(leaf_hashes: list[bytes]):
 
 # -- the index over papers -----------------------------------------------------------------------------
 def index_root(leaves: dict[bytes, bytes]) -> bytes:
-    """H(every paper, 0) from each paper's key -> leaf hash, computed from scratch. Raises nothing."""
+    """H(every paper, 0) from each paper's key -> leaf hash, computed from scratch."""
     keys = sorted(leaves)
 
     def subtree(lo: int, hi: int, depth: int) -> bytes:
@@ -150,8 +150,7 @@ class IndexProof:
     key: bytes | None = None  # as the proof states it (None: SHA-256 of the paper id, as built)
 
     def to_json(self) -> dict:
-        """The proof as `ledger prove --paper --json` prints it (hex hashes, null for an empty sibling).
-        Raises nothing."""
+        """The proof as `ledger prove --paper --json` prints it (hex hashes, null for an empty sibling)."""
         neighbour = None if self.neighbour is None else {
             "count": self.neighbour.count, "key": self.neighbour.key.hex(), "root": self.neighbour.root.hex()}
         return {"count": self.count, "events_root": None if self.root is None else self.root.hex(),
@@ -166,7 +165,8 @@ PROOF_FIELDS = ("count", "events_root", "index_root", "key", "neighbour", "paper
 
 def parse_proof(data: Any, path: str = "") -> IndexProof:
     """An index proof from its JSON form (`path` names where it sits, e.g. "index" in a bundle), every field
-    checked for shape. Raises InputError naming the first field that is missing or malformed."""
+    checked for shape.
+    Raises: InputError naming the first field that is missing or malformed."""
     at = (lambda key: f"{path}.{key}") if path else (lambda key: key)
     if not isinstance(data, dict):
         raise InputError(f"field {path or 'proof'}: expected a paper index proof (a JSON object)")
@@ -194,7 +194,8 @@ def parse_proof(data: Any, path: str = "") -> IndexProof:
 
 def verify_index_proof(proof: IndexProof, signed_root: bytes) -> None:
     """Check that the proof's paper has `count` events with events root `root` (or none at all, count 0) in
-    the index whose root is `signed_root`. Returns None or raises IntegrityError."""
+    the index whose root is `signed_root`; returns None.
+    Raises: IntegrityError naming the first check that fails."""
     key = paper_key(proof.paper)
     if proof.key is not None and proof.key != key:
         raise IntegrityError(f"index proof of arXiv:{proof.paper}: its key is not SHA-256 of the paper id")
@@ -228,7 +229,7 @@ def verify_index_proof(proof: IndexProof, signed_root: bytes) -> None:
 
 # -- which events belong to which paper ----------------------------------------------------------------
 def citation_links(event: Event) -> tuple[str, ...]:
-    """The papers a citation event links its observation to (none for other kinds). Raises nothing."""
+    """The papers a citation event links its observation to (none for other kinds)."""
     return event.papers if event.kind == CITATION_OBSERVED else ()
 
 
@@ -242,7 +243,7 @@ class Membership:
         self.links: dict[str, set[str]] = {}  # paper -> observations linked to it
 
     def add(self, seq: int, event: Event, entry_leaf_hash: bytes) -> None:
-        """Count one event (seq must follow the previous one). Raises nothing."""
+        """Count one event (seq must follow the previous one)."""
         data = (seq, entry_leaf_hash)
         if event.kind in OBSERVATION_KINDS:
             self.observations.setdefault(event.subject, []).append(data)
@@ -252,7 +253,7 @@ class Membership:
             self.papers.setdefault(event.paper, []).append(data)
 
     def events(self, paper: str) -> list[tuple[int, bytes]]:
-        """A paper's events, (seq, leaf hash) in seq order. Raises nothing."""
+        """A paper's events, (seq, leaf hash) in seq order."""
         found = list(self.papers.get(paper, []))
         for observation in self.links.get(paper, ()):
             found.extend(self.observations[observation])
@@ -260,11 +261,11 @@ class Membership:
         return found
 
     def every_paper(self) -> set[str]:
-        """Every paper with at least one event. Raises nothing."""
+        """Every paper with at least one event."""
         return set(self.papers) | {p for p, linked in self.links.items() if linked}
 
     def leaves(self) -> dict[bytes, bytes]:
-        """Every paper's key -> leaf hash. Raises nothing."""
+        """Every paper's key -> leaf hash."""
         result = {}
         for paper in self.every_paper():
             events = [digest for _, digest in self.events(paper)]
@@ -274,7 +275,7 @@ class Membership:
 
 def log_event(entry: Entry) -> Event:
     """The event an exported log entry holds, with its paper and links derived as when it was appended.
-    Raises InputError for an entry that is not a ledger event."""
+    Raises: InputError for an entry that is not a ledger event."""
     try:
         payload = orjson.loads(entry.payload)
     except orjson.JSONDecodeError:
@@ -292,8 +293,8 @@ class LogIndex(NamedTuple):
 
 def index_of_log(entries: Iterable[Entry], size: int) -> LogIndex:
     """Re-compute the index root at `size` from a log's entries (seq 1 first), with the log's tree root and
-    the membership it was computed from. Raises InputError for an entry that is not an event, or when the
-    log is shorter than `size`."""
+    the membership it was computed from.
+    Raises: InputError for an entry that is not an event, or when the log is shorter than `size`."""
     members = Membership()
     edge: list[bytes] = []  # the log's own tree
     seen = 0

@@ -38,7 +38,7 @@ def _b64decode(text: str, what: str) -> bytes:
 
 
 def key_id(name: str, public: bytes) -> bytes:
-    """The 4-byte key id of a signed-note Ed25519 key. Raises nothing."""
+    """The 4-byte key id of a signed-note Ed25519 key."""
     return hashlib.sha256(name.encode() + b"\n" + bytes([ED25519]) + public).digest()[:4]
 
 
@@ -68,7 +68,7 @@ class Signer:
 
     def sign(self, text: str) -> str:
         """The signed note: `text` (ending in a newline), a blank line, one signature line.
-        Raises InputError when the text does not end with a newline."""
+        Raises: InputError when the text does not end with a newline."""
         if not text.endswith("\n"):
             raise InputError("a note's text must end with a newline")
         signature = Ed25519PrivateKey.from_private_bytes(self.seed).sign(text.encode())
@@ -77,14 +77,16 @@ class Signer:
 
 
 def generate_signer(name: str) -> Signer:
-    """A new Ed25519 signing key named `name`. Raises InputError for a name with spaces or "+"."""
+    """A new Ed25519 signing key named `name`.
+    Raises: InputError for a name with spaces or "+"."""
     if not _NAME.fullmatch(name):
         raise InputError(f"key name {name!r}: must be non-empty, without spaces or '+'")
     return Signer(name, Ed25519PrivateKey.generate().private_bytes_raw())
 
 
 def parse_signer(text: str) -> Signer:
-    """A signing key from its text form. Raises InputError when it is not one."""
+    """A signing key from its text form.
+    Raises: InputError when it is not one."""
     parts = text.strip().split("+", 4)  # the base64 key itself may contain '+'
     if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
         raise InputError("signer key: expected PRIVATE+KEY+<name>+<id>+<key>")
@@ -98,7 +100,8 @@ def parse_signer(text: str) -> Signer:
 
 
 def parse_verifier(text: str) -> Verifier:
-    """A verifier key from its text form. Raises InputError when it is not one."""
+    """A verifier key from its text form.
+    Raises: InputError when it is not one."""
     parts = text.strip().split("+", 2)  # the base64 key itself may contain '+'
     if len(parts) != 3:
         raise InputError("verifier key: expected <name>+<id>+<key>")
@@ -112,7 +115,8 @@ def parse_verifier(text: str) -> Verifier:
 
 
 def open_note(note: str, verifier: Verifier) -> str:
-    """Return the note's text when a signature line by `verifier` verifies over it; raise otherwise."""
+    """Return the note's text when a signature line by `verifier` verifies over it.
+    Raises: InputError for a malformed note, IntegrityError when no signature by `verifier` verifies."""
     text, sep, signatures = note.rpartition("\n\n")
     if not sep or not signatures.endswith("\n"):
         raise InputError("signed note: expected text, a blank line and signature lines")
@@ -146,7 +150,7 @@ class Checkpoint:
 
     def text(self) -> str:
         """The checkpoint body (origin, size, base64 root, then the extension lines), each line ending in a
-        newline. Raises nothing."""
+        newline."""
         lines = [self.origin, str(self.size), base64.b64encode(self.root).decode()]
         if self.index_root is not None:
             lines.append(f"{INDEX_EXTENSION} {base64.b64encode(self.index_root).decode()}")
@@ -155,8 +159,8 @@ class Checkpoint:
 
 def parse_checkpoint(text: str) -> Checkpoint:
     """The checkpoint in a note body: origin, size, root, then any extension lines (C2SP: a reader that does
-    not know one still reads the checkpoint). Raises InputError when it is not one, or when the paper index
-    line is malformed or given twice."""
+    not know one still reads the checkpoint).
+    Raises: InputError when it is not one, or when the paper index line is malformed or given twice."""
     lines = text.split("\n")
     if len(lines) < 4 or not lines[0] or not re.fullmatch(r"0|[1-9][0-9]*", lines[1]) or lines[-1] != "" \
             or "" in lines[3:-1]:
@@ -180,7 +184,7 @@ def parse_checkpoint(text: str) -> Checkpoint:
 
 def verify_checkpoint(note: str, verifier: Verifier) -> Checkpoint:
     """The checkpoint a signed note carries, after checking its signature and that its origin is the key's.
-    Raises InputError for a malformed note, IntegrityError for a bad or missing signature or another origin."""
+    Raises: InputError for a malformed note, IntegrityError for a bad or missing signature or another origin."""
     checkpoint = parse_checkpoint(open_note(note, verifier))
     if checkpoint.origin != verifier.name:
         raise IntegrityError(f"checkpoint: origin {checkpoint.origin!r} is not the verifier key's {verifier.name!r}")

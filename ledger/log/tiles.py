@@ -69,17 +69,17 @@ class Tile:
         return self.index * WIDTH
 
     def leaves_needed(self) -> int:
-        """The smallest tree size that holds this tile: every hash in it is a complete subtree. Raises nothing."""
+        """The smallest tree size that holds this tile: every hash in it is a complete subtree."""
         return (self.first + self.width) << self.height
 
     def path(self) -> str:
-        """Its path under the log's prefix, e.g. `tile/0/x001/234.p/5`. Raises nothing."""
+        """Its path under the log's prefix, e.g. `tile/0/x001/234.p/5`."""
         return f"tile/{'entries' if self.entries else self.level}/{format_index(self.index)}" + \
             ("" if self.full else f".p/{self.width}")
 
 
 def format_index(index: int) -> str:
-    """N in groups of three digits, all but the last prefixed with `x` (Go's sumdb tile.go). Raises nothing."""
+    """N in groups of three digits, all but the last prefixed with `x` (Go's sumdb tile.go)."""
     groups = [f"{index % 1000:03d}"]
     index //= 1000
     while index:
@@ -120,7 +120,7 @@ def parse_tile_path(path: str) -> Tile:
 def tiles_of(size: int) -> Iterator[Tile]:
     """Every tile a tree of `size` leaves has, level by level: its full tiles and, at each level, the
     partial tile of width floor(size / 256**L) mod 256 when that is not zero; then the entry bundles (the
-    same indexes and widths as level 0). Raises nothing."""
+    same indexes and widths as level 0)."""
     level = 0
     while size >> (HEIGHT * level):
         count = size >> (HEIGHT * level)  # complete subtrees of 256**level leaves
@@ -132,18 +132,18 @@ def tiles_of(size: int) -> Iterator[Tile]:
 
 
 def tiles_of_level0(size: int) -> list[Tile]:
-    """The level-0 tiles of a tree of `size` leaves, the partial one last. Raises nothing."""
+    """The level-0 tiles of a tree of `size` leaves, the partial one last."""
     return [Tile(0, n) for n in range(size // WIDTH)] + ([Tile(0, size // WIDTH, size % WIDTH)] if size % WIDTH else [])
 
 
 def hash_tile(hashes: list[bytes]) -> bytes:
-    """The bytes of a hash tile: its hashes, concatenated. Raises nothing."""
+    """The bytes of a hash tile: its hashes, concatenated."""
     return b"".join(hashes)
 
 
 def bundle(entries: list[tuple[int, bytes]]) -> bytes:
     """An entry bundle of (seq, entry bytes): each entry after its length as a big-endian uint16.
-    Raises EntryTooLongError (a StoreError) for an entry over 65,535 bytes."""
+    Raises: EntryTooLongError (a StoreError) for an entry over 65,535 bytes."""
     parts = []
     for seq, entry in entries:
         if len(entry) > MAX_ENTRY:
@@ -154,7 +154,8 @@ def bundle(entries: list[tuple[int, bytes]]) -> bytes:
 
 
 def read_bundle(data: bytes) -> list[bytes]:
-    """The entries of a bundle; InputError when a length runs past the end. Raises InputError."""
+    """The entries of a bundle.
+    Raises: InputError when a length runs past the end."""
     entries, at = [], 0
     while at < len(data):
         if at + 2 > len(data):
@@ -173,13 +174,12 @@ _ENTRY_FRAME = len(entry_bytes(0, "", "", "", b"{}")) - len(b"{}") - 1
 
 
 def entry_length(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> int:
-    """len(chain.entry_bytes(...)) without encoding the entry (kind and times are plain ASCII). Raises nothing."""
+    """len(chain.entry_bytes(...)) without encoding the entry (kind and times are plain ASCII)."""
     return _ENTRY_FRAME + len(str(seq)) + len(kind) + len(effective_at) + len(recorded_at) + len(payload)
 
 
 def longest_entry(kind: str, effective_at: str, payload: bytes) -> int:
-    """The length of the log entry an event becomes at the largest sequence number and any recorded time.
-    Raises nothing."""
+    """The length of the log entry an event becomes at the largest sequence number and any recorded time."""
     return entry_length(_LONGEST_SEQ, kind, effective_at, _A_RECORDED_TIME, payload)
 
 
@@ -187,7 +187,8 @@ def check_entry_size(kind: str, effective_at: str, payload: bytes, seq: int | No
                      recorded_at: str | None = None) -> None:
     """Refuse an event whose log entry would not fit an entry bundle (InputError, exit 2). With `seq` and
     `recorded_at` (a log line) the exact entry is measured; otherwise its longest form (its seq and recorded
-    time are not known yet: 19 digits, a 27-character time). Raises InputError."""
+    time are not known yet: 19 digits, a 27-character time).
+    Raises: InputError."""
     if seq is None or recorded_at is None:
         size = longest_entry(kind, effective_at, payload)
     else:
