@@ -96,7 +96,7 @@ class without_tree:
     """The same append path with the Merkle tree switched off, to price keeping the tree (benchmark only)."""
 
     def __enter__(self):
-        import ledger.storage.store as store_module
+        import ledger.storage.writer as store_module
 
         self.saved = (store_module.grow, store_module.leaf_hash, store_module.frontier_nodes)
         store_module.grow = lambda *args: None
@@ -104,7 +104,7 @@ class without_tree:
         store_module.frontier_nodes = lambda size: []
 
     def __exit__(self, *exc):
-        import ledger.storage.store as store_module
+        import ledger.storage.writer as store_module
 
         store_module.grow, store_module.leaf_hash, store_module.frontier_nodes = self.saved
 
@@ -117,7 +117,7 @@ def interleaved_appends(events, batch: int, every: int, folder: Path) -> tuple[f
     transaction i of one ledger, then of the other, alternating which goes first, so a busy neighbour slows
     both alike. Each ledger's chain and sequence are checked afterwards, and the kept index root against its
     re-computation from the log."""
-    from ledger.storage.index_nodes import root_at
+    from ledger.storage.index_reads import root_at
     from ledger.log.paper_index import index_of_log
 
     stores = {True: Store.create(str(folder / f"kept-{uuid.uuid4().hex}.db")),

@@ -37,7 +37,8 @@ from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFound
 from ledger.model.events import Event, Fact, make_event, record_events
 from ledger.core.inputs import STDIN, decode_input, file_lines, input_files, keep_stdin, read_input, scan_file
 from ledger.model.published import check_record, verify_digests
-from ledger.storage.store import FactStored, Store, Writer
+from ledger.storage.store import Store
+from ledger.storage.writer import FactStored, Writer
 from ledger.log.tiles import check_entry_size
 from ledger.core.times import TimeError, instant_key
 from ledger.core.workers import Workers

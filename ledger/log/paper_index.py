@@ -1,6 +1,6 @@
 """The paper index: what it commits to, its hashes, its proofs and their check, and its re-computation from
 a log. Pure: bytes and values in, values or exceptions out; it never reads a store (the store's copy lives in
-`ledger.index_nodes`, and must always equal what this module re-computes).
+`ledger.storage.index_nodes`, and must always equal what this module re-computes).
 
 For a tree size N, the index holds one leaf per paper with at least one event among seq 1..N:
 

@@ -16,7 +16,7 @@ from ledger.projections.record import build_record
 
 from ledger.log.chain import entry_bytes
 from ledger.core.errors import InputError, IntegrityError
-from ledger.storage.index_nodes import prove as index_proof, root_at
+from ledger.storage.index_reads import prove as index_proof, root_at
 from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, root
 from ledger.log.paper_index import events_tree
 from ledger.log.signed_notes import Checkpoint, Signer

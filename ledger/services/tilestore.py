@@ -12,7 +12,8 @@ from __future__ import annotations
 from ledger.log.chain import Entry, entry_bytes
 from ledger.core.errors import IntegrityError, NotFoundError
 from ledger.log.merkle import leaf_hash
-from ledger.storage.store import Cursor, Store
+from ledger.storage.cursor import Cursor
+from ledger.storage.store import Store
 from ledger.log.tiles import Tile, bundle, hash_tile, tiles_of
 
 

@@ -1,7 +1,7 @@
 """The ledger's schema version and the event row's columns, as plain names.
 
 Every store operation needs these; only creating a ledger (and PostgreSQL's bulk copy, for column types)
-needs the SQLModel tables themselves (`ledger.tables`), which take longer to load than most commands take to
+needs the SQLModel tables themselves (`ledger.storage.tables`), which take longer to load than most commands take to
 run: so this module imports nothing, and the tables are loaded where they are used.
 """
 

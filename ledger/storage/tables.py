@@ -1,7 +1,7 @@
 """The ledger's tables, as SQLModel classes: one schema for every backend.
 
 What differs by database (the guards that make the log append-only, how a write begins, bulk inserts, error
-codes) lives in `ledger/backends/`; this module only declares columns, keys and indexes. It never opens a
+codes) lives in `ledger/storage/backends/`; this module only declares columns, keys and indexes. It never opens a
 connection.
 """
 
@@ -61,7 +61,7 @@ class MerkleNode(SQLModel, table=True):
 
 
 class IndexNode(SQLModel, table=True):
-    """The paper index's nodes (`ledger.index_nodes`), each written once: id = the tree size it was written
+    """The paper index's nodes (`ledger.storage.index_nodes`), each written once: id = the tree size it was written
     for * 2**24 + its number among that size's nodes, so one catch-up's rows land together at the end (the
     rowid on SQLite)."""
 

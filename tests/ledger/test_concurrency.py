@@ -16,7 +16,7 @@ import pytest
 from ledger.log.chain import verify_entries
 from ledger.model.events import make_event
 from ledger.services.proofs import evidence_bundle
-from ledger.storage.backends.postgres import _LOCK_ID as WRITE_LOCK
+from ledger.storage.backends.postgres import LOCK_ID as WRITE_LOCK
 from ledger.storage.store import Store, sqlite_path
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import event_line
@@ -170,7 +170,7 @@ AS_OF_004_KEY = "2026-08-09T16:41:00.000000Z"
 SWEEPER = """
 import sys, time
 from ledger.model.events import make_event
-from ledger.storage.backends.postgres import _LOCK_ID as WRITE_LOCK
+from ledger.storage.backends.postgres import LOCK_ID as WRITE_LOCK
 from ledger.storage.store import Store, sqlite_path
 
 store = Store.open(sys.argv[1])
@@ -222,7 +222,7 @@ def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypa
     # the paper right after the bundle has read the head, before it reads the paper's facts.
     from ledger.audit.auditor import verify_bundle
     from ledger.log.signed_notes import generate_signer
-    from ledger.storage.store import Cursor
+    from ledger.storage.cursor import Cursor
 
     other, read_facts, landed = Store.open(seeded.url), Cursor.paper_facts, []
 

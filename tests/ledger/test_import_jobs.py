@@ -585,7 +585,7 @@ def test_a_record_whose_paper_holds_nothing_else_is_checked_without_reading_its_
     # The ledger's facts of the paper are the record's own events, appended just now: their sequence numbers
     # say so, and the rebuild runs on the events in memory (one job) or was done by the worker (two jobs),
     # whose record the writer then never parses again.
-    from ledger.storage.store import Writer
+    from ledger.storage.writer import Writer
 
     def read_back(*_):
         raise AssertionError("the paper's events were read back")

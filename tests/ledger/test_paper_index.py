@@ -17,7 +17,8 @@ from benchmarks.generate import generate
 from ledger.core.errors import InputError, IntegrityError
 from ledger.model.events import make_event
 from ledger.log.export import export_line
-from ledger.storage.index_nodes import Node, child, decode, encode, make_leaf, prove, root_at
+from ledger.storage.index_nodes import Node, child, decode, encode, make_leaf
+from ledger.storage.index_reads import prove, root_at
 from ledger.log.paper_index import IndexProof, Neighbour, index_of_log, parse_proof, verify_index_proof
 from ledger.log.signed_notes import Checkpoint, generate_signer, parse_checkpoint, verify_checkpoint
 
@@ -206,21 +207,20 @@ def test_appends_leave_the_index_alone_and_it_is_kept_at_any_size_asked_for_in_a
 
 
 @pytest.mark.parametrize("reader", ["the process that appended", "another process"])
-def test_catching_up_a_chunk_at_a_time_is_the_same_index(ledger_location, monkeypatch, reader):
-    import ledger.storage.index_nodes
+def test_catching_up_a_chunk_at_a_time_is_the_same_index(ledger_location, reader):
     from ledger.storage.store import Store
 
-    monkeypatch.setattr(ledger.storage.index_nodes, "_CHUNK", 7)
     appender = Store.create(ledger_location)
     grow(appender, late_links(generate(300, seed=24)), [120, 180], keep=False)
     # The appender remembers its events for the next catch-up; another store reads them back from the log.
     keeper = appender if reader == "the process that appended" else Store.open(ledger_location)
-    assert (keeper._recent is not None) == (keeper is appender)
+    keeper.index_chunk = 7
+    assert (keeper.remembered > 0) == (keeper is appender)
     try:
         check_every_head(keeper, [300, 100])
         with keeper.reading() as cursor:  # 7, 14, ..., 294 and 300 on the way to 300; 100 from 98
             assert cursor.execute("SELECT COUNT(*) FROM index_roots").fetchone()[0] == 43 + 1
-        assert keeper._recent is None  # kept: nothing left to remember
+        assert keeper.remembered == 0  # kept: nothing left to remember
     finally:
         appender.close()
         keeper.close()
@@ -461,7 +461,7 @@ def test_on_postgresql_a_catch_up_does_not_wait_for_an_append_in_progress(ledger
 
 def test_a_catch_up_commits_without_waiting_for_the_disk_then_appends_wait_again(store, backend, monkeypatch):
     # The index is re-computed from the log should a power cut lose it: its commits skip the flush.
-    from ledger.storage.store import Cursor
+    from ledger.storage.cursor import Cursor
 
     grow(store, generate(30, seed=27), [30], keep=False)
     sent, execute = [], Cursor.execute

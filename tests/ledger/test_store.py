@@ -10,7 +10,8 @@ from ledger.core.errors import InputError, IntegrityError, StoreError
 from ledger.model.events import make_event
 from ledger.importing.importer import import_files
 from ledger.log.merkle import root
-from ledger.storage.store import FactStored, Store
+from ledger.storage.store import Store
+from ledger.storage.writer import FactStored
 from tests.conftest import PAPER_004, SEED_004
 from tests.ledger.test_merkle import rfc_mth
 
@@ -405,7 +406,7 @@ def test_papers_and_their_count_skip_papers_without_a_snapshot_by_then_across_pa
 def test_listing_and_counting_papers_read_the_paper_index_not_every_event(tmp_path):
     # SQLite's plan for both statements: a walk of the papers' index and one indexed look-up per paper; never
     # a scan of the events table, nor a row read for every paper-level event (as filtering them did).
-    from ledger.storage.store import Cursor
+    from ledger.storage.cursor import Cursor
 
     store = Store.create(str(tmp_path / "plans.db"))
     with store.writing() as w:

@@ -21,7 +21,7 @@ def test_the_served_checkpoint_signs_the_paper_index(client, rich):
     assert checkpoint.index_root is not None
     assert body.split("\n")[3] == f"paper-index/v1 {base64.b64encode(checkpoint.index_root).decode()}"
     with store.reading() as cursor:
-        from ledger.storage.index_nodes import root_at
+        from ledger.storage.index_reads import root_at
 
         assert root_at(cursor, checkpoint.size)[1] == checkpoint.index_root
 

@@ -1,9 +1,9 @@
 """What differs by database, behind one interface: one small module per backend (`sqlite`, `postgres`).
 
-`ledger.store` holds the one Store and Writer and asks its backend for everything database-specific: the
-engine, the guards that make the log append-only, how a write transaction begins (taking the write lock),
-bulk inserts, the fact-key probe, and what a driver error means (recognised by error code, never by message
-text). Every backend passes the same contract suite (`tests/ledger/test_store.py`).
+The store (`ledger.storage.store`, its cursor and its writer) asks its backend for everything
+database-specific: the engine, the guards that make the log append-only, how a write transaction begins
+(taking the write lock), bulk inserts, the fact-key probe, and what a driver error means (recognised by error
+code, never by message text). Every backend passes the same contract suite (`tests/ledger/test_store.py`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ __all__ = ["LOCK_TIMEOUT_SECONDS", "Backend", "PostgreSQL", "SQLite", "backend_f
 
 
 def backend_for(url: str) -> Backend:
-    """The backend of a SQLAlchemy URL. Raises InputError for a database this ledger does not support."""
+    """The backend of a SQLAlchemy URL.
+    Raises: InputError for a database this ledger does not support."""
     if url.startswith("sqlite"):
         return SQLite()
     if url.startswith("postgresql"):

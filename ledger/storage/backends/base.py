@@ -1,8 +1,9 @@
-"""The interface every backend implements (see `ledger.backends`), and the lock timeout they share."""
+"""The interface every backend implements (see `ledger.storage.backends`), and the lock timeout they share."""
 
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made (about 0.3 s of every command's start-up)
@@ -12,7 +13,7 @@ if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made (about 0.3 s 
 LOCK_TIMEOUT_SECONDS = float(os.environ.get("LEDGER_LOCK_TIMEOUT", "60"))
 
 
-class Backend:
+class Backend(ABC):
     """The database-specific half of a store. Subclasses fill in every attribute and method below."""
 
     name: str  # SQLAlchemy's dialect name
@@ -28,13 +29,13 @@ class Backend:
 
     dbapi: Any  # the driver module: its Error and IntegrityError are what statements raise
 
+    @abstractmethod
     def engine(self, url: str) -> "Engine":
-        """A SQLAlchemy engine for `url` (creating a ledger's tables needs one). Raises InputError for a setting
-        the user got wrong."""
-        raise NotImplementedError
+        """A SQLAlchemy engine for `url` (creating a ledger's tables needs one); a setting the user got wrong
+        raises InputError."""
 
     def connects_without_engine(self, url: str) -> bool:
-        """Whether `connect` opens this database itself. Raises nothing."""
+        """Whether `connect` opens this database itself."""
         return False
 
     def connect(self, url: str) -> Any | None:
@@ -47,7 +48,7 @@ class Backend:
         driver's errors."""
 
     def sql(self, statement: str) -> str:
-        """A statement written with `?` placeholders, in this driver's paramstyle. Raises nothing."""
+        """A statement written with `?` placeholders, in this driver's paramstyle."""
         return statement
 
     def holds_ledger(self, connection: Any) -> bool:
@@ -61,34 +62,33 @@ class Backend:
         names. Raises the driver's errors."""
         return []
 
+    @abstractmethod
     def insert(self, cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
         """Insert rows in one statement. Raises the driver's errors (IntegrityError on a repeated key)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def insert_nodes_and_links(self, cursor: Any, nodes: list[tuple], links: list[tuple]) -> None:
         """Store new Merkle nodes (level, idx, hash) and paper links (paper, observation, seq); a link already
         stored is skipped (the first seq stays). Raises the driver's errors."""
-        raise NotImplementedError
 
+    @abstractmethod
     def insert_index(self, cursor: Any, nodes: list[tuple], root: tuple) -> None:
         """Store one transaction's paper index: its new nodes (id, node) and its root row (size, root node id,
         hash). Raises the driver's errors."""
-        raise NotImplementedError
 
+    @abstractmethod
     def stored_facts(self, cursor: Any, keys: list[tuple[str, str, str]]) -> list[tuple]:
         """(kind, subject, effective_key, seq, payload) of each (subject, kind, effective_key) in `keys`
         already stored, through the unique fact key. Raises the driver's errors."""
-        raise NotImplementedError
 
+    @abstractmethod
     def repeats_a_fact(self, error: BaseException) -> bool:
-        """Whether an insert into events broke a unique key other than seq's: the fact key, under any name.
-        Raises nothing."""
-        raise NotImplementedError
+        """Whether an insert into events broke a unique key other than seq's: the fact key, under any name."""
 
+    @abstractmethod
     def is_locked(self, error: BaseException) -> bool:
-        """Whether a driver error means another writer held the lock past the timeout. Raises nothing."""
-        raise NotImplementedError
+        """Whether a driver error means another writer held the lock past the timeout."""
 
     def is_not_a_database(self, error: BaseException) -> bool:
-        """Whether a driver error means the file or server is not a database at all. Raises nothing."""
+        """Whether a driver error means the file or server is not a database at all."""
         return False

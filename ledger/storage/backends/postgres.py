@@ -15,8 +15,8 @@ from ledger.storage.backends.base import LOCK_TIMEOUT_SECONDS, Backend
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-_LOCK_ID = 0x1ED6E2  # the advisory lock every PostgreSQL writer takes
-_INDEX_LOCK_ID = 0x1ED6E3  # the one paper index catch-ups take: they write only the index, appends never do
+LOCK_ID = 0x1ED6E2  # the advisory lock every PostgreSQL writer takes
+INDEX_LOCK_ID = 0x1ED6E3  # the one paper index catch-ups take: they write only the index, appends never do
 UNIQUE_VIOLATION = "23505"
 LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout expired, or NOWAIT
 
@@ -34,11 +34,11 @@ COPY_TYPES = {
 
 class PostgreSQL(Backend):
     name = "postgresql"
-    begin_write = f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_ID})"  # one round trip (simple query protocol)
+    begin_write = f"BEGIN; SELECT pg_advisory_xact_lock({LOCK_ID})"  # one round trip (simple query protocol)
     # A catch-up reads committed events only (seq <= a size the head had) and writes only index rows, which
     # appends never touch: it need not wait for an append, only for another catch-up.
     # Its commit need not wait for the WAL flush: the index is re-computed from the log should a crash lose it.
-    begin_index = f"BEGIN; SELECT pg_advisory_xact_lock({_INDEX_LOCK_ID}); SET LOCAL synchronous_commit = off"
+    begin_index = f"BEGIN; SELECT pg_advisory_xact_lock({INDEX_LOCK_ID}); SET LOCAL synchronous_commit = off"
     begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # one snapshot for the whole transaction
     guards = (
         """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$

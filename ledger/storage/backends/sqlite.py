@@ -23,7 +23,7 @@ _KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
 
 def synchronous_setting() -> str:
     """`LEDGER_SQLITE_SYNCHRONOUS` (default FULL: a committed import survives power loss, not only a crash).
-    Raises InputError for anything but OFF, NORMAL, FULL or EXTRA: the value is never spliced unchecked."""
+    Raises: InputError for a value not in SYNCHRONOUS (the value is never spliced unchecked)."""
     value = os.environ.get("LEDGER_SQLITE_SYNCHRONOUS", "FULL")
     if value.upper() not in SYNCHRONOUS:
         raise InputError(f"LEDGER_SQLITE_SYNCHRONOUS: expected one of {', '.join(SYNCHRONOUS)}, found {value!r}")
@@ -31,7 +31,7 @@ def synchronous_setting() -> str:
 
 
 def file_of(url: str) -> str | None:
-    """The file a SQLite URL names; None for another database or one in memory. Raises nothing."""
+    """The file a SQLite URL names; None for another database or one in memory."""
     path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
     return None if path in ("", ":memory:") else path
 

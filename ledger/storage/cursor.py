@@ -1,0 +1,213 @@
+"""The store's one DBAPI cursor and the ledger's reads: the head, entries, Merkle nodes, a paper's and an
+observation's facts, the papers with a snapshot.
+
+Every statement goes through `Cursor.execute`, which counts it (`replay --stats`, the statement budget) and
+turns the `?` placeholders into the driver's. Kind names come from `ledger.model.events`, bound as parameters,
+never written into the SQL. This module never opens or commits a transaction (`ledger.storage.store` does),
+never writes a row (`ledger.storage.writer` does), and never decides what a fact means.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Protocol
+
+from ledger.core.errors import IntegrityError
+from ledger.log.chain import GENESIS, Entry, entry_bytes
+from ledger.log.merkle import leaf_hash, perfect_subtrees
+from ledger.model.events import OBSERVATION_KINDS, PAPER_SNAPSHOT, Event, Fact
+from ledger.storage.backends.base import Backend
+
+_COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
+_OBSERVATION_KIND_IN = f"({', '.join(['?'] * len(OBSERVATION_KINDS))})"  # bound to OBSERVATION_KINDS
+# Merkle subtrees of 16 leaves and more are stored as appended; smaller ones are re-computed from their
+# block's event rows when a proof needs them. Storing every level cost an append about one more row.
+STORED_FROM_LEVEL = 4
+_STAND_IN = bytes(32)  # a node's value while a proof's nodes are being listed (Cursor.node_source)
+
+
+class Owner(Protocol):
+    """What a cursor needs of its store (`ledger.storage.store.Store`): the backend, and the statement count."""
+
+    backend: Backend
+    statements: int
+
+
+class Cursor:
+    """The store's one DBAPI cursor, with the ledger's queries: every statement goes through `execute`,
+    which counts it (`replay --stats`, the statement budget) and translates `?` placeholders."""
+
+    def __init__(self, store: Owner, connection):
+        self.store = store
+        self.raw = connection.cursor()
+
+    def execute(self, sql: str, params: tuple | list = ()):
+        """Run one statement; returns the DBAPI cursor. Raises the driver's errors."""
+        self.store.statements += 1
+        self.raw.execute(self.store.backend.sql(sql), params)
+        return self.raw
+
+    def executemany(self, sql: str, rows: list) -> None:
+        """Run one statement over many rows. Raises the driver's errors."""
+        self.store.statements += 1
+        self.raw.executemany(self.store.backend.sql(sql), rows)
+
+    def copy(self, sql: str):
+        """A COPY statement (PostgreSQL), counted; use it as a context manager. Raises the driver's errors."""
+        self.store.statements += 1
+        return self.raw.copy(sql)
+
+    def head(self) -> tuple[int, bytes, str | None]:
+        """(seq, chain hash, recorded time) of the last event. Raises the driver's errors."""
+        row = self.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        return (0, GENESIS, None) if row is None else (row[0], _blob(row[1]), row[2])
+
+    def entry(self, seq: int) -> Entry:
+        """The stored entry `seq`. Raises the driver's errors."""
+        return Entry._make(self.execute(f"SELECT {self.store.backend.entry_columns} FROM events WHERE seq = ?",
+                                        (seq,)).fetchone())
+
+    def entries_after(self, after: int, limit: int) -> list[Entry]:
+        """Up to `limit` entries from seq `after` + 1, in ledger order. Raises the driver's errors."""
+        return list(map(Entry._make, self.execute(f"SELECT {self.store.backend.entry_columns} FROM events WHERE "
+                                                  "seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall()))
+
+    def tree_nodes(self, wanted: list[tuple[int, int]], size: int | None = None) -> dict[tuple[int, int], bytes]:
+        """Merkle nodes by (level, index), in one statement: stored ones for level >= 4, and the smaller
+        ones re-computed from the (at most 16) event rows of their block, reading no row past `size` when
+        given. May return more nodes than asked for: the block's other small subtrees.
+        Raises: IntegrityError when event rows of a block are missing, and the driver's errors."""
+        stored = [pair for pair in wanted if pair[0] >= STORED_FROM_LEVEL]
+        blocks = sorted({index >> (STORED_FROM_LEVEL - level) for level, index in wanted if level < STORED_FROM_LEVEL})
+        width = 1 << STORED_FROM_LEVEL
+        seqs = [seq for block in blocks for seq in range(block * width + 1, (block + 1) * width + 1)
+                if size is None or seq <= size]
+        parts, params = [], []
+        if stored:  # level, index, hash
+            parts.append("SELECT level, idx, hash, NULL, NULL, NULL, NULL FROM merkle_nodes WHERE "
+                         + " OR ".join(["(level = ? AND idx = ?)"] * len(stored)))
+            params.extend(v for pair in stored for v in pair)
+        if seqs:  # -1, seq, and what the leaf is made of
+            parts.append("SELECT -1, seq, NULL, kind, effective_at, recorded_at, payload FROM events WHERE seq IN "
+                         f"({', '.join(['?'] * len(seqs))})")
+            params.extend(seqs)
+        found: dict[tuple[int, int], bytes] = {}
+        leaves: dict[int, list[tuple[int, bytes]]] = {block: [] for block in blocks}
+        for r in self.execute(" UNION ALL ".join(parts), params).fetchall() if parts else ():
+            if r[0] >= 0:
+                found[(r[0], r[1])] = _blob(r[2])
+            else:
+                leaf = leaf_hash(entry_bytes(r[1], r[3], r[4], r[5], _blob(r[6])))
+                leaves[(r[1] - 1) // width].append((r[1], leaf))
+        for block, digests in leaves.items():
+            digests.sort()
+            first = block * width + 1
+            if [seq for seq, _ in digests] != list(range(first, first + len(digests))):
+                raise IntegrityError(f"events missing among seq {first}..{first + width - 1}: the Merkle tree "
+                                     "cannot be re-computed there")
+            found.update(perfect_subtrees(block * width, [leaf for _, leaf in digests], STORED_FROM_LEVEL))
+        return found
+
+    def node_source(self, size: int, prefetch: Callable[[Callable[[int, int], bytes]], object] | None = None):
+        """A Merkle node source for proofs in the tree of `size` leaves: each node read once, then remembered;
+        nothing past `size` is read, so an append landing meanwhile cannot reach a proof. `prefetch`, a
+        function of a node source (building a proof), is first run on a stand-in that only notes which nodes
+        it asks for (which nodes a proof needs depends on its sizes, never on hashes): all of them are then
+        read in one statement, not one each. Its nodes raise IntegrityError for a node outside that tree or
+        one the ledger cannot give."""
+        cache: dict[tuple[int, int], bytes] = {}
+        if prefetch is not None:
+            wanted: set[tuple[int, int]] = set()
+            prefetch(lambda level, index: wanted.add((level, index)) or _STAND_IN)
+            if wanted:
+                cache.update(self.tree_nodes(sorted(pair for pair in wanted if (pair[1] + 1) << pair[0] <= size), size))
+
+        def node(level: int, index: int) -> bytes:
+            if (index + 1) << level > size:
+                raise IntegrityError(f"Merkle node ({level}, {index}) is not in the tree of size {size}")
+            if (level, index) not in cache:
+                cache.update(self.tree_nodes([(level, index)], size))
+                if (level, index) not in cache:
+                    raise IntegrityError(f"the ledger has no Merkle node ({level}, {index})")
+            return cache[(level, index)]
+
+        return node
+
+    def paper_facts(self, paper: str, known_at: str | None = None, size: int | None = None) -> list[Fact]:
+        """Every event of one paper, in ledger order, in one indexed statement: its paper-level events and
+        every event of the observations a citation links to it (the paper index's "events of P"). With
+        `size`, the log of that many events: links made later do not count. Raises the driver's errors."""
+        where, params = _paper_events(paper, known_at, size)
+        return [_fact(r) for r in self.execute(f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY seq",
+                                               params).fetchall()]
+
+    def paper_seqs(self, paper: str) -> list[int]:
+        """The sequence numbers of `paper_facts(paper)`, without reading the events. Raises the driver's errors."""
+        where, params = _paper_events(paper, None, None)
+        return [r[0] for r in self.execute(f"SELECT seq FROM events WHERE {where} ORDER BY seq", params).fetchall()]
+
+    def observation_facts(self, observation: str) -> list[Fact]:
+        """Every event of one observation, in ledger order. Raises the driver's errors."""
+        return [_fact(r) for r in self.execute(f"SELECT {_COLUMNS} FROM events WHERE subject = ? AND kind IN "
+                                               f"{_OBSERVATION_KIND_IN} ORDER BY seq",
+                                               (observation, *OBSERVATION_KINDS)).fetchall()]
+
+    def papers_after(self, after: str, limit: int, as_of_key: str, known_at: str | None) -> list[tuple[str, bool]]:
+        """The next `limit` papers with an event, sorted, from the first one after `after`: each with whether
+        it has a snapshot effective by `as_of_key` (and recorded by `known_at`). Raises the driver's errors."""
+        shown, params = _snapshot_by(as_of_key, known_at)
+        # Each page walks the paper index alone (every paper with an event, in order), then looks up one
+        # paper's snapshot: filtering the events themselves read every paper-level event of every paper.
+        sql = (f"SELECT p.paper, {shown} FROM (SELECT DISTINCT paper FROM events WHERE paper > ? ORDER BY paper "
+               "LIMIT ?) AS p ORDER BY p.paper")
+        return [(paper, bool(snapshot)) for paper, snapshot in self.execute(sql, params + [after, limit]).fetchall()]
+
+    def paper_count(self, as_of_key: str, known_at: str | None = None) -> int:
+        """How many papers have a snapshot effective by `as_of_key` (and recorded by `known_at`). Raises the
+        driver's errors."""
+        shown, params = _snapshot_by(as_of_key, known_at)
+        sql = f"SELECT COUNT(*) FROM (SELECT DISTINCT paper FROM events WHERE paper IS NOT NULL) AS p WHERE {shown}"
+        return self.execute(sql, params).fetchone()[0]
+
+    def stored_facts(self, events: Iterable[Event]) -> dict[tuple[str, str, str], tuple[int, bytes]]:
+        """For each (kind, subject, effective key) of `events` already stored: (seq, payload), through the
+        unique fact key. Raises the driver's errors."""
+        keys = sorted({(e.subject, e.kind, e.effective_key) for e in events})
+        rows = self.store.backend.stored_facts(self, keys) if keys else []
+        return {(r[0], r[1], r[2]): (r[3], _blob(r[4])) for r in rows}
+
+
+def _snapshot_by(as_of_key: str, known_at: str | None) -> tuple[str, list]:
+    """Whether paper `p.paper` has a snapshot effective by `as_of_key` (and recorded by `known_at`): an SQL
+    condition and its parameters, for `Cursor.papers_after` and `Cursor.paper_count`."""
+    sql = "EXISTS (SELECT 1 FROM events AS s WHERE s.paper = p.paper AND s.kind = ? AND s.effective_key <= ?"
+    if known_at is None:
+        return sql + ")", [PAPER_SNAPSHOT, as_of_key]
+    return sql + " AND s.recorded_at <= ?)", [PAPER_SNAPSHOT, as_of_key, known_at]
+
+
+def _paper_events(paper: str, known_at: str | None, size: int | None) -> tuple[str, list]:
+    """The condition (and its parameters) selecting a paper's events, as `Cursor.paper_facts` says."""
+    links, params = "SELECT observation FROM observation_papers WHERE paper = ?", [paper, paper]
+    if size is not None:
+        links += " AND seq <= ?"
+        params.append(size)
+    where = f"(paper = ? OR (paper IS NULL AND subject IN ({links})))"
+    if size is not None:
+        where += " AND seq <= ?"
+        params.append(size)
+    if known_at is not None:
+        where += " AND recorded_at <= ?"
+        params.append(known_at)
+    return where, params
+
+
+def _fact(r) -> Fact:
+    return Fact(r[0], r[1], r[2], r[3], r[4], r[5], _blob(r[6]))
+
+
+def _blob(value: object) -> bytes:
+    # A row edited by hand in SQLite can come back as TEXT, a number or NULL; verification must see it (as
+    # bytes that will not re-compute), not crash on it, nor take an integer n for n zero bytes.
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return (value if isinstance(value, str) else repr(value)).encode("utf-8", "surrogateescape")

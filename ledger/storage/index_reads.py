@@ -1,0 +1,112 @@
+"""Reading the paper index the store keeps: its root at a tree size, its decoded nodes (cached: a node never
+changes), a paper's index proof, and a paper's events as the index counts them.
+
+Readers follow node ids from the root down, one statement per level. This module never writes a row (the
+index is kept by `ledger.storage.index_keeping`) and never opens a connection: it is handed the store's
+cursor.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ledger.core.errors import InputError, IntegrityError
+from ledger.log.chain import entry_bytes
+from ledger.log.merkle import leaf_hash as log_leaf_hash
+from ledger.log.paper_index import ZERO, IndexProof, Neighbour, paper_key
+from ledger.storage.index_nodes import ID_SHIFT, SLOTS, Leaf, Node, decode, leaf_root
+
+IN_LIST = 400  # parameters per IN list: under every SQLite build's limit
+CACHE_LIMIT = 200_000  # decoded nodes (or papers' keys, observations' links) kept; past it a cache starts again
+
+
+def _nibble(key: bytes, depth: int) -> int:
+    return (key[depth >> 1] >> (0 if depth & 1 else 4)) & 0xF
+
+
+class Nodes:
+    """Decoded nodes by id: a node is written once, so what is cached stays true. A catch-up's nodes are
+    added only once its transaction has committed (`remember`)."""
+
+    def __init__(self) -> None:
+        self.known: dict[int, Node] = {}
+
+    def get(self, cursor, wanted: Iterable[int]) -> dict[int, Node]:
+        """The nodes asked for, read in one statement when not held.
+        Raises: IntegrityError for a node the ledger does not have, and the driver's errors."""
+        wanted = set(wanted)
+        found = {w: self.known[w] for w in wanted if w in self.known}
+        missing = sorted(wanted - set(found))
+        for start in range(0, len(missing), IN_LIST):
+            chunk = missing[start:start + IN_LIST]
+            rows = cursor.execute(f"SELECT id, node FROM index_nodes WHERE id IN ({', '.join(['?'] * len(chunk))})",
+                                  chunk).fetchall()
+            for node_id, data in rows:
+                found[node_id] = self.known[node_id] = decode(bytes(data))
+        if len(found) != len(wanted):
+            absent = min(wanted - set(found))
+            raise IntegrityError(f"paper index: node {absent} (of size {absent >> ID_SHIFT}) is missing")
+        if len(self.known) > CACHE_LIMIT:
+            self.known.clear()
+        return found
+
+    def remember(self, written: dict[int, Node]) -> None:
+        """Keep the nodes a committed catch-up wrote."""
+        self.known.update(written)
+
+
+def root_at(cursor, size: int) -> tuple[int | None, bytes] | None:
+    """(root node id, index root) at a tree size the index was kept at (`index_keeping.catch_up`); (None, 32 zero bytes)
+    at size 0; None when it was not kept there. Raises the driver's errors."""
+    if size == 0:
+        return None, ZERO
+    row = cursor.execute("SELECT node, hash FROM index_roots WHERE size = ?", (size,)).fetchone()
+    return None if row is None else (row[0], bytes(row[1]))
+
+
+def prove(cursor, nodes: Nodes, paper: str, size: int) -> IndexProof:
+    """The index proof of one paper at a tree size the index was kept at.
+    Raises: InputError when there is no index at that size, IntegrityError for a missing or malformed node, and
+    the driver's errors."""
+    root = root_at(cursor, size)
+    if root is None:
+        raise InputError(f"tree size {size}: no paper index at that size (keep it there first: Store.keep_index)")
+    top, index_root = root
+    key = paper_key(paper)
+    siblings: list[bytes | None] = []
+    terminal: Leaf | None = None
+    path, node = "", (Node() if top is None else nodes.get(cursor, [top])[top])
+    while True:
+        position, digit, child = 1, _nibble(key, len(path)), None
+        while True:
+            taken = node.taken(position)
+            if not taken:
+                break  # an empty subtree: the paper is absent
+            slot = node.slots[taken.bit_length() - 1]
+            if taken & (taken - 1) == 0 and type(slot) is Leaf:
+                terminal = slot
+                break
+            if position >= SLOTS:
+                child = slot  # a child node: go down
+                break
+            level = position.bit_length() - 1
+            right = digit >> (3 - level) & 1
+            sibling = node.subtree(2 * position + 1 - right)
+            siblings.append(None if sibling == ZERO else sibling)
+            position = 2 * position + right
+        if child is None:
+            break
+        path += f"{digit:x}"
+        node = nodes.get(cursor, [child.id])[child.id]
+    if terminal is not None and terminal.key == key:
+        return IndexProof(paper, size, index_root, terminal.count, leaf_root(terminal), tuple(siblings))
+    neighbour = None if terminal is None else Neighbour(terminal.key, terminal.count, leaf_root(terminal))
+    return IndexProof(paper, size, index_root, 0, None, tuple(siblings), neighbour)
+
+
+def paper_events(cursor, paper: str, size: int) -> list[tuple[int, bytes]]:
+    """A paper's events at a tree size, (seq, leaf hash in the log), from its stored rows. Raises the
+    driver's errors."""
+    return [(f.seq, log_leaf_hash(entry_bytes(f.seq, f.kind, f.effective_at, f.recorded_at, f.payload)))
+            for f in cursor.paper_facts(paper, size=size)]
+
