@@ -13,56 +13,17 @@ import orjson
 from ledger.core.canonical import canonical
 from ledger.core.errors import NotFoundError
 
-from ledger.model.events import (
-    CITATION_OBSERVED,
-    NOT_CHECKED,
-    NOTICE_CHECKED,
-    PAPER_SNAPSHOT,
-    RESOLUTION_RECORDED,
-    SOURCE_CHECKED,
-    UNRESOLVED,
-    Fact,
-)
+from ledger.model.events import Fact
+from ledger.model.kinds import KIND, changed_keys, resolution_label
 from ledger.model.standing_notices import describe_notice
 
 from ledger.projections.record import Fold, Mismatch
-from ledger.projections.text import UNTITLED, cited_label
-
-
-def _resolution(r: dict) -> str:
-    return r["status"] + (f" ({r['resolver_source']})" if r.get("resolver_source") else "")
-
-
-def _changed_keys(old: dict, new: dict) -> str:
-    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-    return ", ".join(keys) or "nothing"
 
 
 def account(kind: str, old: dict | None, new: dict) -> str:
-    """One line saying what this event changed, given the previous payload of the same kind and subject."""
-    if kind == PAPER_SNAPSHOT:
-        label = f"v{new.get('latest_version')}: {new.get('title')}"
-        if old is None:
-            return f"paper snapshot {label}"
-        if old.get("latest_version") != new.get("latest_version"):
-            return f"paper v{old.get('latest_version')} → v{new.get('latest_version')}"
-        return f"paper snapshot re-observed; changed: {_changed_keys(old, new)}"
-    if kind == CITATION_OBSERVED:
-        citation = new["citation"]
-        if old is None:
-            return (f"observation added: arXiv:{citation['citing_paper']['arxiv_id']} cites {cited_label(citation) or UNTITLED} "
-                    f"(reference {citation['reference_index']}, {citation['source']})")
-        return f"citation re-observed; changed: {_changed_keys(old['citation'], citation)}"
-    if kind == RESOLUTION_RECORDED:
-        before = (old or {"resolution": UNRESOLVED})["resolution"]
-        return f"resolution {_resolution(before)} → {_resolution(new['resolution'])}"
-    if kind == NOTICE_CHECKED:
-        before = (old or {"standing_notice": NOT_CHECKED})["standing_notice"]
-        return f"standing notice {describe_notice(before)} → {describe_notice(new['standing_notice'])}"
-    if kind == SOURCE_CHECKED:
-        return f"{new['source']} swept" + (f" (previously {old['observed_at']})" if old else "")
-    before = len(old["measurements"]) if old else 0
-    return f"measurements from {new['source']}: {before} → {len(new['measurements'])}"
+    """One line saying what this event changed, given the previous payload of the same kind and subject
+    (its kind's `account` in the kinds table)."""
+    return KIND[kind].account(old, new)
 
 
 def history(facts: Iterable[Fact]) -> list[dict]:
@@ -84,17 +45,18 @@ def _observations(record: dict | None) -> dict[tuple[str, str], dict]:
     return {(o["observation_id"], d): o for d in ("inbound", "outbound") for o in record[d]}
 
 
+# Parts of an observation whose change reads as a transition between two states; others name changed keys.
+_TRANSITIONS = {"resolution": resolution_label, "standing_notice": describe_notice}
+
+
 def _part_changes(old: dict, new: dict) -> list[str]:
     details = []
     for part in ("citation", "links", "resolution", "standing_notice"):
         if old[part] == new[part]:
             continue
-        if part == "resolution":
-            details.append(f"resolution: {_resolution(old[part])} → {_resolution(new[part])}")
-        elif part == "standing_notice":
-            details.append(f"standing_notice: {describe_notice(old[part])} → {describe_notice(new[part])}")
-        else:
-            details.append(f"{part}: changed {_changed_keys(old[part], new[part])}")
+        words = _TRANSITIONS.get(part)
+        details.append(f"{part}: {words(old[part])} → {words(new[part])}" if words
+                       else f"{part}: changed {changed_keys(old[part], new[part])}")
     return details
 
 

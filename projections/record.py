@@ -15,19 +15,8 @@ from ledger.model.published import SCHEMA
 from ledger.core.canonical import canonical, loads_finite
 from ledger.core.errors import NotFoundError
 from ledger.model.standing_notices import CHECK_FAILED
-from ledger.model.events import (
-    CITATION_OBSERVED,
-    Fact,
-    latest,
-    MEASUREMENTS_CHECKED,
-    NO_MEASUREMENT_SOURCE,
-    NOT_CHECKED,
-    NOTICE_CHECKED,
-    PAPER_SNAPSHOT,
-    RESOLUTION_RECORDED,
-    SOURCE_CHECKED,
-    UNRESOLVED,
-)
+from ledger.model.events import Fact, latest, NO_MEASUREMENT_SOURCE, NOT_CHECKED, UNRESOLVED
+from ledger.model.kinds import KIND, Draft  # what each kind's facts mean to a record: its slot and its place
 from ledger.model.published import RESOLUTION_STATES, context_digest, observation_digest
 from ledger.core.times import instant_key, long_date
 
@@ -71,17 +60,16 @@ class Fold:
 
     def add(self, fact: Fact) -> bool:
         """Take one fact; True when it became the latest of its kind and subject with another payload than
-        the one it supersedes (or the first), i.e. when what the record is built from changed. Raises nothing
-        for a fact the ledger stored."""
+        the one it supersedes (or the first), i.e. when what the record is built from changed. Any fact the
+        ledger stored is taken without error."""
         if fact.effective_key > self.cutoff:
             return False
         payload = loads_finite(fact.payload)  # every value of the record comes from here or is built below
-        if fact.kind == PAPER_SNAPSHOT and payload["arxiv_id"] != self.paper_id:
+        # The subject derived when the fact was appended, unless its kind keeps one slot (or none: another paper).
+        slot = KIND[fact.kind].slot(self.paper_id, fact.subject, payload)
+        if slot is None:
             return False
-        if fact.kind in (SOURCE_CHECKED, MEASUREMENTS_CHECKED) and payload["paper"] != self.paper_id:
-            return False
-        # The subject derived when the fact was appended; one measurement slot, whatever its source.
-        key = (fact.kind, "" if fact.kind == MEASUREMENTS_CHECKED else fact.subject)
+        key = (fact.kind, slot)
         current = self.newest.get(key)
         if current is not None and (fact.effective_key, fact.seq) <= current[:2]:
             return False
@@ -105,60 +93,67 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: st
     return fold.record()
 
 
-def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -> dict:
-    snapshot = newest.get((PAPER_SNAPSHOT, paper_id))
-    if snapshot is None:
-        raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
+_ORDER = {name: index for index, name in enumerate(KIND)}
 
+
+def _draft(paper_id: str, newest: dict[tuple[str, str], tuple]) -> Draft:
+    draft = Draft(paper_id)
+    # Kinds place in table order (a later kind may amend an earlier one's part); facts of a kind as they came.
+    for (kind, subject), (_, _, payload, _) in sorted(newest.items(), key=lambda item: _ORDER[item[0][0]]):
+        KIND[kind].place(draft, subject, payload)
+    return draft
+
+
+def _directions(draft: Draft) -> tuple[list[dict], list[dict]]:
+    """Every observation of the draft, inbound and outbound (one citing its own paper is both), in page order."""
     inbound, outbound = [], []
-    sources, measurement = [], None
-    for (kind, subject), (_, _, payload, _) in newest.items():
-        if kind == SOURCE_CHECKED:
-            sources.append({"observed_at": payload["observed_at"], "source": payload["source"]})
-        elif kind == MEASUREMENTS_CHECKED:
-            measurement = payload
-        elif kind == CITATION_OBSERVED:
-            citation = payload["citation"]
-            resolution = newest.get((RESOLUTION_RECORDED, subject))
-            notice = newest.get((NOTICE_CHECKED, subject))
-            obs = _observation(subject, citation, resolution and resolution[2]["resolution"],
-                               notice and notice[2]["standing_notice"])
-            if citation["citing_paper"]["arxiv_id"] == paper_id:
-                outbound.append(obs)
-            cited = citation.get("cited_paper")
-            if cited is not None and cited["arxiv_id"] == paper_id:
-                inbound.append(obs)
-
+    for oid, citation in draft.citations.items():
+        obs = _observation(oid, citation, draft.resolutions.get(oid), draft.notices.get(oid))
+        if citation["citing_paper"]["arxiv_id"] == draft.paper_id:
+            outbound.append(obs)
+        cited = citation.get("cited_paper")
+        if cited is not None and cited["arxiv_id"] == draft.paper_id:
+            inbound.append(obs)
     inbound.sort(key=lambda o: (o["citation"]["citing_paper"]["arxiv_id"], o["citation"]["reference_index"],
                                 o["observation_id"]))
     outbound.sort(key=lambda o: (o["citation"]["reference_index"], o["observation_id"]))
-    shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
-    sources.sort(key=lambda s: s["source"])
+    return inbound, outbound
 
-    counts = dict.fromkeys(RESOLUTION_STATES, 0)
-    for obs in shown_out:
-        counts[obs["resolution"]["status"]] += 1
+
+def _coverage(inbound: list[dict], outbound: list[dict], sources: list[dict], measurement: dict | None) -> list[dict]:
+    shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
     everything = inbound + outbound
     # A check that failed at its source did not observe the work's standing: it is not counted as observed.
     checked = sum(1 for obs in everything
                   if obs["standing_notice"] != NOT_CHECKED and obs["standing_notice"]["state"] != CHECK_FAILED)
-    measurements = measurement["measurements"] if measurement else []
-    coverage = [
+    return [
         _lane("reference_resolution", len(outbound), len(shown_out), CITATION_SOURCE,
               latest(o["citation"]["source_observed_at"] for o in shown_out)),
         _lane("standing_notices", len(everything), checked, NOTICE_SOURCE,
               latest(s["observed_at"] for s in sources)),
         _lane("inbound_itemization", len(inbound), len(shown_in), CITATION_SOURCE,
               latest(o["citation"]["source_observed_at"] for o in shown_in)),
-        _lane("external_citation_measurements", 1, len(measurements),
+        _lane("external_citation_measurements", 1, len(measurement["measurements"]) if measurement else 0,
               measurement["source"] if measurement else NO_MEASUREMENT_SOURCE,
               measurement["observed_at"] if measurement else None),
     ]
+
+
+def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -> dict:
+    draft = _draft(paper_id, newest)
+    if draft.paper is None:
+        raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
+    inbound, outbound = _directions(draft)
+    shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
+    sources = sorted(draft.sources, key=lambda s: s["source"])
+    counts = dict.fromkeys(RESOLUTION_STATES, 0)
+    for obs in shown_out:
+        counts[obs["resolution"]["status"]] += 1
     record = {
         "as_of": as_of,
         "caps": dict(CAPS),
-        "coverage": coverage,
-        "external_citation_measurements": measurements,
+        "coverage": _coverage(inbound, outbound, sources, draft.measurement),
+        "external_citation_measurements": draft.measurement["measurements"] if draft.measurement else [],
         "inbound": shown_in,
         "links": {
             "evidence": "/evidence",
@@ -168,7 +163,7 @@ def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -
             "paper": f"/paper/{paper_id}",
         },
         "outbound": shown_out,
-        "paper": snapshot[2],
+        "paper": draft.paper,
         "reference_resolution": {"displayed": len(shown_out), "state_counts": counts,
                                  "total_outbound_references": len(outbound)},
         "refusal": REFUSAL,

@@ -1,39 +1,23 @@
 """The page form of a record (`--format text`), as the service shows it: blocks separated by one blank
 line, no trailing newline. A pure function of the record; it adds no fact the record does not carry.
+The words for each kind's part of the record are its kind's `page` (`ledger.model.kinds`); this module lays
+out the blocks and words the record's derived parts (lanes, state counts).
 """
 
 from __future__ import annotations
 
-from ledger.model.standing_notices import CHECK_FAILED, describe_event
+from ledger.model.kinds import CITATION_OBSERVED, KIND, MEASUREMENTS_CHECKED, NOTICE_CHECKED, PAPER_SNAPSHOT
+from ledger.model.kinds import RESOLUTION_RECORDED, UNTITLED, cited_label, spaced as _words
 from ledger.model.published import RESOLUTION_STATES
 
-
-def _words(name: str) -> str:
-    return name.replace("_", " ")
-
-
-UNTITLED = "unresolved cited work"  # seed 003: a cited work with no title
-
-
-def cited_label(citation: dict) -> str | None:
-    """The cited work as a reader knows it: the Pith paper's title, else the reference's title, else None."""
-    for block in (citation.get("cited_paper"), citation.get("cited_work")):
-        if block and block.get("title"):
-            return block["title"]
-    return None
+__all__ = ["UNTITLED", "cited_label", "lane_words", "measurement_line", "notice_lines", "observation_words",
+           "render_text", "state_words"]
 
 
 def notice_lines(notice: dict) -> tuple[list[str], str | None]:
     """The words of a standing notice: one line per source-reported event, then the closing sentence (the
     notice's own observation, or why there is none), if any. The text page and the HTML page both use it."""
-    events = [describe_event(e) for e in notice.get("events") or []]
-    if notice.get("observation"):
-        return events, notice["observation"]
-    if notice.get("state") == CHECK_FAILED:
-        return events, f"Check failed: {_words(notice.get('reason') or 'unknown')}."
-    if notice.get("state") != "measured":
-        return events, f"Unavailable: {_words(notice.get('reason') or 'unknown')}."
-    return events, None
+    return KIND[NOTICE_CHECKED].page(notice)
 
 
 def lane_words(lane: dict) -> tuple[str, str, str]:
@@ -50,21 +34,11 @@ def state_words(record: dict) -> list[tuple[str, int]]:
 
 
 def observation_words(obs: dict, direction: str) -> dict:
-    """The sentences of one observation block, as the text page and the HTML page show them."""
-    citation, resolution = obs["citation"], obs["resolution"]
-    citing = citation["citing_paper"].get("title") or f"arXiv:{citation['citing_paper']['arxiv_id']}"
-    cited = cited_label(citation)
-    if direction == "outbound":
-        sentence = f"This paper cites {cited or 'an ' + UNTITLED}."
-    else:
-        sentence = f"{citing} cites this paper."
-    resolver = resolution["resolver_source"] or "no resolver link"
-    line = f"Resolution: {_words(resolution['status'])}; {resolver}"
-    if resolution["observed_at"]:
-        line += f", observed {resolution['observed_at']}"
+    """The sentences of one observation block, as the text page and the HTML page show them: each of its
+    parts in its kind's words."""
     events, closing = notice_lines(obs["standing_notice"])
-    return {"sentence": sentence, "citing": citing, "cited": cited or UNTITLED[:1].upper() + UNTITLED[1:],
-            "reference": f"Reference {citation['reference_index']}", "resolution": line,
+    return {**KIND[CITATION_OBSERVED].page(obs["citation"], direction),
+            "resolution": KIND[RESOLUTION_RECORDED].page(obs["resolution"]),
             "notice_events": events, "notice_closing": closing}
 
 
@@ -87,17 +61,14 @@ def _observation(obs: dict, direction: str) -> list[str]:
 
 def measurement_line(entry: object, source: str) -> str:
     """One external citation measurement as the pages show it."""
-    if isinstance(entry, dict) and "citation_count" in entry:
-        line = f"{entry.get('source', source)}: {entry['citation_count']} citations"
-        return line + (f", observed {entry['observed_at']}" if entry.get("observed_at") else "")
-    return f"{source}: {entry}"
+    return KIND[MEASUREMENTS_CHECKED].page(entry, source)
 
 
 def render_text(record: dict) -> str:
     paper = record["paper"]
     blocks = [
         "Paper Citation Record · LEDGER",
-        paper.get("title") or f"arXiv:{paper['arxiv_id']}",
+        KIND[PAPER_SNAPSHOT].page(paper),
         record["thesis"],
         record["refusal"],
         f"{record['schema']}\n{paper['arxiv_id']} v{paper.get('latest_version')}",

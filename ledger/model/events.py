@@ -1,5 +1,6 @@
-"""Facts as events: the vocabulary, how each kind's effective time and subject are derived, and how a
-published record is taken apart into the events that rebuild it.
+"""Facts as events: the event a fact becomes (its kind's entry in `ledger.model.kinds` checks the payload and
+derives its effective time and subject), and how a published record is taken apart into the events that
+rebuild it.
 
 An event is (kind, effective time, payload). The effective time is derived from the payload wherever the
 payload carries it, so an event line cannot claim a time its own facts contradict. The subject names what
@@ -9,33 +10,34 @@ payload is a contradiction. This module never touches storage.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError
-from ledger.model.published import (
-    _type_name,
-    check_citation,
-    check_notice,
-    check_paper_snapshot,
-    check_resolution,
-    field,
-    timestamp,
-)
 from ledger.core.times import instant_key
+from ledger.model.kinds import (  # the vocabulary lives in the kinds table; importable from here as before
+    CITATION_OBSERVED,
+    KIND,
+    KINDS,
+    MEASUREMENTS_CHECKED,
+    NO_MEASUREMENT_SOURCE,
+    NOT_CHECKED,
+    NOTICE_CHECKED,
+    OBSERVATION_KINDS,
+    PAPER_SNAPSHOT,
+    RESOLUTION_RECORDED,
+    SOURCE_CHECKED,
+    UNRESOLVED,
+    citation_papers,
+    latest,
+    observed_times,
+)
+from ledger.model.published import _type_name
 
-PAPER_SNAPSHOT = "paper.snapshot"
-CITATION_OBSERVED = "citation.observed"
-RESOLUTION_RECORDED = "resolution.recorded"
-NOTICE_CHECKED = "notice.checked"
-SOURCE_CHECKED = "source.checked"
-MEASUREMENTS_CHECKED = "measurements.checked"
-KINDS = (PAPER_SNAPSHOT, CITATION_OBSERVED, RESOLUTION_RECORDED, NOTICE_CHECKED, SOURCE_CHECKED, MEASUREMENTS_CHECKED)
-OBSERVATION_KINDS = (CITATION_OBSERVED, RESOLUTION_RECORDED, NOTICE_CHECKED)
-
-UNRESOLVED = {"observed_at": None, "resolver_source": None, "status": "unresolved"}
-NOT_CHECKED = {"events": [], "reason": "not_checked", "source_receipts": [], "state": "unavailable"}
-NO_MEASUREMENT_SOURCE = "cited_works"
+__all__ = ["CITATION_OBSERVED", "Event", "Fact", "KINDS", "MEASUREMENTS_CHECKED", "NO_MEASUREMENT_SOURCE",
+           "NOT_CHECKED", "NOTICE_CHECKED", "OBSERVATION_KINDS", "PAPER_SNAPSHOT", "RESOLUTION_RECORDED",
+           "SOURCE_CHECKED", "UNRESOLVED", "citation_papers", "latest", "make_event", "observed_times",
+           "record_events"]
 
 
 class Event(NamedTuple):
@@ -68,55 +70,16 @@ class Fact(NamedTuple):
     payload: bytes
 
 
-def latest(times: Iterable[str]) -> str | None:
-    """The latest of several timestamp strings, returned as written; None when there are none.
-    Raises TimeError for a string that is not a timestamp."""
-    return max(times, key=instant_key, default=None)
-
-
-def observed_times(value: Any) -> list[str]:
-    """Every `*_observed_at` / `observed_at` string inside a value, in document order (paper dates are not
-    observations). Raises nothing."""
-    found: list[str] = []
-    _collect_observed(value, found)
-    return found
-
-
-def _collect_observed(value: Any, found: list[str]) -> None:
-    # Appends to one list instead of nesting generators: a citation's walk was a fifth of importing it.
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, str):
-                if key == "observed_at" or key.endswith("_observed_at"):
-                    found.append(item)
-            elif isinstance(item, (dict, list)):
-                _collect_observed(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, (dict, list)):
-                _collect_observed(item, found)
-
-
-def citation_papers(citation: dict) -> tuple[str, ...]:
-    """Raises KeyError only for a citation `published.check_citation` would refuse."""
-    papers = [citation["citing_paper"]["arxiv_id"]]
-    cited = citation.get("cited_paper")
-    if cited is not None and cited["arxiv_id"] not in papers:
-        papers.append(cited["arxiv_id"])
-    return tuple(papers)
-
-
-def _event(kind: str, effective_at: str, payload: dict, subject: str, paper=None, papers=(), finite=False) -> Event:
-    return Event(kind, effective_at, instant_key(effective_at), canonical(payload, finite), subject, paper, papers)
-
-
 def make_event(kind: Any, payload: Any, effective_at: Any = None, finite: bool = False,
                checked: bool = False) -> Event:
-    """Validate one fact and derive its effective time and subject; raise InputError naming the field.
+    """Validate one fact and derive its effective time and subject (its kind's `derive`).
 
     `finite=True` says the payload came from `canonical.parse_json` (so holds no NaN or Infinity): its
     canonical bytes are then encoded without the walk that looks for them. `checked=True` says it was built
-    by `record_events` from parts `published.check_record` accepted, which are not checked a second time."""
+    by `record_events` from parts `published.check_record` accepted, which are not checked a second time.
+
+    Raises: InputError naming the field (a TimeError for a time that is not a timestamp).
+    """
     if kind not in KINDS:
         raise InputError(f"field kind: expected one of {', '.join(KINDS)}, found {kind!r}")
     if not isinstance(payload, dict):
@@ -126,59 +89,13 @@ def make_event(kind: Any, payload: Any, effective_at: Any = None, finite: bool =
         if not isinstance(effective_at, str):
             raise InputError(f"field effective_at: expected a string, found {_type_name(effective_at)}")
         stated = instant_key(effective_at)
-    event = _derive(kind, payload, finite, checked)(effective_at)
+    effective, subject, paper, papers = KIND[kind].derive(payload, checked, effective_at)
+    event = Event(kind, effective, instant_key(effective), canonical(payload, finite), subject, paper, papers)
     if stated is not None and stated != event.effective_key:
         raise InputError(
             f"field effective_at: the payload says {event.effective_at}, the line says {effective_at}"
         )
     return event
-
-
-def _derive(kind: str, payload: dict, finite: bool, checked: bool):
-    """Return a function of the optional stated effective time that builds the event."""
-
-    def part(key: str, expected: type, check=None):  # payload[key], checked unless `checked`
-        if checked:
-            return payload[key]
-        value = field(payload, key, expected, "payload")
-        return value if check is None else check(value, f"payload.{key}")
-
-    if kind == PAPER_SNAPSHOT:
-        paper = payload if checked else check_paper_snapshot(payload, "payload")
-        return lambda _: _event(kind, paper["snapshot_observed_at"], payload, paper["arxiv_id"], paper=paper["arxiv_id"],
-                                finite=finite)
-    if kind in OBSERVATION_KINDS:
-        obs = part("observation_id", str)
-        if not obs:
-            raise InputError("field payload.observation_id: empty")
-    if kind == CITATION_OBSERVED:
-        citation = part("citation", dict, check_citation)
-        when = latest(observed_times(citation))
-        return lambda _: _event(kind, when, payload, obs, papers=citation_papers(citation), finite=finite)
-    if kind == RESOLUTION_RECORDED:
-        resolution = part("resolution", dict, check_resolution)
-        if resolution["observed_at"] is None:
-            raise InputError("field payload.resolution.observed_at: a recorded resolution needs a time")
-        return lambda _: _event(kind, resolution["observed_at"], payload, obs, finite=finite)
-    if kind == NOTICE_CHECKED:
-        notice = part("standing_notice", dict, check_notice)
-        receipts = [r["observed_at"] for r in notice["source_receipts"]]
-
-        def notice_event(stated: str | None) -> Event:
-            # Without receipts the check happened at the sweep time, which only the line can state.
-            if receipts:
-                return _event(kind, latest(receipts), payload, obs, finite=finite)
-            if stated is None:
-                raise InputError("field effective_at: a notice check without source receipts needs its sweep time")
-            return _event(kind, stated, payload, obs, finite=finite)
-
-        return notice_event
-    paper = part("paper", str)
-    source = part("source", str)
-    observed_at = payload["observed_at"] if checked else timestamp(payload, "observed_at", "payload")
-    if kind == MEASUREMENTS_CHECKED:
-        part("measurements", list)
-    return lambda _: _event(kind, observed_at, payload, f"{paper} {source}", paper=paper, finite=finite)
 
 
 def record_events(record: dict, finite: bool = False) -> list[Event]:
@@ -188,7 +105,7 @@ def record_events(record: dict, finite: bool = False) -> list[Event]:
     Defaults (an unresolved resolution with no time, an unchecked notice, no measurement) are the absence
     of an event, so they are not stored either. `finite=True`: the record came from `canonical.parse_json`,
     and every payload is built from its parts (see `make_event`); those parts are not checked again.
-    Raises InputError naming the field of a fact that cannot be an event.
+    Raises: InputError naming the field of a fact that cannot be an event.
     """
     paper = record["paper"]
     arxiv_id = paper["arxiv_id"]

@@ -1,0 +1,369 @@
+"""The event kinds: one class per kind holds its name and everything that kind means.
+
+After eventsourcing's `@event("NameChanged")`, a kind's name sits beside how it applies. Each entry is a
+pure function of plain values (dicts and strings), so this model-layer module needs neither the folds nor
+the store: `derive` checks a payload and gives its effective time, subject, paper and papers (`make_event`
+calls it); `slot` is the fold's step, the subject under which the record keeps a paper's latest fact of the
+kind, or None for a fact of another paper; `place` puts that fact into the `Draft` a record is assembled
+from (in table order, so a kind listed later may amend what an earlier one placed); `account` is its
+history line; `page` gives the pages' words for its part of the record (None: the pages show no such part).
+`projections/record.py`, `history.py` and `text.py` look a kind up in `KIND` and call these; they branch on
+no kind name. `table` refuses a kind that leaves an entry out, so a kind cannot be half added.
+This module never touches storage, and each kind's name is written here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ledger.core.errors import InputError
+from ledger.core.times import instant_key
+from ledger.model.published import (
+    check_citation,
+    check_notice,
+    check_paper_snapshot,
+    check_resolution,
+    field,
+    timestamp,
+)
+from ledger.model.standing_notices import CHECK_FAILED, MEASURED, describe_event, describe_notice
+
+UNRESOLVED = {"observed_at": None, "resolver_source": None, "status": "unresolved"}
+NOT_CHECKED = {"events": [], "reason": "not_checked", "source_receipts": [], "state": "unavailable"}
+NO_MEASUREMENT_SOURCE = "cited_works"
+UNTITLED = "unresolved cited work"  # seed 003: a cited work with no title
+ENTRIES = ("name", "observation", "derive", "slot", "place", "account", "page")
+
+Derived = tuple[str, str, "str | None", tuple[str, ...]]  # effective time as written, subject, paper, papers
+
+
+def latest(times: Iterable[str]) -> str | None:
+    """The latest of several timestamp strings, returned as written; None when there are none.
+    Raises TimeError for a string that is not a timestamp."""
+    return max(times, key=instant_key, default=None)
+
+
+def observed_times(value: Any) -> list[str]:
+    """Every `*_observed_at` / `observed_at` string inside a value, in document order (paper dates are not
+    observations)."""
+    found: list[str] = []
+    _collect_observed(value, found)
+    return found
+
+
+def _collect_observed(value: Any, found: list[str]) -> None:
+    # Appends to one list instead of nesting generators: a citation's walk was a fifth of importing it.
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str):
+                if key == "observed_at" or key.endswith("_observed_at"):
+                    found.append(item)
+            elif isinstance(item, (dict, list)):
+                _collect_observed(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)):
+                _collect_observed(item, found)
+
+
+def citation_papers(citation: dict) -> tuple[str, ...]:
+    """The papers whose records a citation appears in: the citing paper, then the cited one if any.
+    Raises KeyError only for a citation `published.check_citation` would refuse."""
+    papers = [citation["citing_paper"]["arxiv_id"]]
+    cited = citation.get("cited_paper")
+    if cited is not None and cited["arxiv_id"] not in papers:
+        papers.append(cited["arxiv_id"])
+    return tuple(papers)
+
+
+def spaced(name: str) -> str:
+    """A vocabulary name as the pages write it: 'verified_fuzzy' -> 'verified fuzzy'."""
+    return name.replace("_", " ")
+
+
+def cited_label(citation: dict) -> str | None:
+    """The cited work as a reader knows it: the Pith paper's title, else the reference's title, else None."""
+    for block in (citation.get("cited_paper"), citation.get("cited_work")):
+        if block and block.get("title"):
+            return block["title"]
+    return None
+
+
+def resolution_label(resolution: dict) -> str:
+    """A resolution in a history or diff line: its status, and its resolver source if any."""
+    return resolution["status"] + (f" ({resolution['resolver_source']})" if resolution.get("resolver_source") else "")
+
+
+def changed_keys(old: dict, new: dict) -> str:
+    """The keys whose values differ between two objects, sorted and comma-separated ('nothing' if none)."""
+    return ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))) or "nothing"
+
+
+def _part(payload: dict, key: str, expected: type, checked: bool, check=None):
+    # payload[key]; checked only when the payload was not built from parts `check_record` accepted.
+    if checked:
+        return payload[key]
+    value = field(payload, key, expected, "payload")
+    return value if check is None else check(value, f"payload.{key}")
+
+
+def _observation_id(payload: dict, checked: bool) -> str:
+    oid = _part(payload, "observation_id", str, checked)
+    if not oid:
+        raise InputError("field payload.observation_id: empty")
+    return oid
+
+
+class Draft:
+    """What a record is assembled from, as the kinds place it: the latest fact of each kind and subject,
+    as plain values, before any derived field is computed."""
+
+    def __init__(self, paper_id: str):
+        self.paper_id = paper_id
+        self.paper: dict | None = None  # the snapshot's payload
+        self.citations: dict[str, dict] = {}  # observation id -> citation
+        self.resolutions: dict[str, dict] = {}  # observation id -> resolution
+        self.notices: dict[str, dict] = {}  # observation id -> standing notice
+        self.sources: list[dict] = []  # {observed_at, source}, one per standing source
+        self.measurement: dict | None = None  # the latest measurements.checked payload
+
+
+class Kind:
+    """One event kind; a subclass defines every entry of ENTRIES in its own body (see the module docstring).
+    `observation`: the subject is an observation id, and the fact reaches papers through its citation."""
+
+    name: str
+    observation: bool
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        """Check `payload` (unless `checked`: built from parts `published.check_record` accepted) and give its
+        effective time as written, subject, paper (paper-level kinds) and papers (a citation's); `stated` is
+        the effective time the line states, if any.
+
+        Raises: InputError naming the field.
+        """
+        ...
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        """The subject under which paper `paper_id`'s record keeps its latest fact of this kind; None when
+        the fact is another paper's."""
+        ...
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        """Put the latest fact of this kind and subject into the draft of a record."""
+        ...
+
+    def account(self, old: dict | None, new: dict) -> str:
+        """One line saying what a fact changed, given the previous payload of its kind and subject (or None)."""
+        ...
+
+    def page(self, part: Any, *context: str) -> Any:
+        """The pages' words for the part of a record this kind placed."""
+        ...
+
+    def __repr__(self) -> str:
+        return f"<kind {self.name}>"
+
+
+class PaperSnapshot(Kind):
+    name = "paper.snapshot"
+    observation = False
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        paper = payload if checked else check_paper_snapshot(payload, "payload")
+        return paper["snapshot_observed_at"], paper["arxiv_id"], paper["arxiv_id"], ()
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        return subject if payload["arxiv_id"] == paper_id else None
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        draft.paper = payload
+
+    def account(self, old: dict | None, new: dict) -> str:
+        if old is None:
+            return f"paper snapshot v{new.get('latest_version')}: {new.get('title')}"
+        if old.get("latest_version") != new.get("latest_version"):
+            return f"paper v{old.get('latest_version')} → v{new.get('latest_version')}"
+        return f"paper snapshot re-observed; changed: {changed_keys(old, new)}"
+
+    def page(self, paper: dict) -> str:
+        """The paper as the page's heading names it."""
+        return paper.get("title") or f"arXiv:{paper['arxiv_id']}"
+
+
+class CitationObserved(Kind):
+    name = "citation.observed"
+    observation = True
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        oid = _observation_id(payload, checked)
+        citation = _part(payload, "citation", dict, checked, check_citation)
+        return latest(observed_times(citation)), oid, None, citation_papers(citation)
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        return subject
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        draft.citations[subject] = payload["citation"]
+
+    def account(self, old: dict | None, new: dict) -> str:
+        citation = new["citation"]
+        if old is None:
+            return (f"observation added: arXiv:{citation['citing_paper']['arxiv_id']} cites "
+                    f"{cited_label(citation) or UNTITLED} (reference {citation['reference_index']}, {citation['source']})")
+        return f"citation re-observed; changed: {changed_keys(old['citation'], citation)}"
+
+    def page(self, citation: dict, direction: str) -> dict:
+        """The sentences of an observation block that its citation gives, seen from `direction`."""
+        citing = citation["citing_paper"].get("title") or f"arXiv:{citation['citing_paper']['arxiv_id']}"
+        cited = cited_label(citation)
+        if direction == "outbound":
+            sentence = f"This paper cites {cited or 'an ' + UNTITLED}."
+        else:
+            sentence = f"{citing} cites this paper."
+        return {"sentence": sentence, "citing": citing, "cited": cited or UNTITLED[:1].upper() + UNTITLED[1:],
+                "reference": f"Reference {citation['reference_index']}"}
+
+
+class ResolutionRecorded(Kind):
+    name = "resolution.recorded"
+    observation = True
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        """Raises: InputError naming the field, or for a resolution without a time."""
+        oid = _observation_id(payload, checked)
+        resolution = _part(payload, "resolution", dict, checked, check_resolution)
+        if resolution["observed_at"] is None:
+            raise InputError("field payload.resolution.observed_at: a recorded resolution needs a time")
+        return resolution["observed_at"], oid, None, ()
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        return subject
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        draft.resolutions[subject] = payload["resolution"]
+
+    def account(self, old: dict | None, new: dict) -> str:
+        before = (old or {"resolution": UNRESOLVED})["resolution"]
+        return f"resolution {resolution_label(before)} → {resolution_label(new['resolution'])}"
+
+    def page(self, resolution: dict) -> str:
+        """The resolution line of an observation block."""
+        line = f"Resolution: {spaced(resolution['status'])}; {resolution['resolver_source'] or 'no resolver link'}"
+        return line + (f", observed {resolution['observed_at']}" if resolution["observed_at"] else "")
+
+
+class NoticeChecked(Kind):
+    name = "notice.checked"
+    observation = True
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        """Raises: InputError naming the field, or when neither receipts nor the line give the sweep time."""
+        oid = _observation_id(payload, checked)
+        notice = _part(payload, "standing_notice", dict, checked, check_notice)
+        receipts = [r["observed_at"] for r in notice["source_receipts"]]
+        if receipts:
+            return latest(receipts), oid, None, ()
+        # Without receipts the check happened at the sweep time, which only the line can state.
+        if stated is None:
+            raise InputError("field effective_at: a notice check without source receipts needs its sweep time")
+        return stated, oid, None, ()
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        return subject
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        draft.notices[subject] = payload["standing_notice"]
+
+    def account(self, old: dict | None, new: dict) -> str:
+        before = (old or {"standing_notice": NOT_CHECKED})["standing_notice"]
+        return f"standing notice {describe_notice(before)} → {describe_notice(new['standing_notice'])}"
+
+    def page(self, notice: dict) -> tuple[list[str], str | None]:
+        """One line per source-reported event, then the closing sentence (the notice's own observation, or
+        why there is none), if any."""
+        events = [describe_event(e) for e in notice.get("events") or []]
+        if notice.get("observation"):
+            return events, notice["observation"]
+        if notice.get("state") == CHECK_FAILED:
+            return events, f"Check failed: {spaced(notice.get('reason') or 'unknown')}."
+        if notice.get("state") != MEASURED:
+            return events, f"Unavailable: {spaced(notice.get('reason') or 'unknown')}."
+        return events, None
+
+
+def _paper_source(payload: dict, checked: bool) -> tuple[str, str, str]:
+    paper = _part(payload, "paper", str, checked)
+    source = _part(payload, "source", str, checked)
+    return paper, source, payload["observed_at"] if checked else timestamp(payload, "observed_at", "payload")
+
+
+class SourceChecked(Kind):
+    name = "source.checked"
+    observation = False
+    page = None  # the pages show a sweep only as the standing-notices lane's time
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        paper, source, observed_at = _paper_source(payload, checked)
+        return observed_at, f"{paper} {source}", paper, ()
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        return subject if payload["paper"] == paper_id else None
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        draft.sources.append({"observed_at": payload["observed_at"], "source": payload["source"]})
+
+    def account(self, old: dict | None, new: dict) -> str:
+        return f"{new['source']} swept" + (f" (previously {old['observed_at']})" if old else "")
+
+
+class MeasurementsChecked(Kind):
+    name = "measurements.checked"
+    observation = False
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        paper, source, observed_at = _paper_source(payload, checked)
+        _part(payload, "measurements", list, checked)
+        return observed_at, f"{paper} {source}", paper, ()
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        # One measurement slot, whatever its source: the record shows one source's measurements (SPEC §4).
+        return "" if payload["paper"] == paper_id else None
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        draft.measurement = payload
+
+    def account(self, old: dict | None, new: dict) -> str:
+        before = len(old["measurements"]) if old else 0
+        return f"measurements from {new['source']}: {before} → {len(new['measurements'])}"
+
+    def page(self, entry: object, source: str) -> str:
+        """One external citation measurement, `source` naming the lane's source."""
+        if isinstance(entry, dict) and "citation_count" in entry:
+            line = f"{entry.get('source', source)}: {entry['citation_count']} citations"
+            return line + (f", observed {entry['observed_at']}" if entry.get("observed_at") else "")
+        return f"{source}: {entry}"
+
+
+def table(*kinds: Kind) -> dict[str, Kind]:
+    """The kinds by name, in the order given (the order `place` runs in and the vocabulary is listed in).
+
+    Raises: TypeError naming a kind whose class leaves out an entry of ENTRIES, or ValueError for a name
+    given twice.
+    """
+    found: dict[str, Kind] = {}
+    for kind in kinds:
+        missing = [entry for entry in ENTRIES if entry not in vars(type(kind))]
+        if missing:
+            raise TypeError(f"event kind {type(kind).__name__}: no {', '.join(missing)}")
+        if kind.name in found:
+            raise ValueError(f"event kind {kind.name}: given twice")
+        found[kind.name] = kind
+    return found
+
+
+KIND = table(PaperSnapshot(), CitationObserved(), ResolutionRecorded(), NoticeChecked(), SourceChecked(),
+             MeasurementsChecked())
+PAPER_SNAPSHOT, CITATION_OBSERVED, RESOLUTION_RECORDED, NOTICE_CHECKED, SOURCE_CHECKED, MEASUREMENTS_CHECKED = KIND
+KINDS = tuple(KIND)
+OBSERVATION_KINDS = tuple(name for name, kind in KIND.items() if kind.observation)
