@@ -43,12 +43,13 @@ _MISSING = object()
 
 
 def field_name(path: str, key: str) -> str:
-    """The field `key` of the object at `path`, as refusals name it ("paper.arxiv_id"). Raises nothing."""
+    """The field `key` of the object at `path`, as refusals name it ("paper.arxiv_id")."""
     return f"{path}.{key}" if path else key
 
 
 def field(obj: dict, key: str, kind: type | tuple, path: str, nullable: bool = False) -> Any:
-    """Return obj[key] after checking it exists and has the expected JSON type. Raises InputError naming the field."""
+    """Return obj[key] after checking it exists and has the expected JSON type.
+    Raises: InputError naming the field."""
     value = obj.get(key, _MISSING)
     if type(value) is kind:  # the common case, and exact: a bool is never taken for an int here
         return value
@@ -65,7 +66,7 @@ def field(obj: dict, key: str, kind: type | tuple, path: str, nullable: bool = F
 
 
 def shown(value: Any) -> str:
-    """A value as an error message quotes it: its repr, cut at 40 characters. Raises nothing."""
+    """A value as an error message quotes it: its repr, cut at 40 characters."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -74,15 +75,16 @@ _HEX_HASH = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def sha256_field(value: Any, where: str) -> bytes:
-    """A SHA-256 hash written as 64 hex digits (in proofs and bundles), as bytes. Raises InputError naming
-    the field `where`."""
+    """A SHA-256 hash written as 64 hex digits (in proofs and bundles), as bytes.
+    Raises: InputError naming the field `where`."""
     if not isinstance(value, str) or not _HEX_HASH.fullmatch(value):
         raise InputError(f"field {where}: expected 64 hex digits (a SHA-256 hash), found {shown(value)}")
     return bytes.fromhex(value)
 
 
 def count_field(obj: dict, key: str, path: str = "", below: int | None = None) -> int:
-    """obj[key], a non-negative integer (below `below`, when given). Raises InputError naming the field."""
+    """obj[key], a non-negative integer (below `below`, when given).
+    Raises: InputError naming the field."""
     value = field(obj, key, int, path)
     if value < 0 or (below is not None and value >= below):
         raise InputError(f"field {field_name(path, key)}: expected a non-negative integer, found {value}")
@@ -90,7 +92,8 @@ def count_field(obj: dict, key: str, path: str = "", below: int | None = None) -
 
 
 def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | None:
-    """Return obj[key], a timestamp string (or None when nullable). Raises InputError naming the field."""
+    """Return obj[key], a timestamp string (or None when nullable).
+    Raises: InputError naming the field."""
     value = field(obj, key, str, path, nullable)
     if value is not None:
         try:
@@ -101,7 +104,8 @@ def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | N
 
 
 def check_paper_snapshot(paper: Any, path: str) -> dict:
-    """Return a paper block after checking its id and snapshot time. Raises InputError naming the field."""
+    """Return a paper block after checking its id and snapshot time.
+    Raises: InputError naming the field."""
     if not isinstance(paper, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(paper)}")
     field(paper, "arxiv_id", str, path)
@@ -110,7 +114,8 @@ def check_paper_snapshot(paper: Any, path: str) -> dict:
 
 
 def check_citation(citation: Any, path: str) -> dict:
-    """Return a citation after checking its shape. Raises InputError naming the field."""
+    """Return a citation after checking its shape.
+    Raises: InputError naming the field."""
     if not isinstance(citation, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(citation)}")
     check_paper_snapshot(field(citation, "citing_paper", dict, path), f"{path}.citing_paper")
@@ -127,7 +132,8 @@ def check_citation(citation: Any, path: str) -> dict:
 
 
 def check_resolution(resolution: Any, path: str) -> dict:
-    """Return a resolution after checking its shape and state. Raises InputError naming the field."""
+    """Return a resolution after checking its shape and state.
+    Raises: InputError naming the field."""
     if not isinstance(resolution, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(resolution)}")
     timestamp(resolution, "observed_at", path, nullable=True)
@@ -139,7 +145,8 @@ def check_resolution(resolution: Any, path: str) -> dict:
 
 
 def check_receipts(receipts: list, path: str) -> None:
-    """Check a list of source receipts. Raises InputError naming the field."""
+    """Check a list of source receipts.
+    Raises: InputError naming the field."""
     for index, receipt in enumerate(receipts):
         where = f"{path}[{index}]"
         if not isinstance(receipt, dict):
@@ -149,7 +156,8 @@ def check_receipts(receipts: list, path: str) -> None:
 
 
 def check_notice(notice: Any, path: str) -> dict:
-    """Return a standing notice after checking its shape and state. Raises InputError naming the field."""
+    """Return a standing notice after checking its shape and state.
+    Raises: InputError naming the field."""
     if not isinstance(notice, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(notice)}")
     state = field(notice, "state", str, path)
@@ -169,7 +177,8 @@ def check_notice(notice: Any, path: str) -> dict:
 
 
 def check_observation(obs: Any, path: str) -> dict:
-    """Return an observation after checking its shape. Raises InputError naming the field."""
+    """Return an observation after checking its shape.
+    Raises: InputError naming the field."""
     if not isinstance(obs, dict):
         raise InputError(f"field {path}: expected an object, found {_type_name(obs)}")
     if not field(obs, "observation_id", str, path):
@@ -185,7 +194,9 @@ def check_observation(obs: Any, path: str) -> dict:
 
 
 def check_record(record: Any) -> dict:
-    """Raise InputError naming the first field that is missing, of the wrong type, or unparsable."""
+    """Check a record's shape, field by field.
+
+    Raises: InputError naming the first field that is missing, of the wrong type, or unparsable."""
     if not isinstance(record, dict):
         raise InputError(f"expected a record (a JSON object), found {_type_name(record)}")
     schema = field(record, "schema", str, "")
@@ -225,19 +236,21 @@ def check_record(record: Any) -> dict:
 
 def observation_digest(obs: dict, finite: bool = False) -> str:
     """sha256 of the canonical observation without its `observation_digest` (`finite` as in `canonical`).
-    Raises CanonicalError for a value with no canonical form."""
+    Raises: InputError (a CanonicalError) for a value with no canonical form."""
     return sha256_digest({k: v for k, v in obs.items() if k != "observation_digest"}, finite)
 
 
 def context_digest(record: dict, finite: bool = False) -> str:
     """sha256 of the canonical record without `context_digest` and `as_of` (SPEC 1; `finite` as in
-    `canonical`). Raises CanonicalError for a value with no canonical form."""
+    `canonical`).
+
+    Raises: InputError (a CanonicalError) for a value with no canonical form."""
     return sha256_digest({k: v for k, v in record.items() if k not in ("context_digest", "as_of")}, finite)
 
 
 def digest_mismatches(record: dict, finite: bool = False) -> list[str]:
     """One line per digest that does not re-check; empty when all do. `finite=True`: the record came from
-    `canonical.parse_json`. Raises nothing for a record `check_record` accepted."""
+    `canonical.parse_json`. Takes a record `check_record` accepted."""
     problems = []
     for direction in ("inbound", "outbound"):
         for obs in record[direction]:
@@ -254,8 +267,9 @@ def digest_mismatches(record: dict, finite: bool = False) -> list[str]:
 
 
 def verify_digests(record: dict, finite: bool = False) -> None:
-    """Return None when every published digest re-checks; raise IntegrityError naming each that does not.
-    `finite` as in `digest_mismatches`."""
+    """Return None when every published digest re-checks. `finite` as in `digest_mismatches`.
+
+    Raises: IntegrityError naming each digest that does not re-check."""
     problems = digest_mismatches(record, finite)
     if problems:
         raise IntegrityError(f"{len(problems)} digest(s) do not re-check: " + "; ".join(problems))

@@ -24,12 +24,12 @@ NOTICE_STATES = (MEASURED, UNAVAILABLE, CHECK_FAILED)
 
 
 def notice_label(kind: str) -> str:
-    """'expression_of_concern' -> 'Expression of concern'; an unknown type is shown as given. Raises nothing."""
+    """'expression_of_concern' -> 'Expression of concern'; an unknown type is shown as given."""
     return NOTICE_TYPES.get(kind, kind)
 
 
 def describe_event(event: object) -> str:
-    """One line for one source-reported event: its type, source and date. Raises nothing."""
+    """One line for one source-reported event: its type, source and date."""
     if not isinstance(event, dict):
         return str(event)
     parts = [notice_label(str(event.get("type", "notice")))]
@@ -41,7 +41,7 @@ def describe_event(event: object) -> str:
 
 
 def describe_notice(notice: dict) -> str:
-    """A short account of a notice check, for history lines. Raises nothing."""
+    """A short account of a notice check, for history lines."""
     state = notice.get("state")
     if state == MEASURED:
         events = notice.get("events") or []
