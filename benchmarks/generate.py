@@ -12,7 +12,8 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 
-from ledger.model.events import Event, make_event
+from ledger.model.events import (CITATION_OBSERVED, NOTICE_CHECKED, PAPER_SNAPSHOT, RESOLUTION_RECORDED,
+                                  SOURCE_CHECKED, Event, make_event)
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PROBE = "2999.00001"  # 60 inbound, 40 outbound, 3 sweeps: the same record in every ledger
@@ -26,8 +27,8 @@ def _ts(rng_or_offset: float) -> str:
 def _paper_events(arxiv_id: str, inbound: int, outbound: int, sweeps: int, rng: random.Random, t0: float) -> Iterator[Event]:
     t = t0
     me = {"arxiv_id": arxiv_id, "snapshot_observed_at": _ts(t), "title": f"Paper {arxiv_id}", "version": 1}
-    yield make_event("paper.snapshot", {"arxiv_id": arxiv_id, "latest_version": 1, "primary_category": "cs.DC",
-                                        "snapshot_observed_at": _ts(t), "title": f"Paper {arxiv_id}"})
+    yield make_event(PAPER_SNAPSHOT, {"arxiv_id": arxiv_id, "latest_version": 1, "primary_category": "cs.DC",
+                                      "snapshot_observed_at": _ts(t), "title": f"Paper {arxiv_id}"})
     observations = []
     for ref in range(outbound):
         t += rng.uniform(1, 60)
@@ -35,7 +36,7 @@ def _paper_events(arxiv_id: str, inbound: int, outbound: int, sweeps: int, rng: 
         citation = {"cited_paper": None, "cited_work": {"title": f"Reference {ref} of {arxiv_id}", "year": 2024},
                     "citing_paper": me, "reference_index": ref + 1, "source": "pdf_text", "source_observed_at": _ts(t)}
         observations.append(oid)
-        yield make_event("citation.observed", {"citation": citation, "observation_id": oid})
+        yield make_event(CITATION_OBSERVED, {"citation": citation, "observation_id": oid})
     for n in range(inbound):
         t += rng.uniform(1, 600)
         oid = f"{arxiv_id}/in/{n}"
@@ -45,25 +46,25 @@ def _paper_events(arxiv_id: str, inbound: int, outbound: int, sweeps: int, rng: 
                     "citing_paper": citing, "reference_index": rng.randrange(1, 80), "source": "pdf_text",
                     "source_observed_at": _ts(t)}
         observations.append(oid)
-        yield make_event("citation.observed", {"citation": citation, "observation_id": oid})
+        yield make_event(CITATION_OBSERVED, {"citation": citation, "observation_id": oid})
     for oid in observations:  # first resolution, and for some a later change
         t += rng.uniform(1, 30)
-        yield make_event("resolution.recorded", {"observation_id": oid, "resolution": {
+        yield make_event(RESOLUTION_RECORDED, {"observation_id": oid, "resolution": {
             "observed_at": _ts(t), "resolver_source": None, "status": "unresolved"}})
         if rng.random() < 0.3:
             t += rng.uniform(100, 10000)
-            yield make_event("resolution.recorded", {"observation_id": oid, "resolution": {
+            yield make_event(RESOLUTION_RECORDED, {"observation_id": oid, "resolution": {
                 "observed_at": _ts(t), "resolver_source": "raw_fallback", "status": rng.choice(STATES)}})
     for _ in range(sweeps):
         t += 86400
         receipts = [{"observed_at": _ts(t), "source": "crossref"}, {"observed_at": _ts(t - 5), "source": "retraction_watch"}]
         for receipt in receipts:
-            yield make_event("source.checked", {"observed_at": receipt["observed_at"], "paper": arxiv_id,
-                                                "source": receipt["source"]})
+            yield make_event(SOURCE_CHECKED, {"observed_at": receipt["observed_at"], "paper": arxiv_id,
+                                              "source": receipt["source"]})
         for oid in observations:
             notice = {"events": [], "observation": f"No event found in the named queried sources as of {_ts(t)}.",
                       "reason": None, "source_receipts": receipts, "state": "measured"}
-            yield make_event("notice.checked", {"observation_id": oid, "standing_notice": notice})
+            yield make_event(NOTICE_CHECKED, {"observation_id": oid, "standing_notice": notice})
 
 
 def _papers(seed: int) -> Iterator[list[Event]]:

@@ -153,11 +153,11 @@ def _paper_id(n: int) -> str:
 
 def snapshots(count: int, first: int = 0) -> list:
     """A paper.snapshot each for `count` papers: the cheapest way to a ledger of many papers."""
-    from ledger.model.events import make_event
+    from ledger.model.events import PAPER_SNAPSHOT, make_event
 
-    return [make_event("paper.snapshot", {"arxiv_id": _paper_id(n), "latest_version": 1,
-                                          "primary_category": "cs.DC", "snapshot_observed_at": _stamp(n),
-                                          "title": f"Paper {n}"}) for n in range(first, first + count)]
+    return [make_event(PAPER_SNAPSHOT, {"arxiv_id": _paper_id(n), "latest_version": 1,
+                                        "primary_category": "cs.DC", "snapshot_observed_at": _stamp(n),
+                                        "title": f"Paper {n}"}) for n in range(first, first + count)]
 
 
 def _stamp(n: int) -> str:
