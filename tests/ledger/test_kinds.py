@@ -27,9 +27,6 @@ from tests.helpers import seed_record
 ROOT = Path(__file__).resolve().parents[2]
 CONSTANTS = ("PAPER_SNAPSHOT", "CITATION_OBSERVED", "RESOLUTION_RECORDED", "NOTICE_CHECKED", "SOURCE_CHECKED",
              "MEASUREMENTS_CHECKED")
-# Storage still spells these names in its SQL; the storage branch of issue 26 builds that SQL from the constants
-# of ledger.model.events. Once it is merged these files hold no name, and the test below says to empty this.
-AWAITING = {"ledger/storage/store.py", "ledger/storage/index_nodes.py"}
 
 
 def seed_facts() -> list[Fact]:
@@ -98,14 +95,7 @@ def _python_files() -> list[Path]:
 def test_each_kind_name_is_written_in_one_module(name):
     literal = re.compile(r"""(["'])%s\1""" % re.escape(name))
     holders = {p.relative_to(ROOT).as_posix() for p in _python_files() if literal.search(p.read_text())}
-    assert holders - AWAITING == {"ledger/model/kinds.py"}
-
-
-def test_the_storage_names_still_awaited_are_there():
-    # Fails once storage takes its names from the constants: then empty AWAITING above.
-    holders = {f for f in AWAITING if any(re.search(r"""(["'])%s\1""" % re.escape(n), (ROOT / f).read_text())
-                                          for n in KIND)}
-    assert holders == AWAITING, f"no kind name left in {sorted(AWAITING - holders)}: remove it from AWAITING"
+    assert holders == {"ledger/model/kinds.py"}
 
 
 @pytest.mark.parametrize("module", ["projections/record.py", "projections/history.py"])
