@@ -61,3 +61,34 @@ def test_the_wheel_installs_one_top_level_package_holding_cli_web_and_projection
     templates = sorted(n for n in names if n.startswith("ledger/web/templates/"))
     assert templates == sorted(f"ledger/web/templates/{p.name}" for p in (ROOT / "web/templates").glob("*.html"))
     assert templates and all(n.endswith(".html") for n in templates)
+
+
+def test_the_api_raises_the_error_families_naming_what_is_wrong(tmp_path):
+    from tests.conftest import SEED_004
+
+    with pytest.raises(ledger.InputError, match="no ledger here"):
+        ledger.open_ledger(tmp_path / "typo.db")
+    store = ledger.create_ledger(tmp_path / "ledger.db")
+    try:
+        assert ledger.import_files(store, SEED_004).appended == 40  # one path, or a list of them
+        assert ledger.import_files(store, [SEED_004]).present == 40
+        with pytest.raises(ledger.InputError, match=r"^as_of: not a valid date: '2026-13-01'$"):
+            ledger.replay(store, "2407.20018", "2026-13-01")
+        with pytest.raises(ledger.NotFoundError, match=r"^no record of arXiv:2407.20018 as of 2026-08-09T23"):
+            ledger.replay(store, "2407.20018", "2026-08-09", known_at="2020-01-01")
+        with pytest.raises(ledger.NotFoundError, match=r"^no events of 2407.99999 in this ledger$"):
+            ledger.history(store, "2407.99999")
+        tampered = tmp_path / "tampered.json"
+        digest = b"88bbcfe1847497cac1a7e1c3f5aa9530cb1662bfd44d13f772daaeb592ad2687"  # the seed's context digest
+        tampered.write_bytes(SEED_004.read_bytes().replace(digest, digest[:-1] + b"8", 1))
+        assert tampered.read_bytes() != SEED_004.read_bytes()
+        with pytest.raises(ledger.IntegrityError) as found:
+            ledger.verify_record(tampered, store)
+        assert found.value.problems and all(p.startswith(f"{tampered}: ") for p in found.value.problems)
+        assert ledger.verify_record(SEED_004) is None  # no ledger: the digests alone
+        key = tmp_path / "ledger.key"
+        key.write_text("not a key\n")
+        with pytest.raises(ledger.InputError, match=f"^{key}: "):
+            ledger.evidence_bundle(store, "2407.20018", "2026-08-09", key)
+    finally:
+        store.close()
