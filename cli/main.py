@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
+from ledger import __version__
 from ledger.cli import log_commands, proof_commands, publish_commands, record_commands
 from ledger.cli.common import DEFAULT_DB
 from ledger.core.errors import IntegrityError, LedgerError
@@ -56,12 +57,20 @@ app = typer.Typer(
 )
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        typer.echo(f"ledger {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _options(
     ctx: typer.Context,
     db: Annotated[str, typer.Option("--db", envvar="LEDGER_DB", help="SQLite path, SQLAlchemy URL, or an "
                                     "exported .jsonl log (read-only).")] = DEFAULT_DB,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     ctx.obj = {"db": db, "verbose": verbose}
 

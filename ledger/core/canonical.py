@@ -55,12 +55,15 @@ def _non_finite_path(value: Any, path: str) -> str | None:
 
 
 def canonical(value: Any, finite: bool = False) -> bytes:
-    """Return the canonical JSON bytes of `value`, or raise CanonicalError.
+    """Return the canonical JSON bytes of `value`.
 
     `finite=True` is the caller's word that every float in `value` is finite, so the NaN/Infinity walk (a
     third of the cost) is skipped. Only two kinds of value may be vouched for: one that holds no float at
     all (a chain entry: integers, strings and an already canonical payload), and one built from what
     `parse_json` or `orjson.loads` returned (`loads_finite` says why those hold no NaN or Infinity).
+
+    Raises: CanonicalError (an InputError) for a float that is not finite, an integer outside 64 bits, a
+    key that is not a string.
     """
     try:
         encoded = orjson.dumps(value, option=_OPTIONS)
@@ -76,7 +79,9 @@ def canonical(value: Any, finite: bool = False) -> bytes:
 
 def sha256_digest(value: Any, finite: bool = False) -> str:
     """`sha256:<hex>` of the canonical bytes of `value` (`finite` as in `canonical`).
-    Raises CanonicalError (an InputError) for a value with no canonical form."""
+
+    Raises: CanonicalError (an InputError) for a value with no canonical form.
+    """
     return "sha256:" + hashlib.sha256(canonical(value, finite)).hexdigest()
 
 
@@ -136,8 +141,9 @@ def parse_json(text: str) -> Any:
 
     The value holds only finite floats, so it may be encoded with `canonical(value, finite=True)`. orjson
     parses first; what it cannot prove clean is parsed again by the standard library's parser with
-    duplicate-key and constant hooks, which names the problem. Raises CanonicalError (an InputError) whose
-    message says what is wrong; the caller adds the file name.
+    duplicate-key and constant hooks, which names the problem.
+
+    Raises: CanonicalError (an InputError) saying what is wrong; the caller adds the file name.
     """
     value = _parse_fast(text)
     return _parse_strict(text) if value is _UNSURE else value

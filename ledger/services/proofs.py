@@ -42,8 +42,11 @@ def _indexed(store: Store, size: int | None) -> int:
 
 def checkpoint(store: Store, signer: Signer, size: int | None = None) -> tuple[str, int]:
     """A signed note of the tree of `size` leaves (default: the current tree), and that size: origin (the
-    key's name), size, root, and the paper index root at that size. Raises InputError for a size the ledger
-    does not hold, StoreError, or IntegrityError when a Merkle node or the index root cannot be had."""
+    key's name), size, root, and the paper index root at that size.
+
+    Raises: InputError for a size the ledger does not hold, IntegrityError when a Merkle node or the index
+    root cannot be had, or a StoreError from the store.
+    """
     size = _indexed(store, size or None)
     with store.snapshot() as cursor:
         return _signed_checkpoint(signer, cursor, cursor.node_source(size), size), size
@@ -58,8 +61,11 @@ def _signed_checkpoint(signer: Signer, cursor, nodes, size: int) -> str:
 
 def prove_paper(store: Store, paper: str, size: int | None = None) -> dict:
     """The paper index proof of one paper (its count of events and their root, or that it has none) in the
-    tree of `size` (default: now). Raises InputError for a size the ledger does not hold, IntegrityError for
-    an index node or event that cannot be read, StoreError."""
+    tree of `size` (default: now).
+
+    Raises: InputError for a size the ledger does not hold, IntegrityError for an index node or event that
+    cannot be read, or a StoreError from the store.
+    """
     size = _indexed(store, size)
     with store.snapshot() as cursor:
         return index_proof(cursor, store.index_nodes, paper, size).to_json()
@@ -72,7 +78,10 @@ def _inclusion(nodes, seq: int, size: int, kind: str, effective_at: str, recorde
 
 
 def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
-    """An inclusion proof of event `seq` in the tree of `size` (default: now). Raises InputError for a seq or size outside the ledger, StoreError."""
+    """An inclusion proof of event `seq` in the tree of `size` (default: now).
+
+    Raises: InputError for a seq or size outside the ledger, or a StoreError from the store.
+    """
     with store.snapshot() as cursor:
         size = _size(cursor, size)
         if not 0 < seq <= size:
@@ -85,7 +94,10 @@ def prove_inclusion(store: Store, seq: int, size: int | None = None) -> dict:
 
 
 def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
-    """A consistency proof from the tree of `old` leaves to that of `new` (default: now). Raises InputError for sizes outside the ledger, StoreError."""
+    """A consistency proof from the tree of `old` leaves to that of `new` (default: now).
+
+    Raises: InputError for sizes outside the ledger, or a StoreError from the store.
+    """
     with store.snapshot() as cursor:
         new = _size(cursor, new)
         if not 0 < old <= new:
@@ -102,8 +114,10 @@ def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer
     not show (effective after as_of, recorded after known_at), each with its leaf, its inclusion proof in the
     log and its place in the paper's events tree; the paper index proof; a signed checkpoint: all read from
     one snapshot, every read bounded by the tree's size.
-    Raises NotFoundError when the paper has no record then, IntegrityError when the ledger's index disagrees
-    with its events, StoreError."""
+
+    Raises: IntegrityError when the ledger's index disagrees with its events, a NotFoundError when the paper
+    has no record then, or a StoreError from the store.
+    """
     size = _indexed(store, None)
     with store.snapshot() as cursor:
         facts = cursor.paper_facts(paper, size=size)

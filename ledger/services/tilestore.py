@@ -19,7 +19,9 @@ from ledger.log.tiles import Tile, bundle, hash_tile, tiles_of
 
 def read_entries(cursor: Cursor, first: int, count: int) -> list[tuple[int, bytes]]:
     """(seq, entry bytes) of the leaves first .. first + count - 1 (0-based), in one statement.
-    Raises IntegrityError when a row is missing, and the driver's errors."""
+
+    Raises: IntegrityError when a row is missing, and the driver's errors.
+    """
     rows = cursor.execute(f"SELECT {cursor.store.backend.entry_columns} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq",
                            (first, first + count)).fetchall()
     entries = [Entry._make(r) for r in rows]
@@ -31,7 +33,9 @@ def read_entries(cursor: Cursor, first: int, count: int) -> list[tuple[int, byte
 
 def read_hashes(cursor: Cursor, height: int, first: int, count: int) -> list[bytes]:
     """The hashes of the perfect subtrees (height, first) .. (height, first + count - 1), in one statement.
-    Raises IntegrityError when a node is missing, and the driver's errors."""
+
+    Raises: IntegrityError when a node is missing, and the driver's errors.
+    """
     wanted = [(height, index) for index in range(first, first + count)]
     found = cursor.tree_nodes(wanted, (first + count) << height)
     missing = [pair for pair in wanted if pair not in found]
@@ -42,7 +46,10 @@ def read_hashes(cursor: Cursor, height: int, first: int, count: int) -> list[byt
 
 def tile_bytes(cursor: Cursor, tile: Tile) -> bytes:
     """The bytes of a tile the tree already holds (the caller checks `tile.leaves_needed()` against its size).
-    Raises IntegrityError when rows or nodes are missing, EntryTooLongError, and the driver's errors."""
+
+    Raises: IntegrityError when rows or nodes are missing, a StoreError (EntryTooLongError) for an entry too
+    long for an entry bundle, and the driver's errors.
+    """
     if tile.entries:
         return bundle(read_entries(cursor, tile.first, tile.width))
     if tile.level == 0:
@@ -51,8 +58,11 @@ def tile_bytes(cursor: Cursor, tile: Tile) -> bytes:
 
 
 def read_tile(store: Store, tile: Tile) -> tuple[bytes, int]:
-    """A tile of the current tree and the tree's size, read from one snapshot. Raises NotFoundError when the
-    tree does not hold it yet, IntegrityError when the rows or nodes it needs are missing, StoreError."""
+    """A tile of the current tree and the tree's size, read from one snapshot.
+
+    Raises: NotFoundError when the tree does not hold it yet, IntegrityError when the rows or nodes it needs
+    are missing, or a StoreError from the store.
+    """
     with store.snapshot() as cursor:
         size = cursor.head()[0]
         if tile.leaves_needed() > size:
@@ -64,7 +74,10 @@ def read_tile(store: Store, tile: Tile) -> tuple[bytes, int]:
 def all_tiles(store: Store, size: int):
     """(tile, bytes) for every tile of the tree of `size` leaves; a level-0 tile and its entry bundle come
     from one read of their (at most 256) rows.
-    Raises IntegrityError when rows or nodes are missing, EntryTooLongError, StoreError."""
+
+    Raises: IntegrityError when rows or nodes are missing, or a StoreError from the store (EntryTooLongError:
+    an entry too long for an entry bundle).
+    """
     for tile in tiles_of(size):
         if tile.entries:
             continue  # yielded with their level-0 tile

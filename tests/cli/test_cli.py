@@ -40,6 +40,16 @@ def test_init_creates_once(cli):
     assert "already" in second.stderr and second.stderr.count("\n") == 1
 
 
+def test_version_prints_the_package_version_and_exits_0(cli, tmp_path):
+    import ledger
+
+    result = cli("--version")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, f"ledger {ledger.__version__}\n", "")
+    real = run_ledger("--db", str(tmp_path / "none.db"), "--version")
+    assert (real.returncode, real.stdout, real.stderr) == (0, b"ledger 0.1.0\n", b"")
+    assert not (tmp_path / "none.db").exists()
+
+
 def test_commands_never_create_a_ledger(tmp_path):
     from tests.conftest import Cli
 
