@@ -12,6 +12,7 @@ from functools import partial
 
 from ledger.cli.common import (Jobs, Json, Meter, db_location, load_signer, load_verifier, open_store, progress, read_text,
                         write_json, write_stdout)
+from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines
 from ledger.audit.auditor import load_json, verify_bundle, verify_index
 from ledger.core.canonical import canonical
 from ledger.log.chain import hex_hash
@@ -166,8 +167,9 @@ def verify(
     if index is not None:
         if checkpoint is None or verifier_key is None or evidence is not None or records:
             raise InputError("--index: needs --checkpoint and --verifier-key, and nothing else to verify")
-        account = verify_index(log_entries(index), read_text(checkpoint, "a signed checkpoint"),
+        matched = verify_index(log_entries(index), read_text(checkpoint, "a signed checkpoint"),
                                load_verifier(verifier_key), checkpoint)
+        account = index_account(matched, checkpoint)
         _say(json, {"file": index, "ok": True, "account": account}, f"{index}: {account}")
         return
     if checkpoint is not None:
@@ -176,27 +178,30 @@ def verify(
         if verifier_key is None:
             raise InputError("--evidence: needs --verifier-key")
         bundle = load_json(evidence, read_input(evidence))
-        account = verify_bundle(bundle, load_verifier(verifier_key), evidence)
-        complete = True if "index" in bundle else None  # None: a bundle from before the index proves no completeness
+        proved = verify_bundle(bundle, load_verifier(verifier_key), evidence)
+        account = bundle_account(proved)
+        complete = True if proved.indexed is not None else None  # None: a bundle from before the index proves none
         _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
         return
     location = db_location(ctx)
     if not records:
         if is_exported_log(location):
-            account = verify_chain(log_entries(location), progress)
+            account = chain_account(verify_chain(log_entries(location), progress))
         else:
             store = open_store(ctx)
-            account = verify_chain(store.entries(), progress)
+            account = chain_account(verify_chain(store.entries(), progress))
         _say(json, {"ok": True, "checked": "chain", "account": account}, account)
         return
     store = _store_if_any(ctx)
     checks = [compare_record(name, read_input(name), store, strict) for name in records]
+    lines = [record_lines(check) for check in checks]
     if json:
         write_json([{"file": c.name, "ok": not c.problems, "history": c.history,
-                     **({"problems": c.problems} if c.problems else {"account": c.lines[0]})} for c in checks])
+                     **({"problems": c.problems} if c.problems else {"account": said[0]})}
+                    for c, said in zip(checks, lines)])
     else:
-        for check in checks:
-            for line in check.lines:
+        for said in lines:
+            for line in said:
                 typer.echo(line)
     failures = [problem for check in checks for problem in check.problems]
     if failures:

@@ -188,6 +188,7 @@ print("done", flush=True)
 
 def test_evidence_bundles_built_while_a_writer_appends_all_build_and_verify(seeded, ledger_location):
     from ledger.audit.auditor import verify_bundle
+    from ledger.cli.wording import bundle_account
     from ledger.log.signed_notes import generate_signer
 
     signer = generate_signer("example.org/ledger")
@@ -210,7 +211,7 @@ def test_evidence_bundles_built_while_a_writer_appends_all_build_and_verify(seed
     assert len(set(sizes)) >= 3 and sizes == sorted(sizes), sizes
     assert seeded.head()[0] == 40 + appends
     for bundle, size in zip(bundles, sizes):
-        assert verify_bundle(bundle, signer.verifier).startswith(f"ok: {size} events")
+        assert bundle_account(verify_bundle(bundle, signer.verifier)).startswith(f"ok: {size} events")
 
 
 def sweep(n: int):
@@ -222,6 +223,7 @@ def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypa
     # The interleaving the writer above can only make likely, forced: another connection commits a fact of
     # the paper right after the bundle has read the head, before it reads the paper's facts.
     from ledger.audit.auditor import verify_bundle
+    from ledger.cli.wording import bundle_account
     from ledger.log.signed_notes import generate_signer
     from ledger.storage.store import Cursor
 
@@ -239,7 +241,7 @@ def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypa
     other.close()
     assert [e.seq for e in landed] == [41] and seeded.head()[0] == 41
     assert [event["seq"] for event in bundle["events"]] == list(range(1, 41))
-    assert verify_bundle(bundle, signer.verifier).startswith("ok: 40 events are in the log of size 40")
+    assert bundle_account(verify_bundle(bundle, signer.verifier)).startswith("ok: 40 events are in the log of size 40")
 
 
 def test_a_snapshot_reads_the_ledger_as_of_one_instant(seeded):
