@@ -23,7 +23,7 @@ from ledger.log.export import export_line
 from ledger.importing.importer import Parsed, import_inputs
 from ledger.services.replay import records_as_of
 from ledger.storage.store import Store
-from ledger.core.times import instant_key
+from ledger.core.times import When
 
 AS_OF = "2027-06-01T00:00:00Z"
 
@@ -49,7 +49,7 @@ def write_corpus(folder: Path, papers: int, seed: int = 300) -> tuple[Path, Path
     records = folder / "records"
     records.mkdir(exist_ok=True)
     written = 0
-    for arxiv_id, record in records_as_of(store, AS_OF, instant_key(AS_OF)):
+    for arxiv_id, record in records_as_of(store, When.at(AS_OF)):
         lanes = {lane["lane"]: lane for lane in record["coverage"]}
         if lanes["inbound_itemization"]["denominator"] > len(record["inbound"]):
             continue

@@ -32,6 +32,7 @@ from benchmarks.generate import PROBE, generate
 from ledger.log.chain import GENESIS, entry_hash, link, verify_entries
 from ledger.importing.importer import Parsed, import_inputs
 from ledger.storage.store import Store
+from ledger.core.times import When
 from ledger.projections.record import build_record
 
 HERE = Path(__file__).parent
@@ -359,7 +360,7 @@ def rebuild(store: Store) -> tuple[float, int, int]:
     store.statements = 0
     started = time.perf_counter()
     facts = store.paper_facts(PROBE)
-    record = build_record(PROBE, facts, AS_OF)
+    record = build_record(PROBE, facts, When.at(AS_OF))
     elapsed = time.perf_counter() - started
     gate(len(record["inbound"]) == 60 and len(record["outbound"]) == 40, "probe record has the wrong shape")
     return elapsed, store.statements, len(facts)
@@ -400,11 +401,12 @@ def verify_speed(store: Store, n: int, reps: int) -> tuple[float, float, float]:
 PEAK_SCRIPT = """
 import sys, tracemalloc
 from ledger.log.chain import verify_entries
+from ledger.core.times import When
 from ledger.services.replay import records_as_of
 from ledger.storage.store import Store
 store = Store.open(sys.argv[1])
 tracemalloc.start()
-papers = sum(1 for _ in records_as_of(store, sys.argv[2], sys.argv[3]))
+papers = sum(1 for _ in records_as_of(store, When(sys.argv[2], sys.argv[3])))
 n = verify_entries(store.entries())[0]
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec from the (large) parent process.
 hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))

@@ -36,7 +36,8 @@ from ledger.storage.store import Store
 from ledger.core.canonical import canonical
 from ledger.projections.record import build_record
 from ledger.web.publish import publish
-from ledger.web.site import Site, when
+from ledger.core.times import when
+from ledger.web.site import Site
 
 HERE = Path(__file__).parent
 AS_OF = "2027-06-01T00:00:00Z"
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # In process: the same work the server does for each request, without HTTP.
         def rebuild() -> bytes:
-            return canonical(build_record(PROBE, store.paper_facts(PROBE), at.text, at.key))
+            return canonical(build_record(PROBE, store.paper_facts(PROBE), at))
 
         json_bytes, html_bytes = rebuild(), site.record_html(PROBE, at).content
         work = {"JSON": rebuild, "HTML": lambda: site.record_html(PROBE, at)}

@@ -1,5 +1,6 @@
-"""What every command module shares: the global options' values, opening the store, reading key files and
-dates, and writing results. Command modules import this, never `cli.main` (which imports them).
+"""What every command module shares: the global options' values, opening the store, reading key files, and
+writing results (a date option is read by `ledger.core.times.when`, as the web's query is). Command modules
+import this, never `cli.main` (which imports them).
 
 stdout carries results only (`write_stdout`, `write_json`); progress goes to stderr, and only on a terminal.
 """
@@ -18,7 +19,6 @@ from ledger.core.inputs import decode_input, read_input
 from ledger.importing.logfile import open_ledger
 from ledger.log.signed_notes import Signer, Verifier, parse_signer, parse_verifier
 from ledger.storage.store import Store
-from ledger.core.times import parse_when
 
 DEFAULT_DB = "ledger.db"
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]  # every command's --json
@@ -32,16 +32,6 @@ def db_location(ctx: typer.Context) -> str:
 def open_store(ctx: typer.Context) -> Store:
     """The ledger named by --db (an exported .jsonl log is loaded read-only); never creates one."""
     return open_ledger(db_location(ctx))
-
-
-def when(option: str, value: str | None) -> tuple[str, str] | None:
-    """A date option's (text as shown, ordering key), or None when not given; errors name the option."""
-    if value is None:
-        return None
-    try:
-        return parse_when(value)
-    except InputError as exc:
-        raise InputError(f"{option}: {exc}") from None
 
 
 def read_text(name: str, expected: str) -> str:

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ledger.cli.common import Json, load_signer, load_verifier, open_store, read_text, write_json, write_stdout
+from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
 from ledger.core.errors import InputError
 from ledger.core.inputs import read_input
@@ -85,4 +86,4 @@ def verify_proof_command(
     """Check a proof (inclusion, consistency or paper index) against a signed checkpoint, with no database."""
     data = load_json(proof, read_input(proof))
     note = read_text(checkpoint_file, "a signed checkpoint")
-    typer.echo(verify_proof(data, note, load_verifier(verifier_key), proof, checkpoint_file))
+    typer.echo(proof_account(verify_proof(data, note, load_verifier(verifier_key), proof, checkpoint_file)))

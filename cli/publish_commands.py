@@ -73,7 +73,7 @@ def publish(
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""
     from ledger.web.publish import publish as write_site
-    from ledger.web.site import when
+    from ledger.core.times import when
 
     at = when("--as-of", as_of)
     signer = load_signer(key) if key else None

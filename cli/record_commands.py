@@ -11,7 +11,8 @@ import typer
 from functools import partial
 
 from ledger.cli.common import (Jobs, Json, Meter, db_location, load_signer, load_verifier, open_store, progress, read_text,
-                        when, write_json, write_stdout)
+                        write_json, write_stdout)
+from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines
 from ledger.audit.auditor import load_json, verify_bundle, verify_index
 from ledger.core.canonical import canonical
 from ledger.log.chain import hex_hash
@@ -23,6 +24,7 @@ from ledger.services.proofs import evidence_bundle
 from ledger.services.replay import render_records, shared
 from ledger.storage.store import Store, sqlite_path
 from ledger.services.verify import compare_record, verify_chain
+from ledger.core.times import when
 from ledger.core.workers import Workers
 from ledger.projections import history as views
 from ledger.projections.record import build_record
@@ -60,6 +62,7 @@ def _render(record: dict, fmt: str) -> bytes:
     return canonical(record) if fmt == "json" else render_text(record).encode()
 
 
+# Long: ten options' lines, then three modes (a bundle, one paper, every paper) that share them.
 @app.command()
 def replay(
     ctx: typer.Context,
@@ -76,25 +79,24 @@ def replay(
     """Rebuild records as of a date, byte for byte as published."""
     if fmt not in ("json", "text"):
         raise InputError(f"--format: expected json or text, found {fmt!r}")
-    as_of_text, as_of_key = when("--as-of", as_of)
-    known = when("--known-at", known_at)
-    known_key = known[1] if known else None
+    at, known = when("--as-of", as_of), when("--known-at", known_at)
+    known_key = known.key if known else None
     store = open_store(ctx)
     if evidence is not None:
         if paper is None or key is None:
             raise InputError("--evidence: needs --paper and --key")
-        bundle = evidence_bundle(store, paper, as_of_text, as_of_key, load_signer(key), known_key)
+        bundle = evidence_bundle(store, paper, at, load_signer(key), known_key)
         _write(evidence, canonical(bundle))
         typer.echo(f"wrote {evidence}: every event of arXiv:{paper} in the log of size {bundle['index']['tree_size']} "
                    f"({len(bundle['events'])}), each with its inclusion proofs, the paper index proof and a signed "
                    "checkpoint")
         return
     started, store.statements = time.perf_counter(), 0
-    known_note = f" known at {known[0]}" if known else ""  # why nothing may be found
+    known_note = f" known at {known.text}" if known else ""  # why nothing may be found
     if paper is not None:
         facts = store.paper_facts(paper, known_key)
         try:
-            record = build_record(paper, facts, as_of_text, as_of_key)
+            record = build_record(paper, facts, at)
         except NotFoundError as exc:
             raise NotFoundError(f"{exc}{known_note}") from None
         data = _render(record, fmt)
@@ -116,15 +118,14 @@ def replay(
     count = 0
     with Workers(jobs) as workers:
         meter = Meter("replay", "records")
-        total = store.paper_count(as_of_key, known_key) if meter.live else None
-        for count, (arxiv_id, data) in enumerate(render_records(store, as_of_text, as_of_key, known_key, emit,
-                                                                workers), start=1):
+        total = store.paper_count(at.key, known_key) if meter.live else None
+        for count, (arxiv_id, data) in enumerate(render_records(store, at, known_key, emit, workers), start=1):
             if data is not None:
                 write_stdout(data)
             meter.update("", count, total, count)
         meter.close()
     if count == 0:
-        raise NotFoundError(f"no record of any paper as of {as_of_text}{known_note}")
+        raise NotFoundError(f"no record of any paper as of {at.text}{known_note}")
     if stats:
         elapsed = time.perf_counter() - started
         workers_note = " in this process (the workers' not counted)" if jobs > 1 else ""
@@ -166,8 +167,9 @@ def verify(
     if index is not None:
         if checkpoint is None or verifier_key is None or evidence is not None or records:
             raise InputError("--index: needs --checkpoint and --verifier-key, and nothing else to verify")
-        account = verify_index(log_entries(index), read_text(checkpoint, "a signed checkpoint"),
+        matched = verify_index(log_entries(index), read_text(checkpoint, "a signed checkpoint"),
                                load_verifier(verifier_key), checkpoint)
+        account = index_account(matched, checkpoint)
         _say(json, {"file": index, "ok": True, "account": account}, f"{index}: {account}")
         return
     if checkpoint is not None:
@@ -176,27 +178,30 @@ def verify(
         if verifier_key is None:
             raise InputError("--evidence: needs --verifier-key")
         bundle = load_json(evidence, read_input(evidence))
-        account = verify_bundle(bundle, load_verifier(verifier_key), evidence)
-        complete = True if "index" in bundle else None  # None: a bundle from before the index proves no completeness
+        proved = verify_bundle(bundle, load_verifier(verifier_key), evidence)
+        account = bundle_account(proved)
+        complete = True if proved.indexed is not None else None  # None: a bundle from before the index proves none
         _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
         return
     location = db_location(ctx)
     if not records:
         if is_exported_log(location):
-            account = verify_chain(log_entries(location), progress)
+            account = chain_account(verify_chain(log_entries(location), progress))
         else:
             store = open_store(ctx)
-            account = verify_chain(store.entries(), progress)
+            account = chain_account(verify_chain(store.entries(), progress))
         _say(json, {"ok": True, "checked": "chain", "account": account}, account)
         return
     store = _store_if_any(ctx)
     checks = [compare_record(name, read_input(name), store, strict) for name in records]
+    lines = [record_lines(check) for check in checks]
     if json:
         write_json([{"file": c.name, "ok": not c.problems, "history": c.history,
-                     **({"problems": c.problems} if c.problems else {"account": c.lines[0]})} for c in checks])
+                     **({"problems": c.problems} if c.problems else {"account": said[0]})}
+                    for c, said in zip(checks, lines)])
     else:
-        for check in checks:
-            for line in check.lines:
+        for said in lines:
+            for line in said:
                 typer.echo(line)
     failures = [problem for check in checks for problem in check.problems]
     if failures:
@@ -230,20 +235,18 @@ def diff(
     json: Json = False,
 ) -> None:
     """What changed in a paper's record between two dates."""
-    start_text, start_key = when("--from", start)
-    end_text, end_key = when("--to", end)
-    known = when("--known-at", known_at)
-    facts = open_store(ctx).paper_facts(paper, known[1] if known else None)
-    after = build_record(paper, facts, end_text, end_key)
+    begin, finish, known = when("--from", start), when("--to", end), when("--known-at", known_at)
+    facts = open_store(ctx).paper_facts(paper, known.key if known else None)
+    after = build_record(paper, facts, finish)
     try:
-        before = build_record(paper, facts, start_text, start_key)
+        before = build_record(paper, facts, begin)
     except NotFoundError:
         before = None
     result = views.diff(before, after)
     if json:
         write_json(result)
         return
-    lines = [f"arXiv:{paper} from {start_text} to {end_text}",
+    lines = [f"arXiv:{paper} from {begin.text} to {finish.text}",
              f"context_digest {result['from']['context_digest']} → {result['to']['context_digest']}"]
     lines += [f"added {o['observation_id']} ({o['direction']}) {o['digest']}" for o in result["added"]]
     lines += [f"removed {o['observation_id']} ({o['direction']}) {o['digest']}" for o in result["removed"]]

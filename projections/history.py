@@ -12,6 +12,7 @@ import orjson
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import NotFoundError
+from ledger.core.times import When
 
 from ledger.model.events import Fact
 from ledger.model.kinds import KIND, changed_keys, resolution_label
@@ -120,7 +121,7 @@ def agreement(facts: Iterable[Fact], record: dict) -> Agreement:
     snapshot of the paper by the record's as_of (nor, then, did any earlier recorded time)."""
     facts = list(facts)
     paper, as_of = record["paper"]["arxiv_id"], record["as_of"]
-    fold = Fold(paper, as_of)
+    fold = Fold(paper, When.at(as_of))
     target = canonical(record)
     windows: list[Window] = []
     start: str | None = None

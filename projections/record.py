@@ -18,7 +18,7 @@ from ledger.model.standing_notices import CHECK_FAILED
 from ledger.model.events import Fact, latest, NO_MEASUREMENT_SOURCE, NOT_CHECKED, UNRESOLVED
 from ledger.model.kinds import KIND, Draft  # what each kind's facts mean to a record: its slot and its place
 from ledger.model.published import RESOLUTION_STATES, context_digest, observation_digest
-from ledger.core.times import instant_key, long_date
+from ledger.core.times import When, long_date
 
 CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
 REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."
@@ -52,9 +52,9 @@ class Fold:
     by the cutoff (ties: ledger order). `add` says whether a fact changed it; `record` assembles the record.
     Facts may come in any order; the result depends only on which facts were added."""
 
-    def __init__(self, paper_id: str, as_of: str, as_of_key: str | None = None):
-        self.paper_id, self.as_of = paper_id, as_of
-        self.cutoff = as_of_key or instant_key(as_of)
+    def __init__(self, paper_id: str, as_of: When):
+        self.paper_id, self.as_of = paper_id, as_of.text
+        self.cutoff = as_of.key
         # (kind, subject) -> (effective key, seq, payload, payload bytes): the latest fact wins.
         self.newest: dict[tuple[str, str], tuple[str, int, dict, bytes]] = {}
 
@@ -82,12 +82,12 @@ class Fold:
         return _assemble(self.paper_id, self.newest, self.as_of)
 
 
-def build_record(paper_id: str, facts: Iterable[Fact], as_of: str, as_of_key: str | None = None) -> dict:
-    """The record of `paper_id` as of `as_of` (the string shown in the record).
+def build_record(paper_id: str, facts: Iterable[Fact], as_of: When) -> dict:
+    """The record of `paper_id` as of `as_of` (its text is the string shown in the record).
 
     Raises NotFoundError when the paper has no snapshot effective by then.
     """
-    fold = Fold(paper_id, as_of, as_of_key)
+    fold = Fold(paper_id, as_of)
     for fact in facts:
         fold.add(fact)
     return fold.record()
@@ -200,7 +200,7 @@ def rebuild_mismatch(facts: Iterable[Fact], record: dict, finite: bool = False) 
 
     Raises NotFoundError when the facts hold no snapshot of the paper by then.
     """
-    rebuilt = build_record(record["paper"]["arxiv_id"], facts, record["as_of"])
+    rebuilt = build_record(record["paper"]["arxiv_id"], facts, When.at(record["as_of"]))
     return None if canonical(rebuilt, finite=True) == canonical(record, finite) else Mismatch(rebuilt, record)
 
 

@@ -39,9 +39,10 @@ from ledger.importing.logfile import open_ledger
 from ledger.log.signed_notes import Signer
 from ledger.storage.store import Store
 from ledger.log.tiles import parse_tile_path
+from ledger.core.times import now, when
 
 from ledger.web import urls
-from ledger.web.site import CSP, Body, Site, error_html, error_json, now, when
+from ledger.web.site import CSP, Body, Site, error_html, error_json
 
 MAX_QUERY = 1024  # bytes of query string; a longer one is refused (400), not parsed
 MAX_PATH = 1024  # bytes of path

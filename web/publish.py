@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Callable
 
 from ledger.core.errors import InputError
+from ledger.core.times import When, when
 from ledger.log.signed_notes import Signer
 from ledger.storage.store import Store
 from ledger.services.tilestore import all_tiles
 
 from ledger.web import urls
-from ledger.web.site import ASSETS, Site, When, when
+from ledger.web.site import ASSETS, Site
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from functools import cache
 from importlib.resources import files
 from typing import Iterable
@@ -29,7 +28,7 @@ from ledger.storage.store import Store
 from ledger.log.tiles import Tile
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.tilestore import read_tile
-from ledger.core.times import format_utc, parse_when
+from ledger.core.times import When
 from ledger.projections import history as views
 from ledger.projections.record import build_record
 from ledger.projections.text import lane_words, measurement_line, observation_words, state_words
@@ -61,32 +60,6 @@ class Body:
     media_type: str
     cache: str
     etag: str | None = None
-
-
-@dataclass(frozen=True)
-class When:
-    """A time asked for: as written in a record, its ordering key, and whether the client gave it (False:
-    the request instant)."""
-
-    text: str
-    key: str
-    given: bool = True
-
-
-def when(option: str, value: str | None) -> When | None:
-    """`?as_of=` and friends: the CLI's rules (a bare date is the end of that UTC day, inclusive)."""
-    if value is None:
-        return None
-    try:
-        text, key = parse_when(value)
-    except InputError as exc:
-        raise InputError(f"{option}: {exc}") from None
-    return When(text, key)
-
-
-def now() -> When:
-    instant = format_utc(datetime.now(timezone.utc))
-    return When(instant, instant, given=False)
 
 
 def _known(known_at: When | None) -> str | None:
@@ -175,7 +148,7 @@ class Site:
     def record(self, paper: str, as_of: When, known_at: When | None, facts: list[Fact] | None = None) -> dict:
         facts = self.facts(paper, known_at) if facts is None else facts
         try:
-            return build_record(paper, facts, as_of.text, as_of.key)
+            return build_record(paper, facts, as_of)
         except NotFoundError as exc:
             raise NotFoundError(f"{exc} known at {known_at.text}" if known_at else str(exc)) from None
 
@@ -208,7 +181,7 @@ class Site:
         bundle carries its own rebuild of the record and the same index proof)."""
         known = known_at.text if known_at else None
         if self.signer is not None:
-            bundle = evidence_bundle(self.store, paper, as_of.text, as_of.key, self.signer, _known(known_at))
+            bundle = evidence_bundle(self.store, paper, as_of, self.signer, _known(known_at))
             record, checkpoint, verifier = bundle["record"], bundle["checkpoint"], str(self.signer.verifier)
             index = bundle["index"]
         else:
@@ -251,7 +224,7 @@ class Site:
         facts = self.facts(paper, known_at)
         after = self.record(paper, end, known_at, facts)
         try:
-            before = build_record(paper, facts, start.text, start.key)
+            before = build_record(paper, facts, start)
         except NotFoundError:
             before = None
         return Body(canonical(views.diff(before, after)) + b"\n", JSON, SHORT)
@@ -264,7 +237,7 @@ class Site:
         snapshots = [f.effective_key for f in facts if f.kind == PAPER_SNAPSHOT and f.subject == paper]
         first = min(snapshots, default=None)
         days = sorted({f.effective_key[:10] for f in facts}, reverse=True)
-        return [(d, first is not None and first <= parse_when(d)[1] < as_of.key) for d in days]
+        return [(d, first is not None and first <= When.parse(d).key < as_of.key) for d in days]
 
     def paper_html(self, paper: str, as_of: When, known_at: When | None = None, facts: list[Fact] | None = None) -> Body:
         """The paper: its snapshot and versions, its history, and the record as of each day something changed."""

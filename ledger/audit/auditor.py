@@ -3,10 +3,10 @@ evidence bundles (and whether one holds every event of its paper), and the monit
 paper index from an exported log, with no database.
 
 It never imports the store (a test holds it to that): a proof or a bundle, a signed checkpoint and a
-verifier key are all it needs. Verifiers return a short account or raise, naming the file: InputError (exit
-2) for a proof or bundle that is malformed (a field missing, of the wrong type, a hash that is not 64 hex
-digits, base64 that is not), naming the field; IntegrityError (exit 1) naming each event, proof or field of a
-well-formed one that does not verify.
+verifier key are all it needs. Verifiers return the facts they proved (a typed result: the interfaces word
+it) or raise, naming the file: InputError (exit 2) for a proof or bundle that is malformed (a field missing,
+of the wrong type, a hash that is not 64 hex digits, base64 that is not), naming the field; IntegrityError
+(exit 1) naming each event, proof or field of a well-formed one that does not verify.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ledger.core.inputs import decode_input
 from ledger.log.merkle import leaf_hash, verify_consistency, verify_inclusion
 from ledger.log.paper_index import IndexProof, index_of_log, parse_proof, verify_index_proof
 from ledger.log.signed_notes import INDEX_EXTENSION, Checkpoint, Verifier, verify_checkpoint
+from ledger.audit.results import Evidence, Included, IndexMatch, PaperCount, Prefix
 from ledger.model.published import _type_name, check_record, count_field, digest_mismatches, field, field_name, sha256_field, shown
 
 
@@ -79,11 +80,15 @@ def _read_proof(proof: Any) -> _Inclusion | _Consistency:
                         sha256_field(field(proof, "new_root", str, ""), "new_root"), _path(proof))
 
 
-def verify_proof(proof: Any, note: str, verifier: Verifier, name: str = "proof", note_name: str = "checkpoint") -> str:
-    """Check an inclusion, consistency or paper index proof against a signed checkpoint of the same tree. `name` and
-    `note_name` name the proof's and the checkpoint's files in every message.
-    Raises InputError for a proof or a note that is malformed (naming the file and the field),
-    IntegrityError when a well-formed proof does not verify against the signed checkpoint."""
+def verify_proof(proof: Any, note: str, verifier: Verifier, name: str = "proof",
+                 note_name: str = "checkpoint") -> Included | Prefix | PaperCount:
+    """Check an inclusion, consistency or paper index proof against a signed checkpoint of the same tree, and
+    return what it proved. `name` and `note_name` name the proof's and the checkpoint's files in every message.
+
+    Raises:
+        InputError: for a proof or a note that is malformed, naming the file and the field.
+        IntegrityError: when a well-formed proof does not verify against the signed checkpoint.
+    """
     try:
         read = parse_proof(proof) if isinstance(proof, dict) and "siblings" in proof else _read_proof(proof)
     except InputError as exc:
@@ -94,7 +99,8 @@ def verify_proof(proof: Any, note: str, verifier: Verifier, name: str = "proof",
         raise type(exc)(f"{note_name}: {exc}") from None
     try:
         if isinstance(read, IndexProof):
-            return _paper_account(_checked_index_proof(read, signed), verifier)
+            counted = _checked_index_proof(read, signed)
+            return PaperCount(counted.paper, counted.count, counted.root, counted.tree_size, verifier.name)
         if isinstance(read, _Inclusion):
             if read.size != signed.size:
                 raise IntegrityError(f"inclusion proof: for a tree of size {read.size}, the checkpoint is of size "
@@ -104,7 +110,7 @@ def verify_proof(proof: Any, note: str, verifier: Verifier, name: str = "proof",
             if read.root is not None and read.root != signed.root:
                 raise IntegrityError("inclusion proof: its root is not the checkpoint's root")
             verify_inclusion(read.leaf_hash, read.index, read.size, read.path, signed.root)
-            return f"ok: leaf {read.index} is in the tree of size {read.size} signed by {verifier.name}"
+            return Included(read.index, read.size, verifier.name)
         if read.new != signed.size:
             raise IntegrityError(f"consistency proof: new size {read.new}, the checkpoint is of size {signed.size}")
         if read.new_root != signed.root:
@@ -112,7 +118,7 @@ def verify_proof(proof: Any, note: str, verifier: Verifier, name: str = "proof",
         verify_consistency(read.old, read.new, read.old_root, signed.root, read.path)
     except IntegrityError as exc:
         raise IntegrityError(f"{name}: {exc}") from None
-    return f"ok: the tree of size {read.old} is a prefix of the tree of size {read.new} signed by {verifier.name}"
+    return Prefix(read.old, read.new, verifier.name)
 
 
 class _Event(NamedTuple):
@@ -184,44 +190,64 @@ _OLD_BUNDLE = frozenset({"checkpoint", "events", "record"})  # made before the p
 _BUNDLES = (_OLD_BUNDLE, _OLD_BUNDLE | {"index"}, _OLD_BUNDLE | {"index", "known_at"})
 
 
-def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle") -> str:
+class _Bundle(NamedTuple):
+    """A bundle's fields, each of the right shape, and its checkpoint once its signature verified."""
+
+    events: list[_Event]
+    index: IndexProof | None
+    known_at: str | None
+    record: dict
+    signed: Checkpoint
+
+
+def _read_bundle(bundle: Any, verifier: Verifier) -> _Bundle:
+    """Every field's shape, then the checkpoint's signature.
+    Raises: InputError naming the field, or IntegrityError for a checkpoint this key did not sign."""
+    if not isinstance(bundle, dict) or set(bundle) not in _BUNDLES:
+        raise InputError("expected an evidence bundle: an object with checkpoint, events and record (and index, "
+                         "known_at)")
+    field(bundle, "checkpoint", str, "")
+    placed = "index" in bundle
+    events = [_read_event(index, item, placed) for index, item in enumerate(field(bundle, "events", list, ""))]
+    proof = parse_proof(bundle["index"], "index") if placed else None
+    known_at = field(bundle, "known_at", str, "") if "known_at" in bundle else None
+    try:
+        record = check_record(bundle["record"])
+    except InputError as exc:
+        raise InputError(f"record: {exc}") from None
+    try:
+        signed = verify_checkpoint(bundle["checkpoint"], verifier)
+    except LedgerError as exc:  # InputError: not a checkpoint; IntegrityError: not signed by this key
+        message = str(exc)
+        raise type(exc)(message if message.startswith("checkpoint: ") else f"checkpoint: {message}") from None
+    return _Bundle(events, proof, known_at, record, signed)
+
+
+def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle") -> Evidence:
     """Prove offline that each event is in the signed log, that the record is their rebuild at its as_of (and
     known_at), and, for a bundle that carries the paper index proof, that it holds every event of the paper
     in the log of the checkpoint's size: each takes its own place in the paper's events tree, and no place is
     left empty. `name` names the bundle's file in every message. Every field's shape is checked before
     anything is verified, so a malformed bundle is always reported as malformed.
 
-    Raises InputError for a bundle that is malformed (naming the file and the field, the record's and the
-    checkpoint's included), IntegrityError naming each event or field that does not verify, and for an
-    incomplete bundle how many of the paper's events are missing and between which seqs."""
+    Raises:
+        InputError: for a bundle that is malformed, naming the file and the field (the record's and the
+            checkpoint's included).
+        IntegrityError: naming each event or field that does not verify, and for an incomplete bundle how
+            many of the paper's events are missing and between which seqs.
+    """
     try:
-        if not isinstance(bundle, dict) or set(bundle) not in _BUNDLES:
-            raise InputError("expected an evidence bundle: an object with checkpoint, events and record (and index, "
-                             "known_at)")
-        field(bundle, "checkpoint", str, "")
-        placed = "index" in bundle
-        events = [_read_event(index, item, placed) for index, item in enumerate(field(bundle, "events", list, ""))]
-        proof = parse_proof(bundle["index"], "index") if placed else None
-        known_at = field(bundle, "known_at", str, "") if "known_at" in bundle else None
-        try:
-            record = check_record(bundle["record"])
-        except InputError as exc:
-            raise InputError(f"record: {exc}") from None
-        try:
-            signed = verify_checkpoint(bundle["checkpoint"], verifier)
-        except LedgerError as exc:  # InputError: not a checkpoint; IntegrityError: not signed by this key
-            message = str(exc)
-            raise type(exc)(message if message.startswith("checkpoint: ") else f"checkpoint: {message}") from None
+        given = _read_bundle(bundle, verifier)
     except LedgerError as exc:
         raise type(exc)(f"{name}: {exc}") from None
-    problems, read = [], []
-    for event in events:
+    problems, read, signed, proof = [], [], given.signed, given.index
+    for event in given.events:
         try:
             read.append(_bundle_fact(event, signed))
         except IntegrityError as exc:
             problems.append(f"{name}: {exc}")
-    problems += [f"{name}: record: {p}" for p in digest_mismatches(record)]
-    paper = record["paper"]["arxiv_id"]
+    problems += [f"{name}: record: {p}" for p in digest_mismatches(given.record)]
+    paper = given.record["paper"]["arxiv_id"]
     if proof is not None:
         try:
             if proof.paper != paper:
@@ -232,9 +258,9 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
         else:
             problems += [f"{name}: {p}" for p in _completeness(proof, read)]
     # The rebuild is compared whatever else failed: a bundle without an event the record depends on says both.
-    facts = [r.fact for r in read if known_at is None or r.fact.recorded_at <= known_at]
+    facts = [r.fact for r in read if given.known_at is None or r.fact.recorded_at <= given.known_at]
     try:
-        mismatch = rebuild_mismatch(facts, record)
+        mismatch = rebuild_mismatch(facts, given.record)
     except NotFoundError as exc:
         problems.append(f"{name}: {exc}")
     else:
@@ -243,14 +269,8 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
                          f"{p}" for p in mismatch.each()]
     if problems:
         raise IntegrityError(f"{name}: {len(problems)} problem(s)", problems)
-    known = f" known at {known_at}" if known_at is not None else ""
-    account = (f"ok: {len(read)} events are in the log of size {signed.size} signed by {verifier.name}, and the "
-               f"record of arXiv:{paper} as of {record['as_of']}{known} is exactly their rebuild")
-    if proof is not None:
-        return (f"{account}; complete: the signed paper index counts {proof.count} events of arXiv:{paper} in the "
-                f"log of size {signed.size}, and the bundle holds every one")
-    return (f"{account}; completeness not proven: the bundle carries no paper index proof (made before the index), "
-            "so events of the paper may have been left out")
+    return Evidence(len(read), signed.size, verifier.name, paper, given.record["as_of"], given.known_at,
+                    proof.count if proof is not None else None)
 
 
 def _checked_index_proof(proof: IndexProof, signed: Checkpoint) -> IndexProof:
@@ -263,14 +283,6 @@ def _checked_index_proof(proof: IndexProof, signed: Checkpoint) -> IndexProof:
                              f"{signed.size}")
     verify_index_proof(proof, signed.index_root)
     return proof
-
-
-def _paper_account(proof: IndexProof, verifier: Verifier) -> str:
-    if proof.count == 0:
-        return (f"ok: arXiv:{proof.paper} has no events in the paper index of the tree of size {proof.tree_size} "
-                f"signed by {verifier.name}")
-    return (f"ok: arXiv:{proof.paper} has {proof.count} events (events root {proof.root.hex()}) in the paper index "
-            f"of the tree of size {proof.tree_size} signed by {verifier.name}")
 
 
 def _completeness(proof: IndexProof, read: list[_Read]) -> list[str]:
@@ -318,11 +330,11 @@ def _completeness(proof: IndexProof, read: list[_Read]) -> list[str]:
     return problems
 
 
-def verify_index(entries: list[Entry], note: str, verifier: Verifier, name: str = "checkpoint") -> str:
+def verify_index(entries: list[Entry], note: str, verifier: Verifier, name: str = "checkpoint") -> IndexMatch:
     """The monitor's check: re-compute the paper index from an exported log's entries up to the signed
     checkpoint's size, and compare it with the index root the checkpoint signs (and the log with its tree).
-    Raises InputError for a checkpoint without an index line or a log shorter than it, IntegrityError when
-    the log's chain breaks, its tree is not the signed one, or the signed index root is not the log's."""
+    Raises: InputError for a checkpoint without an index line or a log shorter than it, or IntegrityError
+    when the log's chain breaks, its tree is not the signed one, or the signed index root is not the log's."""
     try:
         signed = verify_checkpoint(note, verifier)
     except LedgerError as exc:
@@ -340,14 +352,13 @@ def verify_index(entries: list[Entry], note: str, verifier: Verifier, name: str 
         raise IntegrityError(f"{name}: the paper index root it signs ({base64.b64encode(signed.index_root).decode()}) "
                              f"is not the index of the log at size {signed.size} "
                              f"(re-computed: {base64.b64encode(index).decode()})")
-    return (f"ok: the paper index {name} signs at size {signed.size} is the log's: {len(members.every_paper())} "
-            f"papers, re-computed from {signed.size} events")
+    return IndexMatch(signed.size, len(members.every_paper()))
 
 
 def load_json(name: str, data: bytes) -> Any:
     """Parse a proof or an evidence bundle with the records' strict parser: a key given twice is refused, not
     read as its last value (a reader who keeps the first would be checking something else).
-    Raises InputError naming the file."""
+    Raises: InputError naming the file."""
     text = decode_input(name, data, expected="a proof or an evidence bundle")
     try:
         return parse_json(text)

@@ -2,12 +2,14 @@
 
 A stored timestamp is kept as the exact string a source gave (re-formatting it would change a digest).
 To order instants we derive a key: the same instant in UTC as `YYYY-MM-DDTHH:MM:SS.ffffffZ`, which sorts
-as text. This module never changes a stored string.
+as text. A `When` carries both, as one value, from a command's option or a query to the fold.
+This module never changes a stored string.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date, datetime, time, timezone
 from functools import lru_cache
 
@@ -32,7 +34,8 @@ class TimeError(InputError):
 
 
 def parse_instant(text: object) -> datetime:
-    """Parse an RFC 3339 timestamp with an offset into an aware UTC datetime, or raise TimeError."""
+    """Parse an RFC 3339 timestamp with an offset into an aware UTC datetime.
+    Raises: TimeError."""
     if not isinstance(text, str) or not _INSTANT.fullmatch(text):
         raise TimeError(f"expected an RFC 3339 timestamp with offset, found {text!r}")
     try:
@@ -42,7 +45,8 @@ def parse_instant(text: object) -> datetime:
 
 
 def instant_key(text: object) -> str:
-    """The sortable UTC key of a timestamp string (microsecond precision). Raises TimeError."""
+    """The sortable UTC key of a timestamp string (microsecond precision).
+    Raises: TimeError."""
     if type(text) is str:
         return _key_of(text)
     return format_utc(parse_instant(text))  # raises TimeError: not a string
@@ -67,8 +71,8 @@ def _key_of(text: str) -> str:
 
 
 def format_utc(moment: datetime) -> str:
+    """An aware datetime as an ordering key: UTC, microseconds, `Z`."""
     # isoformat, not strftime: strftime writes the year 5 as "5", which sorts after "2026".
-    """Raises nothing."""
     return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
@@ -76,7 +80,7 @@ def parse_when(text: str) -> tuple[str, str]:
     """A command-line date: returns (as written in a record, ordering key).
 
     A bare date means the end of that day in UTC, inclusive (SPEC 4); a full timestamp is used as given.
-    Raises TimeError (an InputError).
+    Raises: TimeError (an InputError).
     """
     if _DATE.fullmatch(text):
         try:
@@ -89,7 +93,48 @@ def parse_when(text: str) -> tuple[str, str]:
     return text, instant_key(text)
 
 
+@dataclass(frozen=True)
+class When:
+    """An instant asked for: `text` as a record shows it, `key` its ordering key, and `given` False when no one
+    named it (the instant of asking, see `now`)."""
+
+    text: str
+    key: str
+    given: bool = True
+
+    @classmethod
+    def at(cls, text: str) -> When:
+        """An instant as a record writes it (RFC 3339 with an offset), shown as written.
+        Raises: TimeError."""
+        return cls(text, instant_key(text))
+
+    @classmethod
+    def parse(cls, text: str) -> When:
+        """A person's date or timestamp, by `parse_when`'s rules.
+        Raises: TimeError."""
+        return cls(*parse_when(text))
+
+
+def when(option: str, value: str | None) -> When | None:
+    """The one parser of a date option for both interfaces (`--as-of`, `?as_of=`), by `parse_when`'s rules:
+    None when not given.
+    Raises: InputError naming the option."""
+    if value is None:
+        return None
+    try:
+        return When.parse(value)
+    except InputError as exc:
+        raise InputError(f"{option}: {exc}") from None
+
+
+def now() -> When:
+    """The instant of asking, as a time no one gave (a page without `?as_of=`)."""
+    instant = format_utc(datetime.now(timezone.utc))
+    return When(instant, instant, given=False)
+
+
 def long_date(text: str) -> str:
-    """'2026-08-09T16:41:00Z' -> '9 August 2026' (the UTC day). Raises TimeError."""
+    """'2026-08-09T16:41:00Z' -> '9 August 2026' (the UTC day).
+    Raises: TimeError."""
     moment = parse_instant(text)
     return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"

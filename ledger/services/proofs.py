@@ -20,6 +20,7 @@ from ledger.storage.index_reads import prove as index_proof, root_at
 from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, root
 from ledger.log.paper_index import events_tree
 from ledger.log.signed_notes import Checkpoint, Signer
+from ledger.core.times import When
 from ledger.storage.store import Store
 
 
@@ -108,8 +109,7 @@ def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
                 "old_size": old, "path": [p.hex() for p in consistency_path(nodes, old, new)]}
 
 
-def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer: Signer,
-                    known_at: str | None = None) -> dict:
+def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known_at: str | None = None) -> dict:
     """The record; every event of its paper in the log of the checkpoint's size, also those the record does
     not show (effective after as_of, recorded after known_at), each with its leaf, its inclusion proof in the
     log and its place in the paper's events tree; the paper index proof; a signed checkpoint: all read from
@@ -121,8 +121,8 @@ def evidence_bundle(store: Store, paper: str, as_of: str, as_of_key: str, signer
     size = _indexed(store, None)
     with store.snapshot() as cursor:
         facts = cursor.paper_facts(paper, size=size)
-        shown = [f for f in facts if f.effective_key <= as_of_key and (known_at is None or f.recorded_at <= known_at)]
-        record = build_record(paper, shown, as_of, as_of_key)
+        shown = [f for f in facts if f.effective_key <= as_of.key and (known_at is None or f.recorded_at <= known_at)]
+        record = build_record(paper, shown, as_of)
         nodes = cursor.node_source(size, lambda nodes: ([inclusion_path(nodes, f.seq - 1, size) for f in facts],
                                                         root(nodes, size)))  # every node in one statement
         index = index_proof(cursor, store.index_nodes, paper, size)

@@ -11,6 +11,8 @@ from typing import Callable, Iterator, TypeVar
 
 from ledger.projections.record import build_record
 
+from ledger.core.errors import StoreError  # named in the docstrings: the store's errors pass through
+from ledger.core.times import When
 from ledger.storage.store import Store, sqlite_path
 from ledger.core.workers import Workers
 
@@ -18,28 +20,31 @@ R = TypeVar("R")
 BATCH = 16  # papers sent to a worker at once: a round trip costs little beside 16 rebuilds
 
 
-def records_as_of(store: Store, as_of: str, as_of_key: str, known_at: str | None = None) -> Iterator[tuple[str, dict]]:
-    """(arxiv id, record) for every paper with a snapshot by `as_of`, in arXiv id order, lazily. Raises StoreError."""
-    for paper in store.papers(as_of_key, known_at):
-        yield paper, build_record(paper, store.paper_facts(paper, known_at), as_of, as_of_key)
+def records_as_of(store: Store, as_of: When, known_at: str | None = None) -> Iterator[tuple[str, dict]]:
+    """(arxiv id, record) for every paper with a snapshot by `as_of` (and a fact recorded by the key `known_at`),
+    in arXiv id order, lazily.
+    Raises: StoreError."""
+    for paper in store.papers(as_of.key, known_at):
+        yield paper, build_record(paper, store.paper_facts(paper, known_at), as_of)
 
 
-def render_records(store: Store, as_of: str, as_of_key: str, known_at: str | None,
-                   render: Callable[[str, dict], R], workers: Workers) -> Iterator[tuple[str, R]]:
+def render_records(store: Store, as_of: When, known_at: str | None, render: Callable[[str, dict], R],
+                   workers: Workers) -> Iterator[tuple[str, R]]:
     """(arxiv id, render(arxiv id, record)) for every paper as in `records_as_of`, in arXiv id order, with the
     rebuilds and `render` (which must pickle: a module-level function) in `workers`; a store they cannot
-    open (see `shared`) is replayed here. Raises StoreError, and whatever `render` raises, in arXiv id order."""
+    open (see `shared`) is replayed here.
+    Raises: StoreError, and whatever `render` raises, in arXiv id order."""
     if workers.jobs == 1 or not shared(store):
-        for paper, record in records_as_of(store, as_of, as_of_key, known_at):
+        for paper, record in records_as_of(store, as_of, known_at):
             yield paper, render(paper, record)
         return
-    tasks = ((store.url, paper, as_of, as_of_key, known_at, render) for paper in store.papers(as_of_key, known_at))
+    tasks = ((store.url, paper, as_of, known_at, render) for paper in store.papers(as_of.key, known_at))
     yield from workers.map(_render_one, tasks, lambda task: 1, BATCH)
 
 
 def shared(store: Store) -> bool:
     """Whether other processes can open this store: a file or a server, not a database held in this
-    process's memory (an exported log). Raises nothing."""
+    process's memory (an exported log)."""
     return not (store.dialect == "sqlite" and sqlite_path(store.url) is None)
 
 
@@ -47,8 +52,8 @@ _opened: dict[str, Store] = {}  # in a worker process: its own connection, opene
 
 
 def _render_one(task: tuple) -> tuple[str, object]:
-    url, paper, as_of, as_of_key, known_at, render = task
+    url, paper, as_of, known_at, render = task
     store = _opened.get(url)
     if store is None:
         store = _opened[url] = Store.open(url)
-    return paper, render(paper, build_record(paper, store.paper_facts(paper, known_at), as_of, as_of_key))
+    return paper, render(paper, build_record(paper, store.paper_facts(paper, known_at), as_of))

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from ledger.core.times import When
 from ledger.log.chain import verify_entries
 from ledger.model.events import make_event
 from ledger.services.proofs import evidence_bundle
@@ -163,7 +164,7 @@ def test_readers_do_not_wait_for_a_writer(seeded, ledger_location, tmp_path):
     assert seeded.head()[0] == 41
 
 
-AS_OF_004_KEY = "2026-08-09T16:41:00.000000Z"
+AS_OF_004_AT = When(AS_OF_004, "2026-08-09T16:41:00.000000Z")
 
 # A writer that appends one sweep of paper 2407.20018 per transaction, each effective before the seed's as_of,
 # so each one enters the paper's record and its evidence bundle. It says "appending" once it has begun.
@@ -187,6 +188,7 @@ print("done", flush=True)
 
 def test_evidence_bundles_built_while_a_writer_appends_all_build_and_verify(seeded, ledger_location):
     from ledger.audit.auditor import verify_bundle
+    from ledger.cli.wording import bundle_account
     from ledger.log.signed_notes import generate_signer
 
     signer = generate_signer("example.org/ledger")
@@ -198,7 +200,7 @@ def test_evidence_bundles_built_while_a_writer_appends_all_build_and_verify(seed
         assert writer.stdout.readline() == "appending\n", writer.stderr.read()
         bundles = []
         while writer.poll() is None or len(bundles) < 3:
-            bundles.append(evidence_bundle(seeded, PAPER_004, AS_OF_004, AS_OF_004_KEY, signer))
+            bundles.append(evidence_bundle(seeded, PAPER_004, AS_OF_004_AT, signer))
     finally:
         if writer.poll() is None:
             writer.kill()
@@ -209,7 +211,7 @@ def test_evidence_bundles_built_while_a_writer_appends_all_build_and_verify(seed
     assert len(set(sizes)) >= 3 and sizes == sorted(sizes), sizes
     assert seeded.head()[0] == 40 + appends
     for bundle, size in zip(bundles, sizes):
-        assert verify_bundle(bundle, signer.verifier).startswith(f"ok: {size} events")
+        assert bundle_account(verify_bundle(bundle, signer.verifier)).startswith(f"ok: {size} events")
 
 
 def sweep(n: int):
@@ -221,6 +223,7 @@ def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypa
     # The interleaving the writer above can only make likely, forced: another connection commits a fact of
     # the paper right after the bundle has read the head, before it reads the paper's facts.
     from ledger.audit.auditor import verify_bundle
+    from ledger.cli.wording import bundle_account
     from ledger.log.signed_notes import generate_signer
     from ledger.storage.cursor import Cursor
 
@@ -234,11 +237,11 @@ def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypa
 
     monkeypatch.setattr(Cursor, "paper_facts", append_first)
     signer = generate_signer("example.org/ledger")
-    bundle = evidence_bundle(seeded, PAPER_004, AS_OF_004, AS_OF_004_KEY, signer)
+    bundle = evidence_bundle(seeded, PAPER_004, AS_OF_004_AT, signer)
     other.close()
     assert [e.seq for e in landed] == [41] and seeded.head()[0] == 41
     assert [event["seq"] for event in bundle["events"]] == list(range(1, 41))
-    assert verify_bundle(bundle, signer.verifier).startswith("ok: 40 events are in the log of size 40")
+    assert bundle_account(verify_bundle(bundle, signer.verifier)).startswith("ok: 40 events are in the log of size 40")
 
 
 def test_a_snapshot_reads_the_ledger_as_of_one_instant(seeded):

@@ -11,6 +11,7 @@ from ledger.core.errors import InputError, IntegrityError
 from ledger.log.export import export_line
 from ledger.importing.importer import import_files
 from ledger.core.canonical import canonical
+from ledger.core.times import When
 from ledger.projections.record import build_record
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import event_line, redigest, seed_record, write_record
@@ -20,7 +21,7 @@ OBS = "b7d1cb3d-82fc-453c-be89-0574bc0e903d"
 
 def test_seed_round_trip_is_byte_identical(store, seed_bytes):
     import_files(store, [str(SEED_004)])
-    rebuilt = build_record(PAPER_004, store.paper_facts(PAPER_004), AS_OF_004)
+    rebuilt = build_record(PAPER_004, store.paper_facts(PAPER_004), When.at(AS_OF_004))
     assert canonical(rebuilt) == seed_bytes
 
 
@@ -84,9 +85,9 @@ def test_event_lines_append_facts_one_by_one(seeded, tmp_path):
     lines.write_bytes(event_line("resolution.recorded", {"observation_id": OBS, "resolution": resolution}))
     result = import_files(seeded, [str(lines)])
     assert result.appended == 1 and result.head[0] == 41
-    later = build_record(PAPER_004, seeded.paper_facts(PAPER_004), "2026-08-21T00:00:00Z")
+    later = build_record(PAPER_004, seeded.paper_facts(PAPER_004), When.at("2026-08-21T00:00:00Z"))
     assert next(o for o in later["inbound"] if o["observation_id"] == OBS)["resolution"] == resolution
-    earlier = build_record(PAPER_004, seeded.paper_facts(PAPER_004), AS_OF_004)
+    earlier = build_record(PAPER_004, seeded.paper_facts(PAPER_004), When.at(AS_OF_004))
     assert next(o for o in earlier["inbound"] if o["observation_id"] == OBS)["resolution"]["status"] == "unresolved"
     assert import_files(seeded, [str(lines)]).appended == 0
 

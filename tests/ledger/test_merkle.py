@@ -15,6 +15,8 @@ from ledger.log.merkle import (consistency_path, frontier_nodes, grow, inclusion
                            verify_consistency, verify_inclusion)
 from ledger.log.signed_notes import Checkpoint, generate_signer, verify_checkpoint
 from ledger.audit.auditor import verify_proof
+from ledger.audit.results import Included, Prefix
+from ledger.cli.wording import proof_account
 from ledger.services.proofs import prove_consistency, prove_inclusion
 from ledger.services.proofs import checkpoint as make_checkpoint
 
@@ -354,8 +356,12 @@ def signed(grown):
 
 def test_a_good_proof_verifies_against_the_signed_checkpoint(signed):
     store, signer, note = signed
-    assert verify_proof(prove_inclusion(store, 17), note, signer.verifier).startswith("ok: leaf 16")
-    assert verify_proof(prove_consistency(store, 40), note, signer.verifier).startswith("ok: the tree of size 40")
+    size = int(note.split("\n")[1])
+    included, prefix = (verify_proof(prove_inclusion(store, 17), note, signer.verifier),
+                        verify_proof(prove_consistency(store, 40), note, signer.verifier))
+    assert (included, prefix) == (Included(16, size, "example.org/ledger"), Prefix(40, size, "example.org/ledger"))
+    assert proof_account(included).startswith("ok: leaf 16")
+    assert proof_account(prefix).startswith("ok: the tree of size 40")
 
 
 @pytest.mark.parametrize("name", sorted(INCLUSION_VECTORS))

@@ -3,6 +3,7 @@
 import tracemalloc
 
 from ledger.importing.importer import import_files
+from ledger.core.times import When
 from ledger.services.replay import records_as_of
 from ledger.storage.store import Store
 from tests.helpers import event_line
@@ -53,15 +54,15 @@ def consume(records) -> tuple[int, bool]:
 def test_replaying_every_paper_keeps_memory_flat(tmp_path):
     # Five times the papers; nothing is held across papers (not records, not the list of ids). The
     # baseline reads one full page of ids (500) and has the one-time growth (pool registry, allocator) in it.
-    as_of = ("2026-08-09T00:00:00Z", "2026-08-09T00:00:00.000000Z")
+    as_of = When("2026-08-09T00:00:00Z", "2026-08-09T00:00:00.000000Z")
     stores = {count: ledger_of(tmp_path, count) for count in (500, 2500)}
     for store in stores.values():  # warm up caches (SQLAlchemy's statement cache) before measuring
-        for _ in zip(range(3), records_as_of(store, *as_of)):
+        for _ in zip(range(3), records_as_of(store, as_of)):
             pass
     measured = {}
     for count, store in stores.items():
         store.statements = 0
-        measured[count], (seen, in_order) = peak(lambda: consume(records_as_of(store, *as_of)))
+        measured[count], (seen, in_order) = peak(lambda: consume(records_as_of(store, as_of)))
         # It exercised its case: every paper was rebuilt, in id order, its ids read in pages of 500.
         assert (seen, in_order) == (count, True)
         assert store.statements >= count + count // 500
@@ -69,5 +70,5 @@ def test_replaying_every_paper_keeps_memory_flat(tmp_path):
     assert large < small * 1.3, (small, large)
     # And the check can fail: holding every record of the larger ledger, as a replay that did not stream
     # would, peaks far above the bound (some 300 times the baseline when measured).
-    held, records = peak(lambda: list(records_as_of(stores[2500], *as_of)))
+    held, records = peak(lambda: list(records_as_of(stores[2500], as_of)))
     assert len(records) == 2500 and held > small * 10, (small, held)

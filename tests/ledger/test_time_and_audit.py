@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ledger.importing.importer import import_files
 from ledger.storage.store import Store
 from ledger.core.canonical import canonical
+from ledger.core.times import When
 from ledger.projections.record import build_record
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004, Cli
 from tests.helpers import event_line
@@ -67,7 +68,7 @@ def history_ledger(store, tmp_path):
 
 
 def rebuild(store, as_of, known_at=None) -> bytes:
-    return canonical(build_record(PAPER_004, store.paper_facts(PAPER_004, known_at), as_of))
+    return canonical(build_record(PAPER_004, store.paper_facts(PAPER_004, known_at), When.at(as_of)))
 
 
 def test_recorded_time_comes_from_the_clock(history_ledger):

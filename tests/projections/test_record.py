@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ledger.core.errors import NotFoundError
 from ledger.model.events import observed_times
 from ledger.model.published import RESOLUTION_STATES, digest_mismatches
-from ledger.core.times import format_utc, instant_key, parse_instant
+from ledger.core.times import When, format_utc, instant_key, parse_instant
 from ledger.core.canonical import canonical
 from ledger.projections.record import build_record
 from tests.conftest import AS_OF_004, FIXTURES, PAPER_004
@@ -62,7 +62,7 @@ def test_replay_at_every_instant_is_consistent_and_only_grows(facts):
     shown = 0
     for when in instants(facts):
         try:
-            record = build_record(PAPER_004, facts, when)
+            record = build_record(PAPER_004, facts, When.at(when))
         except NotFoundError:
             assert not seen, "a record cannot disappear once it exists"
             continue
@@ -81,10 +81,10 @@ def test_as_of_monotonicity(facts, a, b):
     early, late = sorted([a, b])
     early_key, late_key = (format_utc(early.replace(tzinfo=timezone.utc)), format_utc(late.replace(tzinfo=timezone.utc)))
     try:
-        first = build_record(PAPER_004, facts, early_key)
+        first = build_record(PAPER_004, facts, When.at(early_key))
     except NotFoundError:
         return
-    second = build_record(PAPER_004, facts, late_key)
+    second = build_record(PAPER_004, facts, When.at(late_key))
     check_consistent(first, early_key)
     check_consistent(second, late_key)
     ids = lambda r: {o["observation_id"] for o in r["inbound"] + r["outbound"]}
@@ -93,11 +93,12 @@ def test_as_of_monotonicity(facts, a, b):
 
 def test_before_the_first_snapshot_there_is_no_record(facts):
     with pytest.raises(NotFoundError, match="no record of arXiv:2407.20018 as of 2026-07-06T18:53:22.585500Z"):
-        build_record(PAPER_004, facts, "2026-07-06T18:53:22.585500Z")
+        build_record(PAPER_004, facts, When.at("2026-07-06T18:53:22.585500Z"))
 
 
 def test_the_projection_is_pure_in_the_order_facts_are_handed(facts):
-    assert build_record(PAPER_004, list(reversed(facts)), AS_OF_004) == build_record(PAPER_004, facts, AS_OF_004)
+    as_of = When.at(AS_OF_004)
+    assert build_record(PAPER_004, list(reversed(facts)), as_of) == build_record(PAPER_004, facts, as_of)
 
 
 GOLDEN_CASES = {
@@ -110,7 +111,7 @@ GOLDEN_CASES = {
 @pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
 def test_golden_records(facts, name):
     """Regenerate with LEDGER_REGENERATE_GOLDEN=1, then review the diff like code."""
-    data = canonical(build_record(PAPER_004, facts, *GOLDEN_CASES[name]))
+    data = canonical(build_record(PAPER_004, facts, When.at(*GOLDEN_CASES[name])))
     path: Path = GOLDEN / name
     if os.environ.get("LEDGER_REGENERATE_GOLDEN"):
         GOLDEN.mkdir(exist_ok=True)

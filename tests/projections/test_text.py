@@ -3,6 +3,7 @@
 import pytest
 
 from ledger.importing.importer import import_files
+from ledger.core.times import When
 from ledger.projections.record import build_record
 from ledger.projections.text import render_text
 from tests.conftest import SEED_000, SEED_003
@@ -39,7 +40,7 @@ def test_notice_events_render_one_line_each_and_unknown_types_are_kept(store, tm
                        + event_line("notice.checked", {"observation_id": "2b7404cb-0d72-4344-9513-d0b078a2de96",
                                                        "standing_notice": failed}, "2026-08-19T07:00:00Z"))
     import_files(store, [str(events)])
-    record = build_record(arxiv_id, store.paper_facts(arxiv_id), "2026-08-20T23:59:59.999999Z")
+    record = build_record(arxiv_id, store.paper_facts(arxiv_id), When.at("2026-08-20T23:59:59.999999Z"))
     page = render_text(record)
     assert ("Correction, reported by crossref, dated 2026-08-18.\n"
             "Expression of concern, reported by retraction_watch, dated 2026-08-18.\n"
