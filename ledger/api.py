@@ -13,7 +13,7 @@ from typing import Iterable
 
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.core.inputs import decode_input, read_input
-from ledger.core.times import parse_when
+from ledger.core.times import when
 from ledger.importing import importer, logfile
 from ledger.importing.importer import ImportResult
 from ledger.log.signed_notes import Signer, parse_signer
@@ -24,17 +24,6 @@ from ledger.services.verify import compare_record
 from ledger.storage.store import Store
 
 PathLike = str | os.PathLike
-
-
-def _when(name: str, value: str) -> tuple[str, str]:
-    """(as a record shows it, ordering key) of a date (the end of that UTC day) or a timestamp.
-
-    Raises: InputError naming the parameter.
-    """
-    try:
-        return parse_when(value)
-    except InputError as exc:
-        raise InputError(f"{name}: {exc}") from None
 
 
 def _signer(key: PathLike) -> Signer:
@@ -81,8 +70,8 @@ def replay(store: Store, paper: str, as_of: str, known_at: str | None = None) ->
 
     Raises: InputError for a bad date, NotFoundError when the paper has no record then, or StoreError.
     """
-    known = _when("known_at", known_at)[1] if known_at is not None else None
-    return build_record(paper, store.paper_facts(paper, known), *_when("as_of", as_of))
+    known = when("known_at", known_at)
+    return build_record(paper, store.paper_facts(paper, known and known.key), when("as_of", as_of))
 
 
 def verify_record(record: PathLike, store: Store | None = None, strict: bool = False) -> None:
@@ -116,5 +105,5 @@ def evidence_bundle(store: Store, paper: str, as_of: str, key: PathLike, known_a
 
     Raises: InputError for a bad date or key, NotFoundError, IntegrityError, or StoreError.
     """
-    known = _when("known_at", known_at)[1] if known_at is not None else None
-    return proofs.evidence_bundle(store, paper, *_when("as_of", as_of), _signer(key), known)
+    known = when("known_at", known_at)
+    return proofs.evidence_bundle(store, paper, when("as_of", as_of), _signer(key), known and known.key)
