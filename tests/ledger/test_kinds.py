@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger.core.canonical import canonical
+from ledger.core.times import When
 from ledger.model import events
 from ledger.model.events import Fact, record_events
 from ledger.model.kinds import ENTRIES, KIND, Kind, table
@@ -126,7 +127,7 @@ def _spy(monkeypatch, entry: str) -> set[str]:
 
 def test_the_record_fold_reaches_every_kind_through_the_table(monkeypatch):
     slots, places = _spy(monkeypatch, "slot"), _spy(monkeypatch, "place")
-    rebuilt = build_record(PAPER_004, seed_facts(), AS_OF_004)
+    rebuilt = build_record(PAPER_004, seed_facts(), When.at(AS_OF_004))
     assert canonical(rebuilt) == canonical(seed_record())  # the seed's own bytes, rebuilt from its facts
     assert slots == places == set(KIND)
 
