@@ -55,6 +55,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def kept_section(path: str | Path, begin: str, end: str) -> str:
+    """The section of a results file between `begin` and `end` (markers included), to keep when a benchmark
+    rewrites the file; empty when there is none."""
+    text = Path(path).read_text() if Path(path).exists() else ""
+    if begin in text and end in text:
+        return "\n" + text[text.index(begin):text.index(end) + len(end)] + "\n"
+    return ""
+
+
 def replace_section(path: Path, section: str, begin: str, end: str) -> None:
     """Put `section` (its text from the line `begin` to the line `end`) into the file at `path`: in place of
     the section there, or at its end; the rest of the file is kept."""
@@ -629,6 +638,8 @@ def corpus_scale(ledger: Path, size: int, papers: int, reps: int, folder: Path, 
 
 # -- the report ------------------------------------------------------------------------------------------
 INDEX_SECTION = "## The paper index (issue 15)"
+# Figures of earlier runs, moved out of the README with their dates: kept when a run rewrites the file.
+ARCHIVE = ("<!-- figures formerly in the README: begin -->", "<!-- figures formerly in the README: end -->")
 INDEX_BEGIN, INDEX_END = "<!-- benchmarks.run --index: begin -->", "<!-- benchmarks.run --index: end -->"
 
 
@@ -875,9 +886,9 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(index_section(args.reps, folder).rstrip("\n"))  # it printed its lines itself
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    from benchmarks.serve import kept_section  # the serving figures share the file; keep them
+    from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; keep them
 
-    kept = kept_section(args.out)
+    kept = kept_section(args.out, SECTION_BEGIN, SECTION_END) + kept_section(args.out, *ARCHIVE)
     Path(args.out).write_text("\n".join(lines) + "\n" + kept)
     return 0
 

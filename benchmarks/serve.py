@@ -127,14 +127,6 @@ def load(port: int, path: str, expected: bytes, total: int, threads: int) -> tup
     return len(latencies) / elapsed, latencies
 
 
-def kept_section(path: str | Path) -> str:
-    """This module's section of a results file, to keep when another benchmark rewrites the file."""
-    text = Path(path).read_text() if Path(path).exists() else ""
-    if SECTION_BEGIN in text and SECTION_END in text:
-        return "\n" + text[text.index(SECTION_BEGIN):text.index(SECTION_END) + len(SECTION_END)] + "\n"
-    return ""
-
-
 def write_section(path: Path, lines: list[str]) -> None:
     """This benchmark's section of the results file, in place of the last one (the rest of the file kept)."""
     replace_section(path, "\n".join([SECTION_BEGIN, *lines, SECTION_END]), SECTION_BEGIN, SECTION_END)

@@ -110,8 +110,8 @@ def test_interleaved_appends_build_both_ledgers_one_with_the_index_kept(tmp_path
 
 
 def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
-    from benchmarks.run import import_batch
-    from benchmarks.serve import SECTION_BEGIN, Server, kept_section, load, write_section
+    from benchmarks.run import ARCHIVE, import_batch, kept_section
+    from benchmarks.serve import SECTION_BEGIN, SECTION_END, Server, load, write_section
     from ledger.log.signed_notes import generate_signer
     from ledger.web.site import Site
 
@@ -138,7 +138,11 @@ def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_
     text = results.read_text()
     assert text.count(SECTION_BEGIN) == 1 and "second" in text and "first" not in text
     assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n")
-    assert kept_section(results).strip().startswith(SECTION_BEGIN) and "second" in kept_section(results)
+    kept = kept_section(results, SECTION_BEGIN, SECTION_END)
+    assert kept.strip().startswith(SECTION_BEGIN) and "second" in kept
+    assert kept_section(results, *ARCHIVE) == ""  # no archived figures in this file: nothing kept
+    results.write_text(text + f"\n{ARCHIVE[0]}\nold figures\n{ARCHIVE[1]}\n")
+    assert kept_section(results, *ARCHIVE).strip().splitlines() == [ARCHIVE[0], "old figures", ARCHIVE[1]]
 
 
 def test_the_index_section_replaces_only_itself(tmp_path, monkeypatch):
