@@ -31,8 +31,8 @@ def input_files(names: list[str]) -> list[str]:
     """The inputs `names` stand for: a file (or `-`) itself, and a directory the `.json` and `.jsonl` files
     below it, at any depth, in the order of their paths; hidden files and folders are passed over. So a
     corpus of more files than a command line holds (about 60,000 paths) can be named, and a folder that
-    `replay --out` wrote is imported as it stands. Raises InputError naming a directory that cannot be read,
-    or that holds no such file."""
+    `replay --out` wrote is imported as it stands.
+    Raises: InputError naming a directory that cannot be read, or that holds no such file."""
     def unreadable(error: OSError) -> None:
         raise InputError(f"{error.filename}: cannot read the directory: {error.strerror}")
 
@@ -53,8 +53,8 @@ def input_files(names: list[str]) -> list[str]:
 
 
 def read_input(name: str, kept: IO[bytes] | None = None) -> bytes:
-    """The bytes of a file, or of stdin for `-` (or of `kept`, stdin as `keep_stdin` kept it). Raises
-    InputError naming the file when it cannot be read."""
+    """The bytes of a file, or of stdin for `-` (or of `kept`, stdin as `keep_stdin` kept it).
+    Raises: InputError naming the file when it cannot be read."""
     if kept is not None or name == STDIN:
         with _opened(name, kept) as file:
             return file.read()
@@ -65,8 +65,8 @@ def read_input(name: str, kept: IO[bytes] | None = None) -> bytes:
 def keep_stdin(limit: int) -> bytes | IO[bytes]:
     """All of stdin, read once: its bytes when there are at most `limit`, else an unnamed temporary file
     holding them (gone once closed), to be read in blocks as a large file is: so that input piped from
-    another command (`zcat corpus.jsonl.gz | ledger import -`) is never held whole in memory. Raises
-    InputError naming stdin when the temporary file cannot be written."""
+    another command (`zcat corpus.jsonl.gz | ledger import -`) is never held whole in memory.
+    Raises: InputError naming stdin when the temporary file cannot be written."""
     with _reading(STDIN):
         head = sys.stdin.buffer.read(limit + 1)
     if len(head) <= limit:
@@ -117,7 +117,8 @@ def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event
               block: int = BLOCK, kept: IO[bytes] | None = None) -> bool:
     """Check a file (or `kept`, stdin kept in a temporary file) as `decode_input` checks its bytes, reading
     it in blocks instead of whole, and say whether `pattern` (a match of at most 64 characters) occurs in
-    its text. Raises the InputError `read_input` or `decode_input` would raise, with the same words."""
+    its text.
+    Raises: InputError, as `read_input` or `decode_input` would raise it, with the same words."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     blank, nul, found, read, tail = True, False, False, 0, ""
     with _opened(name, kept) as file:
@@ -145,8 +146,8 @@ def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event
 
 def file_lines(name: str, block: int = BLOCK, kept: IO[bytes] | None = None) -> Iterator[tuple[str, int]]:
     """The lines of a file (or `kept`) that `scan_file` accepted, as `text.splitlines()` gives them, read in
-    blocks: each with the number of bytes read so far. Raises InputError when the file can no longer be read, or is no
-    longer UTF-8 (it changed since)."""
+    blocks: each with the number of bytes read so far.
+    Raises: InputError when the file can no longer be read, or is no longer UTF-8 (it changed since)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     carry, done = "", 0
     with _opened(name, kept) as file:
@@ -172,8 +173,8 @@ def file_lines(name: str, block: int = BLOCK, kept: IO[bytes] | None = None) -> 
 
 
 def decode_input(name: str, data: bytes, expected: str = "a record or event lines") -> str:
-    """A file's bytes as text. Raises InputError naming the file when it is empty (saying what was
-    `expected`), not UTF-8, or holds NUL bytes."""
+    """A file's bytes as text.
+    Raises: InputError naming the file when it is empty (saying what was `expected`), not UTF-8, or holds NUL bytes."""
     if not data.strip():
         raise _empty(name, expected)
     try:

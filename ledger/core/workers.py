@@ -68,9 +68,8 @@ class Workers:
         """`function(task)` for every task, in input order. `function` and the tasks must pickle when jobs > 1.
         Raises whatever a task raised, when its turn comes (every result before it yielded first).
 
-        With `weight`, consecutive tasks go to a worker together until their weights reach `load`: each
-        round trip costs the parent a submission, a wake-up and a result to unpickle, and a thousand small
-        tasks made the parent of `import --jobs 2` about 15% slower than batches of a quarter megabyte."""
+        With `weight`, consecutive tasks go to a worker together until their weights reach `load` (0: one
+        task at a time): each round trip costs the parent a submission, a wake-up and a result to unpickle."""
         if self._executor is None:
             for task in tasks:
                 yield function(task)

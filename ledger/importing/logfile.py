@@ -9,20 +9,22 @@ refused before anything is replayed.
 from __future__ import annotations
 
 from ledger.log.chain import Entry
-from ledger.core.errors import InputError
-from ledger.importing.importer import Parsed, import_inputs, parse_input, read_input
+from ledger.core.errors import InputError, IntegrityError, StoreError
+from ledger.core.inputs import read_input
+from ledger.importing.importer import Parsed, import_inputs, parse_input
 from ledger.storage.store import Store
 
 SUFFIX = ".jsonl"
 
 
 def is_exported_log(location: str) -> bool:
-    """Whether a `--db` location names an exported log rather than a database. Raises nothing."""
+    """Whether a `--db` location names an exported log rather than a database."""
     return location.endswith(SUFFIX)
 
 
 def read_log(path: str) -> Parsed:
-    """Parse an exported log. Raises InputError for a file that is not one (naming the line)."""
+    """Parse an exported log.
+    Raises: InputError for a file that is not one (naming the line), or IntegrityError."""
     parsed = parse_input(path, read_input(path))
     if parsed.record is not None or parsed.events:
         line = parsed.events[0][0] if parsed.events else 1
@@ -31,20 +33,22 @@ def read_log(path: str) -> Parsed:
 
 
 def log_entries(path: str) -> list[Entry]:
-    """Every entry of an exported log, as written (not yet re-checked). Raises InputError."""
+    """Every entry of an exported log, as written (not yet re-checked).
+    Raises: InputError, or IntegrityError (as `read_log`)."""
     return [entry for _, entry, _ in read_log(path).entries]
 
 
 def open_ledger(location: str) -> Store:
     """The ledger a `--db` location names: an exported log (loaded read-only) or a database; never creates
-    one. Raises InputError when there is no ledger there, IntegrityError for a log that does not re-compute,
+    one.
+    Raises: InputError when there is no ledger there, IntegrityError for a log that does not re-compute, or
     StoreError when it cannot be read."""
     return open_log(location) if is_exported_log(location) else Store.open(location)
 
 
 def open_log(path: str) -> Store:
     """A read-only in-memory store holding an exported log, every hash re-computed on the way in.
-    Raises InputError (malformed) or IntegrityError (a hash that does not re-compute)."""
+    Raises: InputError (malformed) or IntegrityError (a hash that does not re-compute)."""
     store = Store.create("sqlite://")
     import_inputs(store, [read_log(path)])
     store.exported_log = path

@@ -14,37 +14,39 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.importing import importer
+from ledger.importing import importer, transaction
+from ledger.importing import units as cutting
 from ledger.log.chain import verify_entries
 from ledger.core.errors import LedgerError
 from ledger.log.export import export_line
-from ledger.importing.importer import import_files
+from ledger.importing.decode import decode_unit
+from ledger.importing.importer import Parsed, Sizes, import_files
+from ledger.importing.transaction import Attempt
+from ledger.importing.units import Part, input_units
 from ledger.storage.store import Store
 from ledger.core.workers import Workers
 from tests.conftest import AS_OF_004, SEED_004, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_concurrency import stream
 
-# Each mode: jobs, and the importer's settings. With two jobs, a worker reads a test's (small) files itself
-# and cuts them into units, or the writer reads them and sends each unit to a worker alone; one job decodes
-# all of a test's input before it appends, or its first unit only and the rest as it appends; files are read
-# whole, or in blocks of 5 bytes (as a file of over 64 MiB is).
-MODES = {"whole files, one job": (1, {"CHUNK_LINES": 10**9}),
-         "chunks, one job": (1, {"CHUNK_LINES": 7}),
-         "chunks, one job, decoding as it appends": (1, {"CHUNK_LINES": 7, "DECODE_AHEAD": 1}),
-         "chunks, one job, files read in blocks": (1, {"CHUNK_LINES": 7, "STREAM_BYTES": 0, "STREAM_BLOCK": 5}),
-         "chunks, two jobs, in batches": (2, {"CHUNK_LINES": 7}),
-         "chunks, two jobs, a task each": (2, {"CHUNK_LINES": 7, "TASK_BYTES": 0})}
-SETTINGS = {name: getattr(importer, name) for name in ("CHUNK_LINES", "TASK_BYTES", "DECODE_AHEAD", "STREAM_BYTES",
-                                                        "STREAM_BLOCK")}
+# Each mode: jobs, and the import's sizes. With two jobs, a worker reads a test's (small) files itself and
+# cuts them into units, or the writer reads them and sends each unit to a worker alone; one job decodes all
+# of a test's input before it appends, or its first unit only and the rest as it appends; files are read
+# whole, or in blocks of 5 bytes (as a file of over Sizes.stream_bytes is).
+MODES = {"whole files, one job": (1, Sizes(chunk_lines=10**9)),
+         "chunks, one job": (1, Sizes(chunk_lines=7)),
+         "chunks, one job, decoding as it appends": (1, Sizes(chunk_lines=7, decode_ahead=1)),
+         "chunks, one job, files read in blocks": (1, Sizes(chunk_lines=7, stream_bytes=0, stream_block=5)),
+         "chunks, two jobs, in batches": (2, Sizes(chunk_lines=7)),
+         "chunks, two jobs, a task each": (2, Sizes(chunk_lines=7, task_bytes=0))}
 
 
-def import_with(location: str, paths, jobs: int) -> tuple:
+def import_with(location: str, paths, jobs: int, sizes: Sizes = Sizes()) -> tuple:
     """The outcome of one import: its counts, or its error's family and message."""
     with Workers(jobs) as workers:  # entered before the store connects, as the command does
         store = Store.open(location)
         try:
-            result = import_files(store, [str(p) for p in paths], workers=workers)
+            result = import_files(store, [str(p) for p in paths], workers=workers, sizes=sizes)
             return "ok", result.appended, result.present, result.head[0]
         except LedgerError as exc:
             return type(exc).__name__, str(exc)
@@ -70,15 +72,13 @@ def outcomes(new_location, monkeypatch, files, before=(), stdin=b""):
     """The outcome and the ledger after it, in every mode (`stdin` the bytes `-` reads); they must all be
     the same."""
     seen = {}
-    for mode, (jobs, settings) in MODES.items():
-        for name, value in (SETTINGS | settings).items():
-            monkeypatch.setattr(importer, name, value)
+    for mode, (jobs, sizes) in MODES.items():
         location = new_location()
         Store.create(location).close()
         for path in before:
-            assert import_with(location, [path], 1)[0] == "ok"
+            assert import_with(location, [path], 1, sizes)[0] == "ok"
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-        seen[mode] = (import_with(location, files, jobs), facts(location))
+        seen[mode] = (import_with(location, files, jobs, sizes), facts(location))
     return seen
 
 
@@ -179,11 +179,11 @@ def test_a_bad_file_later_is_reported_before_a_refusal_met_while_appending(new_l
 
 @pytest.fixture
 def attempts(monkeypatch) -> list:
-    """The mode of every attempt an import makes (`importer._import`), as it makes them."""
-    modes, attempt = [], importer._import
-    monkeypatch.setattr(importer, "_import", lambda store, units, mode, *rest: modes.append(mode) or
-                        attempt(store, units, mode, *rest))
-    return modes
+    """The kind of every attempt an import makes (`transaction.attempt`), as it makes them."""
+    kinds, attempt = [], transaction.attempt
+    monkeypatch.setattr(transaction, "attempt", lambda store, units, how, *rest: kinds.append(how) or
+                        attempt(store, units, how, *rest))
+    return kinds
 
 
 def test_an_input_imported_again_is_looked_up_chunk_by_chunk(new_location, monkeypatch, tmp_path, attempts):
@@ -193,7 +193,7 @@ def test_an_input_imported_again_is_looked_up_chunk_by_chunk(new_location, monke
     events.write_bytes(stream("2910", papers=12))
     outcome = assert_same(outcomes(new_location, monkeypatch, [events], before=(events,)))
     assert outcome == ("ok", 0, 72, 72)
-    assert set(attempts) == {"chunked", "look up"}  # every mode: the import before it, then the two attempts
+    assert set(attempts) == {Attempt.CHUNKED, Attempt.LOOK_UP}  # every mode: the import before it, then the two attempts
 
 
 def test_a_refused_import_is_refused_by_the_attempt_that_looks_facts_up(new_location, monkeypatch, tmp_path,
@@ -209,7 +209,7 @@ def test_a_refused_import_is_refused_by_the_attempt_that_looks_facts_up(new_loca
     assert outcome[0] == "InputError" and outcome[1].endswith(
         "events.jsonl: line 71: citation.observed of 2913.00000/0 effective 2026-08-02T00:00:00Z contradicts "
         "another fact in this import"), outcome
-    assert attempts == ["chunked", "look up"] * len(MODES), attempts
+    assert attempts == [Attempt.CHUNKED, Attempt.LOOK_UP] * len(MODES), attempts
 
 
 def whole(units):
@@ -227,16 +227,15 @@ def whole(units):
             current = None
 
 
-def import_taken_whole(location: str, paths: list[str]) -> tuple:
+def import_taken_whole(location: str, paths: list[str], sizes: Sizes) -> tuple:
     """The oracle below: an import whose every input is one unit, its first attempt appending without looking
     anything up, and, should a fact be met twice or contradicted, its second looking every fact up."""
     store = Store.open(location)
-    units = lambda: whole(map(importer._decode, importer._units(paths, {})))  # noqa: E731
+    units = lambda: whole(map(decode_unit, input_units(paths, sizes)))  # noqa: E731
     try:
-        try:
-            result = importer._import(store, units(), "chunked")
-        except importer._Unusual:
-            result = importer._import(store, units(), "look up")
+        result = transaction.attempt(store, units(), Attempt.CHUNKED)
+        if result is None:  # given up: nothing appended
+            result = transaction.attempt(store, units(), Attempt.LOOK_UP)
         return "ok", result.appended, result.present, result.head[0]
     except LedgerError as exc:
         return type(exc).__name__, str(exc)
@@ -267,13 +266,13 @@ def test_repeats_and_contradictions_come_out_as_when_inputs_were_taken_whole(tmp
         paths.append(str(path))
     seen = {}
     for way, lines_per_chunk in (("taken whole", chunk), ("one unit each", 10**9), ("in chunks", chunk)):
-        monkeypatch.setattr(importer, "CHUNK_LINES", lines_per_chunk)
+        sizes = Sizes(chunk_lines=lines_per_chunk)
         location = str(directory / f"{way}.db")
         Store.create(location).close()
         if stored:  # a first import, accepted or not
-            import_with(location, paths[:1], 1)
-        outcome = import_taken_whole(location, paths[len(stored):]) if way == "taken whole" else \
-            import_with(location, paths[len(stored):], 1)
+            import_with(location, paths[:1], 1, sizes)
+        outcome = import_taken_whole(location, paths[len(stored):], sizes) if way == "taken whole" else \
+            import_with(location, paths[len(stored):], 1, sizes)
         seen[way] = (outcome, facts(location))
     assert_same(seen)
 
@@ -310,18 +309,16 @@ def test_a_refusal_in_stdin_is_worded_the_same_in_every_mode(new_location, monke
 
 def test_a_record_on_stdin_beyond_the_limit_is_read_whole_from_where_it_was_kept(store, monkeypatch, seed_bytes,
                                                                                kept_stdin):
-    monkeypatch.setattr(importer, "STREAM_BYTES", 100)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(seed_bytes)))
-    assert import_files(store, ["-"]).appended == 40
+    assert import_files(store, ["-"], sizes=Sizes(stream_bytes=100)).appended == 40
     assert len(kept_stdin) == 1 and kept_stdin[0].closed
 
 
 def test_stdin_that_cannot_be_kept_is_refused_in_one_line(store, monkeypatch, tmp_path, seed_bytes):
-    monkeypatch.setattr(importer, "STREAM_BYTES", 100)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # no such directory
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(seed_bytes)))
     with pytest.raises(LedgerError) as refused:
-        import_files(store, ["-"])
+        import_files(store, ["-"], sizes=Sizes(stream_bytes=100))
     assert str(refused.value) == "-: cannot keep stdin in a temporary file: No such file or directory"
     assert type(refused.value).__name__ == "InputError" and store.head()[0] == 0
 
@@ -331,17 +328,15 @@ def test_one_job_decodes_at_most_its_budget_before_it_appends(new_location, monk
                                                               before_the_lock):
     # Ten units (chunks of 7 lines): all decoded before the write transaction begins, or the first only
     # and the others as they are appended (memory bounded whatever the input's size); every event appended.
-    monkeypatch.setattr(importer, "CHUNK_LINES", 7)
-    monkeypatch.setattr(importer, "DECODE_AHEAD", ahead)
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"".join(lines_of(stream("2912", papers=12))[:70]))
     decoded, at_the_lock = [], []
-    decode, writing = importer._decode, Store.writing
-    monkeypatch.setattr(importer, "_decode", lambda unit: decoded.append(unit.first) or decode(unit))
+    writing = Store.writing
+    monkeypatch.setattr(importer, "decode_unit", lambda unit: decoded.append(unit.first) or decode_unit(unit))
     monkeypatch.setattr(Store, "writing", lambda self: at_the_lock.append(len(decoded)) or writing(self))
     location = new_location()
     Store.create(location).close()
-    assert import_with(location, [path], 1)[:2] == ("ok", 70)
+    assert import_with(location, [path], 1, Sizes(chunk_lines=7, decode_ahead=ahead))[:2] == ("ok", 70)
     assert at_the_lock == [before_the_lock] and decoded == list(range(1, 71, 7))
 
 
@@ -398,13 +393,12 @@ def test_a_file_of_log_lines_and_new_facts_comes_in_two_parts_each_read_in_full(
                                            "title": "seq", "latest_version": 1})
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(titled + stream("2918", papers=5) + exported)  # 49 lines: 7 chunks of 7
-    monkeypatch.setattr(importer, "CHUNK_LINES", 7)
-    units = list(importer._units([str(path)], {}))
-    assert [unit.part for unit in units] == [importer.LOG_LINES] * 7 + [importer.NEW_FACTS] * 7
+    units = list(input_units([str(path)], Sizes(chunk_lines=7)))
+    assert [unit.part for unit in units] == [Part.LOG_LINES] * 7 + [Part.NEW_FACTS] * 7
     assert [unit.last for unit in units].count(True) == 2
     assert [unit.size for unit in units[7:]] == [unit.size for unit in units[:7]]
     assert sum(unit.size for unit in units[:7]) == path.stat().st_size
-    decoded = [importer._decode(unit) for unit in units]
+    decoded = [decode_unit(unit) for unit in units]
     assert sum(p.size for p in decoded) == path.stat().st_size
     assert sum(len(p.entries) for p in decoded[:7]) == 18 and not any(p.events for p in decoded[:7])
     assert sum(len(p.events) for p in decoded[7:]) == 31 and not any(p.entries for p in decoded[7:])
@@ -420,12 +414,9 @@ def test_an_export_alone_is_read_in_one_part(new_location, tmp_path, monkeypatch
     _, _, exported = exported_log(new_location, tmp_path, "2922")
     path = tmp_path / "log.jsonl"
     path.write_bytes(exported)
-    monkeypatch.setattr(importer, "CHUNK_LINES", 7)
-    if block:
-        monkeypatch.setattr(importer, "STREAM_BYTES", 0)
-        monkeypatch.setattr(importer, "STREAM_BLOCK", block)
-    units = list(importer._units([str(path)], {}))
-    assert [unit.part for unit in units] == [importer.LOG_LINES] * 3
+    sizes = Sizes(chunk_lines=7, stream_bytes=0, stream_block=block) if block else Sizes(chunk_lines=7)
+    units = list(input_units([str(path)], sizes))
+    assert [unit.part for unit in units] == [Part.LOG_LINES] * 3
     assert sum(unit.size for unit in units) == path.stat().st_size
 
 
@@ -594,7 +585,7 @@ def test_a_record_whose_paper_holds_nothing_else_is_checked_without_reading_its_
     Store.create(location).close()
     monkeypatch.setattr(Writer, "paper_facts", read_back)
     if jobs > 1:
-        monkeypatch.setattr(importer.Parsed, "the_record", read_back)
+        monkeypatch.setattr(Parsed, "the_record", read_back)
     assert import_with(location, [SEED_004], jobs)[:3] == ("ok", 40, 0)
 
 
@@ -605,16 +596,15 @@ def test_with_two_jobs_a_worker_reads_each_small_file_and_the_writer_only_large_
     large = tmp_path / "large.jsonl"
     large.write_bytes(stream("2911", papers=60))  # 360 lines, chunks of 7
     assert SEED_004.stat().st_size < 40_000 < large.stat().st_size
-    monkeypatch.setattr(importer, "TASK_BYTES", 40_000)
-    monkeypatch.setattr(importer, "CHUNK_LINES", 7)
     location = new_location()
     Store.create(location).close()
-    read, real = [], importer.read_input
+    read, real = [], cutting.read_input
     with Workers(2) as workers:  # forked before read_input is watched: only the writer's reads are seen
-        monkeypatch.setattr(importer, "read_input", lambda name, kept=None: read.append(name) or real(name, kept))
+        monkeypatch.setattr(cutting, "read_input", lambda name, kept=None: read.append(name) or real(name, kept))
         store = Store.open(location)
         try:
-            result = import_files(store, [str(SEED_004), str(large), str(SEED_004)], workers=workers)
+            result = import_files(store, [str(SEED_004), str(large), str(SEED_004)], workers=workers,
+                                  sizes=Sizes(task_bytes=40_000, chunk_lines=7))
         finally:
             store.close()
     assert set(read) == {str(large)}  # read again by the attempt that looks facts up (the record's repeat)

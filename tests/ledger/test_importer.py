@@ -197,19 +197,16 @@ def test_a_log_line_repeating_a_held_fact_under_another_seq_is_refused_naming_it
     assert store.head()[0] == 1
 
 
-def test_the_cycle_collector_is_paused_while_importing_and_resumed_after(store, tmp_path, monkeypatch):
+def test_the_cycle_collector_is_paused_while_importing_and_resumed_after(store, tmp_path):
     import gc
 
-    from ledger.importing import importer
-
-    seen = []
-    decode = importer._decode
-    monkeypatch.setattr(importer, "_decode", lambda unit: (seen.append(gc.isenabled()), decode(unit))[1])
+    seen = []  # whether the collector runs as each unit is decoded (one job reports each, stage "decoding")
+    watch = lambda progress: progress.stage == "decoding" and seen.append(gc.isenabled())  # noqa: E731
     assert gc.isenabled()
-    import_files(store, [SEED_004])
+    import_files(store, [SEED_004], watch)
     assert seen == [False] and gc.isenabled()
     record = seed_record()
     record["reference_resolution"]["displayed"] = 1
     with pytest.raises(InputError):
-        import_files(store, [write_record(tmp_path / "inconsistent.json", redigest(record))])
+        import_files(store, [write_record(tmp_path / "inconsistent.json", redigest(record))], watch)
     assert seen == [False, False] and gc.isenabled()

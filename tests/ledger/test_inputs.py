@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.core.errors import InputError
-from ledger.importing.importer import _SEQ_KEY
+from ledger.importing.units import SEQ_KEY
 from ledger.core.inputs import decode_input, file_lines, input_files, read_input, scan_file
 
 # Line breaks of every kind splitlines knows, multi-byte characters, the key seq plain and escaped.
@@ -51,8 +51,8 @@ BYTES = st.lists(st.sampled_from(BYTE_PIECES), max_size=30).map(b"".join)
 def test_a_file_scanned_in_blocks_is_refused_or_accepted_as_when_read_whole(tmp_path_factory, data, block):
     path = tmp_path_factory.mktemp("scan") / "input.jsonl"
     path.write_bytes(data)
-    whole = outcome(lambda: _SEQ_KEY.search(decode_input(str(path), data)) is not None)
-    assert outcome(lambda: scan_file(str(path), _SEQ_KEY, block=block)) == whole
+    whole = outcome(lambda: SEQ_KEY.search(decode_input(str(path), data)) is not None)
+    assert outcome(lambda: scan_file(str(path), SEQ_KEY, block=block)) == whole
 
 
 @pytest.mark.parametrize("make", [lambda tmp: tmp / "missing.jsonl", lambda tmp: tmp])
