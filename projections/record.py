@@ -12,7 +12,7 @@ from typing import Iterable, NamedTuple
 import orjson
 
 from ledger.model.published import SCHEMA
-from ledger.core.canonical import canonical, loads_finite
+from ledger.core.canonical import canonical_parsed, loads_finite
 from ledger.core.errors import NotFoundError
 from ledger.model.standing_notices import CHECK_FAILED
 from ledger.model.events import Fact, latest, NO_MEASUREMENT_SOURCE, NOT_CHECKED, UNRESOLVED
@@ -43,7 +43,7 @@ def _observation(oid: str, citation: dict, resolution: dict | None, notice: dict
         links["cited_paper"] = f"/paper/{citation['cited_paper']['arxiv_id']}"
     obs = {"citation": citation, "links": links, "observation_id": oid,
            "resolution": resolution or UNRESOLVED, "standing_notice": notice or NOT_CHECKED}
-    obs["observation_digest"] = observation_digest(obs, finite=True)  # parts from loads_finite, see build_record
+    obs["observation_digest"] = observation_digest(obs)  # parts from loads_finite, see build_record
     return obs
 
 
@@ -174,7 +174,7 @@ def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -
                    f"observations for arXiv:{paper_id}."),
     }
     # No float but those of the payloads (loads_finite: never NaN or Infinity): the walk for them is skipped.
-    record["context_digest"] = context_digest(record, finite=True)
+    record["context_digest"] = context_digest(record)
     return record
 
 
@@ -193,15 +193,15 @@ class Mismatch(NamedTuple):
         return history_differences(self.rebuilt, self.record) or [self.first()]
 
 
-def rebuild_mismatch(facts: Iterable[Fact], record: dict, finite: bool = False) -> Mismatch | None:
+def rebuild_mismatch(facts: Iterable[Fact], record: dict) -> Mismatch | None:
     """Rebuild `record`'s paper from `facts` at the record's own `as_of`: None when the rebuild is the record
-    byte for byte, else the Mismatch. The one rebuild-and-compare of import, verify and evidence bundles.
-    `finite=True`: the record came from `canonical.parse_json` (see `canonical.canonical`).
+    byte for byte, else the Mismatch. The one rebuild-and-compare of import, verify and evidence bundles;
+    `record` is parsed JSON (see `canonical.canonical_parsed`).
 
-    Raises NotFoundError when the facts hold no snapshot of the paper by then.
+    Raises: NotFoundError when the facts hold no snapshot of the paper by then.
     """
     rebuilt = build_record(record["paper"]["arxiv_id"], facts, When.at(record["as_of"]))
-    return None if canonical(rebuilt, finite=True) == canonical(record, finite) else Mismatch(rebuilt, record)
+    return None if canonical_parsed(rebuilt) == canonical_parsed(record) else Mismatch(rebuilt, record)
 
 
 def history_differences(rebuilt: dict, record: dict) -> list[str]:

@@ -54,35 +54,55 @@ def _non_finite_path(value: Any, path: str) -> str | None:
     return None
 
 
-def canonical(value: Any, finite: bool = False) -> bytes:
-    """Return the canonical JSON bytes of `value`.
-
-    `finite=True` is the caller's word that every float in `value` is finite, so the NaN/Infinity walk (a
-    third of the cost) is skipped. Only two kinds of value may be vouched for: one that holds no float at
-    all (a chain entry: integers, strings and an already canonical payload), and one built from what
-    `parse_json` or `orjson.loads` returned (`loads_finite` says why those hold no NaN or Infinity).
+def canonical(value: Any) -> bytes:
+    """Return the canonical JSON bytes of any value.
 
     Raises: CanonicalError (an InputError) for a float that is not finite, an integer outside 64 bits, a
     key that is not a string.
     """
+    encoded = _encoded(value)
+    # orjson writes NaN and Infinity as null: only where a null appears can one have been coerced.
+    if b"null" in encoded and _has_non_finite(value):
+        raise CanonicalError(f"{_non_finite_path(value, '')}: NaN and Infinity have no JSON form")
+    return encoded
+
+
+def canonical_parsed(value: Any) -> bytes:
+    """Return the canonical JSON bytes of parsed JSON: a value `parse_json` or `loads_finite` returned, or one
+    built from their parts, strings and integers (a record the fold builds, a chain entry).
+
+    Precondition: such a value holds no NaN or Infinity (`loads_finite` says why), so the walk that looks for
+    them is skipped; a float that is not finite would be written as null.
+
+    Raises: CanonicalError (an InputError) for an integer outside 64 bits or a key that is not a string.
+    """
+    return _encoded(value)
+
+
+def _encoded(value: Any) -> bytes:
     try:
         encoded = orjson.dumps(value, option=_OPTIONS)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         raise CanonicalError(f"cannot encode canonically: {exc}") from None
-    # orjson writes NaN and Infinity as null: only where a null appears can one have been coerced.
-    if not finite and b"null" in encoded and _has_non_finite(value):
-        raise CanonicalError(f"{_non_finite_path(value, '')}: NaN and Infinity have no JSON form")
     # orjson's result holds a buffer of at least 4 KiB however short the text: an import keeps one per event
     # (its payload), so a copy of the exact length is returned (the same bytes; a tenth of the memory).
     return bytes(memoryview(encoded))
 
 
-def sha256_digest(value: Any, finite: bool = False) -> str:
-    """`sha256:<hex>` of the canonical bytes of `value` (`finite` as in `canonical`).
+def sha256_digest(value: Any) -> str:
+    """`sha256:<hex>` of the canonical bytes of any value.
 
     Raises: CanonicalError (an InputError) for a value with no canonical form.
     """
-    return "sha256:" + hashlib.sha256(canonical(value, finite)).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
+
+
+def parsed_digest(value: Any) -> str:
+    """`sha256:<hex>` of the canonical bytes of parsed JSON (the precondition of `canonical_parsed`).
+
+    Raises: CanonicalError (an InputError) for a value with no canonical form.
+    """
+    return "sha256:" + hashlib.sha256(canonical_parsed(value)).hexdigest()
 
 
 def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -139,7 +159,7 @@ def _parse_fast(text: str) -> Any:
 def parse_json(text: str) -> Any:
     """Parse one JSON text strictly: no duplicate keys, no NaN/Infinity, no integer beyond 64 bits.
 
-    The value holds only finite floats, so it may be encoded with `canonical(value, finite=True)`. orjson
+    The value holds only finite floats, so it may be encoded with `canonical_parsed`. orjson
     parses first; what it cannot prove clean is parsed again by the standard library's parser with
     duplicate-key and constant hooks, which names the problem.
 

@@ -47,7 +47,7 @@ class Parsed:
     def the_record(self) -> dict:
         """The record, parsed from `record_bytes` (a worker's canonical bytes) on first use."""
         if self.record is None:
-            self.record = loads_finite(self.record_bytes)  # finite: canonical bytes (orjson refuses NaN)
+            self.record = loads_finite(self.record_bytes)  # canonical bytes: orjson refuses NaN
         return self.record
 
 
@@ -96,7 +96,7 @@ def rebuilds_alone(parsed: Parsed) -> bool:
     facts = [Fact(n, e.kind, e.subject, e.effective_at, e.effective_key, "", e.payload)
              for n, (_, e) in enumerate(parsed.events, start=1)]
     try:
-        return rebuild_mismatch(facts, parsed.record, finite=True) is None  # finite: from parse_json
+        return rebuild_mismatch(facts, parsed.record) is None
     except NotFoundError:
         return False
 
@@ -125,11 +125,11 @@ def _parse_record(name: str, record: dict) -> Parsed:
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
     try:  # the record came from parse_json: no NaN or Infinity in it (see canonical.canonical)
-        verify_digests(record, finite=True)
+        verify_digests(record)
     except IntegrityError as exc:
         raise IntegrityError(f"{name}: {exc}") from None
     try:
-        events = record_events(record, finite=True)
+        events = record_events(record)
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
     for event in events:
@@ -160,15 +160,14 @@ def _add_line(parsed: Parsed, name: str, number: int, obj: object) -> None:
         if not isinstance(obj, dict):
             raise InputError(f"expected an event object, found {type(obj).__name__}")
         if "seq" in obj:
-            entry, event = parse_entry(obj, finite=True)  # finite: the line came from parse_json
+            entry, event = parse_entry(obj)
             check_entry_size(entry.kind, entry.effective_at, entry.payload, entry.seq, entry.recorded_at)
             parsed.entries.append((number, entry, event))
         else:
             unknown = set(obj) - {"kind", "payload", "effective_at"}
             if unknown:
                 raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
-            # finite: the line came from parse_json (see canonical.canonical)
-            event = make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"), finite=True)
+            event = make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))
             check_entry_size(event.kind, event.effective_at, event.payload)  # the log must stay publishable as tiles
             parsed.events.append((number, event))
     except InputError as exc:
@@ -185,9 +184,8 @@ def _hash_field(obj: dict, key: str) -> bytes:
         raise InputError(f"field {key}: not hex: {value!r}") from None
 
 
-def parse_entry(obj: dict, finite: bool = False) -> tuple[Entry, Event]:
-    """An exported log line: the event plus the ledger's own seq, recorded time and hashes (`finite` as in
-    `events.make_event`).
+def parse_entry(obj: dict) -> tuple[Entry, Event]:
+    """An exported log line, parsed JSON: the event plus the ledger's own seq, recorded time and hashes.
     Raises: InputError naming the field."""
     missing = [k for k in _ENTRY_FIELDS if k not in obj]
     if missing:
@@ -202,7 +200,7 @@ def parse_entry(obj: dict, finite: bool = False) -> tuple[Entry, Event]:
         raise InputError(f"field recorded_at: {exc}") from None
     if recorded != normal:  # known-at compares recorded times as text: only the ledger's own form sorts
         raise InputError(f"field recorded_at: expected the ledger's form {normal}, found {recorded!r}")
-    event = make_event(obj["kind"], obj["payload"], obj["effective_at"], finite)
+    event = make_event(obj["kind"], obj["payload"], obj["effective_at"])
     entry = Entry(seq, event.kind, obj["effective_at"], recorded, event.payload,
                   _hash_field(obj, "entry_hash"), _hash_field(obj, "chain_hash"))
     return entry, event

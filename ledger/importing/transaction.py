@@ -24,7 +24,8 @@ from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFound
 from ledger.importing.decode import Parsed
 from ledger.log.chain import Entry, hex_hash, seal
 from ledger.model.events import Event, Fact
-from ledger.storage.store import FactStored, Store, Writer
+from ledger.storage.store import Store
+from ledger.storage.writer import FactStored, Writer
 
 
 class Attempt(Enum):
@@ -241,7 +242,7 @@ def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Ev
         facts = writer.paper_facts(paper)
     record = item.the_record()
     try:
-        mismatch = rebuild_mismatch(facts, record, finite=True)
+        mismatch = rebuild_mismatch(facts, record)
     except NotFoundError as exc:
         raise InputError(f"{name}: the ledger cannot rebuild this record: {exc}") from None
     if mismatch is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Iterator
 
-from ledger.core.canonical import canonical
+from ledger.core.canonical import canonical_parsed
 from ledger.core.errors import LedgerError
 from ledger.core.workers import Workers
 from ledger.importing.decode import Parsed, acyclic, decode_unit, rebuilds_alone
@@ -56,7 +56,7 @@ def pack(unit: Unit) -> Packed:
     rebuilds from its own events alone. It raises what `decode_unit` raises."""
     with acyclic():
         p = decode_unit(unit)
-    record = None if p.record is None else canonical(p.record, finite=True)  # finite: from parse_json
+    record = None if p.record is None else canonical_parsed(p.record)  # from parse_json
     alone = p.record is not None and rebuilds_alone(p)
     return (p.name, record, p.paper, [(n, tuple(e)) for n, e in p.events],
             [(n, tuple(entry), tuple(e)) for n, entry, e in p.entries], p.last, p.size, alone)

@@ -16,7 +16,7 @@ from typing import Iterable, NamedTuple
 import orjson
 from blake3 import blake3
 
-from ledger.core.canonical import canonical
+from ledger.core.canonical import canonical_parsed
 from ledger.core.errors import IntegrityError
 
 GENESIS = bytes(32)
@@ -49,7 +49,7 @@ def entry_bytes(seq: int, kind: str, effective_at: str, recorded_at: str, payloa
     """The canonical byte string whose blake3 is the entry hash (and which is the Merkle leaf).
 
     A field that cannot be encoded raises CanonicalError (the payload is trusted to be canonical bytes)."""
-    return canonical(entry_object(seq, kind, effective_at, recorded_at, payload), finite=True)  # no float in an entry
+    return canonical_parsed(entry_object(seq, kind, effective_at, recorded_at, payload))  # no float in an entry
 
 
 def entry_hash(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> bytes:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ledger.core.canonical import canonical
+from ledger.core.canonical import canonical_parsed
 from ledger.core.errors import InputError
 from ledger.core.times import instant_key
 from ledger.model.kinds import (  # the vocabulary lives in the kinds table; importable from here as before
@@ -70,13 +70,11 @@ class Fact(NamedTuple):
     payload: bytes
 
 
-def make_event(kind: Any, payload: Any, effective_at: Any = None, finite: bool = False,
-               checked: bool = False) -> Event:
+def make_event(kind: Any, payload: Any, effective_at: Any = None, checked: bool = False) -> Event:
     """Validate one fact and derive its effective time and subject (its kind's `derive`).
 
-    `finite=True` says the payload came from `canonical.parse_json` (so holds no NaN or Infinity): its
-    canonical bytes are then encoded without the walk that looks for them. `checked=True` says it was built
-    by `record_events` from parts `published.check_record` accepted, which are not checked a second time.
+    `payload` is parsed JSON (see `canonical.canonical_parsed`). `checked=True` says it was built by
+    `record_events` from parts `published.check_record` accepted, which are not checked a second time.
 
     Raises: InputError naming the field (a TimeError for a time that is not a timestamp).
     """
@@ -90,7 +88,7 @@ def make_event(kind: Any, payload: Any, effective_at: Any = None, finite: bool =
             raise InputError(f"field effective_at: expected a string, found {_type_name(effective_at)}")
         stated = instant_key(effective_at)
     effective, subject, paper, papers = KIND[kind].derive(payload, checked, effective_at)
-    event = Event(kind, effective, instant_key(effective), canonical(payload, finite), subject, paper, papers)
+    event = Event(kind, effective, instant_key(effective), canonical_parsed(payload), subject, paper, papers)
     if stated is not None and stated != event.effective_key:
         raise InputError(
             f"field effective_at: the payload says {event.effective_at}, the line says {effective_at}"
@@ -98,40 +96,38 @@ def make_event(kind: Any, payload: Any, effective_at: Any = None, finite: bool =
     return event
 
 
-def record_events(record: dict, finite: bool = False) -> list[Event]:
+def record_events(record: dict) -> list[Event]:
     """Take a well-formed record (see `record.check_record`) apart into the events that rebuild it.
 
     Derived fields (thesis, coverage counts, links, digests) become no event: they are re-computed.
     Defaults (an unresolved resolution with no time, an unchecked notice, no measurement) are the absence
-    of an event, so they are not stored either. `finite=True`: the record came from `canonical.parse_json`,
-    and every payload is built from its parts (see `make_event`); those parts are not checked again.
+    of an event, so they are not stored either. The record is parsed JSON that `published.check_record`
+    accepted: every payload is built from its parts (see `make_event`), which are not checked again.
     Raises: InputError naming the field of a fact that cannot be an event.
     """
     paper = record["paper"]
     arxiv_id = paper["arxiv_id"]
-    events = [make_event(PAPER_SNAPSHOT, paper, finite=finite, checked=True)]
+    events = [make_event(PAPER_SNAPSHOT, paper, checked=True)]
     lanes = {lane["lane"]: lane for lane in record["coverage"]}
     for source in record["standing_sources"]:
         events.append(make_event(SOURCE_CHECKED, {"observed_at": source["observed_at"], "paper": arxiv_id,
-                                                  "source": source["source"]}, finite=finite, checked=True))
+                                                  "source": source["source"]}, checked=True))
     sweep = lanes.get("standing_notices", {}).get("source_observed_at") or record["as_of"]
     for direction in ("inbound", "outbound"):
         for index, obs in enumerate(record[direction]):
             oid = obs["observation_id"]
-            events.append(make_event(CITATION_OBSERVED, {"citation": obs["citation"], "observation_id": oid},
-                                     finite=finite, checked=True))
+            events.append(make_event(CITATION_OBSERVED, {"citation": obs["citation"], "observation_id": oid}, checked=True))
             resolution = obs["resolution"]
             if resolution != UNRESOLVED:
                 try:
-                    events.append(make_event(RESOLUTION_RECORDED, {"observation_id": oid, "resolution": resolution},
-                                             finite=finite, checked=True))
+                    events.append(make_event(RESOLUTION_RECORDED, {"observation_id": oid, "resolution": resolution}, checked=True))
                 except InputError as exc:
                     raise InputError(f"{direction}[{index}]: {exc}") from None
             notice = obs["standing_notice"]
             if notice != NOT_CHECKED:
                 stated = None if notice["source_receipts"] else sweep
                 events.append(make_event(NOTICE_CHECKED, {"observation_id": oid, "standing_notice": notice}, stated,
-                                         finite, checked=True))
+                                         checked=True))
     measurement = lanes.get("external_citation_measurements")
     if measurement is not None:
         measurements = record["external_citation_measurements"]
@@ -139,7 +135,7 @@ def record_events(record: dict, finite: bool = False) -> list[Event]:
             events.append(make_event(MEASUREMENTS_CHECKED, {
                 "measurements": measurements, "observed_at": measurement["source_observed_at"],
                 "paper": arxiv_id, "source": measurement["source"],
-            }, finite=finite, checked=True))
+            }, checked=True))
         elif measurements:
             raise InputError("field coverage[external_citation_measurements].source_observed_at: "
                              "measurements are listed but the lane has no time")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ledger.core.canonical import sha256_digest
+from ledger.core.canonical import parsed_digest
 from ledger.core.errors import InputError, IntegrityError
 from ledger.model.standing_notices import NOTICE_STATES
 from ledger.core.times import instant_key
@@ -234,42 +234,42 @@ def check_record(record: Any) -> dict:
     return record
 
 
-def observation_digest(obs: dict, finite: bool = False) -> str:
-    """sha256 of the canonical observation without its `observation_digest` (`finite` as in `canonical`).
+def observation_digest(obs: dict) -> str:
+    """sha256 of the canonical observation without its `observation_digest`; `obs` is parsed JSON (see
+    `canonical.canonical_parsed`). Raises: InputError (a CanonicalError) for a value with no canonical form."""
+    return parsed_digest({k: v for k, v in obs.items() if k != "observation_digest"})
+
+
+def context_digest(record: dict) -> str:
+    """sha256 of the canonical record without `context_digest` and `as_of` (SPEC 1); `record` is parsed JSON
+    or built by the fold from parsed payloads (see `canonical.canonical_parsed`).
+
     Raises: InputError (a CanonicalError) for a value with no canonical form."""
-    return sha256_digest({k: v for k, v in obs.items() if k != "observation_digest"}, finite)
+    return parsed_digest({k: v for k, v in record.items() if k not in ("context_digest", "as_of")})
 
 
-def context_digest(record: dict, finite: bool = False) -> str:
-    """sha256 of the canonical record without `context_digest` and `as_of` (SPEC 1; `finite` as in
-    `canonical`).
-
-    Raises: InputError (a CanonicalError) for a value with no canonical form."""
-    return sha256_digest({k: v for k, v in record.items() if k not in ("context_digest", "as_of")}, finite)
-
-
-def digest_mismatches(record: dict, finite: bool = False) -> list[str]:
-    """One line per digest that does not re-check; empty when all do. `finite=True`: the record came from
-    `canonical.parse_json`. Takes a record `check_record` accepted."""
+def digest_mismatches(record: dict) -> list[str]:
+    """One line per digest that does not re-check; empty when all do. Takes a record `check_record` accepted,
+    as `canonical.parse_json` returned it."""
     problems = []
     for direction in ("inbound", "outbound"):
         for obs in record[direction]:
-            found = observation_digest(obs, finite)
+            found = observation_digest(obs)
             if found != obs["observation_digest"]:
                 problems.append(
                     f"observation {obs['observation_id']} ({direction}): published {obs['observation_digest']}, "
                     f"re-computed {found}"
                 )
-    found = context_digest(record, finite)
+    found = context_digest(record)
     if found != record["context_digest"]:
         problems.append(f"context_digest: published {record['context_digest']}, re-computed {found}")
     return problems
 
 
-def verify_digests(record: dict, finite: bool = False) -> None:
-    """Return None when every published digest re-checks. `finite` as in `digest_mismatches`.
+def verify_digests(record: dict) -> None:
+    """Return None when every published digest re-checks (`record` as in `digest_mismatches`).
 
     Raises: IntegrityError naming each digest that does not re-check."""
-    problems = digest_mismatches(record, finite)
+    problems = digest_mismatches(record)
     if problems:
         raise IntegrityError(f"{len(problems)} digest(s) do not re-check: " + "; ".join(problems))
