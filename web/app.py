@@ -1,8 +1,9 @@
 """The web application: FastAPI routes over one ledger, read-only, and the one place where errors become
 HTTP status codes (as `cli.main.LedgerGroup` makes them exit codes).
 
-Routes are thin: parse the path and query, call `web.site` (which calls `ledger/` and `projections/`), send
-the bytes. Status codes, by error family:
+Routes are thin, and all of them come from the route table (`web.routes`): parse the path and query, render
+in the store's thread (`web.site`, which calls `ledger/` and `projections/`), send the bytes. Status codes, by
+error family:
 
     InputError     400  a malformed id, date, tile path or query, a query too long
     NotFoundError  404  no such paper (as of that date), a tile the tree does not hold yet, no signing key
@@ -294,8 +295,9 @@ def create_app(source: Store | str, signer: Signer | None = None) -> FastAPI:
         for form, render in route.forms():
             answer, path, checked = endpoint(ledger, route, form, render), route.served(form), [strict(*route.query)]
             app.api_route(path, methods=["HEAD"], include_in_schema=False, response_class=Response,
+                          dependencies=checked)(answer)  # as a static host does; the schema lists the GET
+            app.api_route(path, methods=["GET"], response_class=Response, responses=ERRORS,
                           dependencies=checked)(answer)
-            app.api_route(path, methods=["GET"], response_class=Response, responses=ERRORS, dependencies=checked)(answer)
     return app
 
 

@@ -27,7 +27,7 @@ from ledger.web.site import Body, Site, When, now, when
 
 # What `ledger publish` writes for a row: one file per form; one per asset; per paper; per paper and day with
 # a record of its own; one per tile of the tree; one with a signing key, after the tiles it covers.
-ONCE, PER_ASSET, PER_PAPER, PER_DAY, PER_TILE, SIGNED = "once", "per asset", "per paper", "per day", "per tile", "signed"
+ONCE, PER_ASSET, PER_PAPER, PER_DAY, PER_TILE, SIGNED = "once", "asset", "paper", "day", "tile", "signed"
 FORMS = ("json", "html", "file")
 
 
