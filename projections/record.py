@@ -17,6 +17,7 @@ from ledger.core.errors import NotFoundError
 from ledger.model.standing_notices import CHECK_FAILED
 from ledger.model.events import Fact, latest, NO_MEASUREMENT_SOURCE, NOT_CHECKED, UNRESOLVED
 from ledger.model.kinds import KIND, Draft  # what each kind's facts mean to a record: its slot and its place
+from ledger.model.paths import EVIDENCE, INTEGRITY, PAPER, RECORD, fill
 from ledger.model.published import RESOLUTION_STATES, context_digest, observation_digest
 from ledger.core.times import When, long_date
 
@@ -38,9 +39,9 @@ def _lane(lane: str, denominator: int, observed: int, source: str, when: str | N
 
 
 def _observation(oid: str, citation: dict, resolution: dict | None, notice: dict | None) -> dict:
-    links = {"citing_paper": f"/paper/{citation['citing_paper']['arxiv_id']}"}
+    links = {"citing_paper": fill(PAPER, paper=citation["citing_paper"]["arxiv_id"])}
     if citation.get("cited_paper") is not None:
-        links["cited_paper"] = f"/paper/{citation['cited_paper']['arxiv_id']}"
+        links["cited_paper"] = fill(PAPER, paper=citation["cited_paper"]["arxiv_id"])
     obs = {"citation": citation, "links": links, "observation_id": oid,
            "resolution": resolution or UNRESOLVED, "standing_notice": notice or NOT_CHECKED}
     obs["observation_digest"] = observation_digest(obs)  # parts from loads_finite, see build_record
@@ -156,11 +157,11 @@ def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -
         "external_citation_measurements": draft.measurement["measurements"] if draft.measurement else [],
         "inbound": shown_in,
         "links": {
-            "evidence": "/evidence",
-            "html": f"/paper/{paper_id}/citation-record",
-            "integrity": f"/paper/{paper_id}/integrity",
-            "json": f"/paper/{paper_id}/citation-record.json",
-            "paper": f"/paper/{paper_id}",
+            "evidence": EVIDENCE,
+            "html": fill(RECORD, paper=paper_id),
+            "integrity": fill(INTEGRITY, paper=paper_id),
+            "json": fill(RECORD, json=True, paper=paper_id),
+            "paper": fill(PAPER, paper=paper_id),
         },
         "outbound": shown_out,
         "paper": draft.paper,

@@ -1,8 +1,9 @@
 """The web application: FastAPI routes over one ledger, read-only, and the one place where errors become
 HTTP status codes (as `cli.main.LedgerGroup` makes them exit codes).
 
-Routes are thin: parse the path and query, call `web.site` (which calls `ledger/` and `projections/`), send
-the bytes. Status codes, by error family:
+Routes are thin, and all of them come from the route table (`web.routes`): parse the path and query, render
+in the store's thread (`web.site`, which calls `ledger/` and `projections/`), send the bytes. Status codes, by
+error family:
 
     InputError     400  a malformed id, date, tile path or query, a query too long
     NotFoundError  404  no such paper (as of that date), a tile the tree does not hold yet, no signing key
@@ -20,11 +21,11 @@ work (`Ledger`); serve several processes (`ledger serve --workers N`) to use sev
 from __future__ import annotations
 
 import asyncio
-import gzip
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from inspect import Parameter, Signature
 from typing import Annotated, Callable
 from urllib.parse import quote
 
@@ -38,10 +39,9 @@ from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFound
 from ledger.importing.logfile import open_ledger
 from ledger.log.signed_notes import Signer
 from ledger.storage.store import Store
-from ledger.log.tiles import parse_tile_path
-from ledger.core.times import now, when
 
-from ledger.web import urls
+
+from ledger.web.routes import ROUTES, Render, Route, ask
 from ledger.web.site import CSP, Body, Site, error_html, error_json
 
 MAX_QUERY = 1024  # bytes of query string; a longer one is refused (400), not parsed
@@ -218,11 +218,69 @@ AsOf = Annotated[str | None, Query(max_length=MAX_PARAMETER, description="Effect
 KnownAt = Annotated[str | None, Query(max_length=MAX_PARAMETER, description="Only events the ledger had recorded by then.")]
 From = Annotated[str, Query(alias="from", max_length=MAX_PARAMETER, description="Earlier date or timestamp.")]
 To = Annotated[str, Query(alias="to", max_length=MAX_PARAMETER, description="Later date or timestamp.")]
+# A query option of the route table: its Python name, its type and its default (`from` is a keyword).
+OPTIONS = {"as_of": ("as_of", AsOf, None), "known_at": ("known_at", KnownAt, None),
+           "from": ("start", From, Parameter.empty), "to": ("end", To, Parameter.empty)}
+ERRORS = {400: {"description": "A malformed id, date, tile path or query (one line)."},
+          404: {"description": "No such paper, record as of that date, or tile (one line)."},
+          503: {"description": "The database is unreachable (one line)."}}
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+async def ledger_error(request: Request, exc: LedgerError) -> Response:
+    status = status_of(exc)
+    if status >= 500:
+        log.error("ledger: %s %s: %s", request.method, request.url.path, exc)
+    return error_response(request, status, str(exc))
+
+
+async def invalid(request: Request, exc: RequestValidationError) -> Response:
+    first = (exc.errors() or [{}])[0]
+    where = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
+    return error_response(request, 400, f"{where}: {first.get('msg', 'invalid')}")
+
+
+async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    reason = f"no such path: {request.url.path}" if exc.status_code == 404 else str(exc.detail)
+    return error_response(request, exc.status_code, reason, dict(exc.headers or {}))
+
+
+async def bug(request: Request, exc: Exception) -> Response:
+    log.exception("ledger: internal error on %s %s", request.method, request.url.path)
+    return error_response(request, 500, f"internal error: {type(exc).__name__}")
+
+
+HANDLERS = {LedgerError: ledger_error, RequestValidationError: invalid, StarletteHTTPException: http_error,
+            Exception: bug}
 
 
 # -- the application ------------------------------------------------------------------------------------
+def endpoint(ledger: Ledger, route: Route, form: str, render: Render) -> Callable:
+    """The FastAPI endpoint of one form of a route: parse (`routes.ask`), render in the store's thread, send.
+    Its signature, built from the row, is what FastAPI validates and the OpenAPI schema lists."""
+    names = {OPTIONS[option][0]: option for option in route.query}
+
+    async def answer(request: Request, **values):
+        question = ask(route, {names.get(name, name): value for name, value in values.items()})
+        body = await ledger(render, question) if route.store else render(None, question)
+        headers = None
+        if route.encode is not None:
+            body, headers = route.encode(request.headers.get("accept-encoding", ""), body, question)
+        return respond(request, body, headers)
+
+    answer.__signature__ = Signature(
+        [Parameter("request", Parameter.KEYWORD_ONLY, annotation=Request)]
+        + [Parameter(name, Parameter.KEYWORD_ONLY, annotation=str) for name in route.parameters]
+        + [Parameter(OPTIONS[o][0], Parameter.KEYWORD_ONLY, annotation=OPTIONS[o][1], default=OPTIONS[o][2])
+           for o in route.query])
+    answer.__name__ = answer.__qualname__ = f"{route.name}_{form}"  # the OpenAPI operation id
+    answer.__doc__ = route.about if form == "json" else None
+    return answer
+
+
 def create_app(source: Store | str, signer: Signer | None = None) -> FastAPI:
-    """The site over a Store, or over the ledger a `--db` location names (opened in the store's thread)."""
+    """The site over a Store, or over the ledger a `--db` location names (opened in the store's thread): a
+    GET route, answering HEAD too (as a static host does), for each form of each row of `routes.ROUTES`."""
     ledger = Ledger(source, signer)
 
     @asynccontextmanager
@@ -231,118 +289,16 @@ def create_app(source: Store | str, signer: Signer | None = None) -> FastAPI:
         ledger.close()
 
     app = FastAPI(title="ledger", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Paper Citation Records and the log behind them, read-only.")
+                  exception_handlers=HANDLERS, description="Paper Citation Records and the log behind them, read-only.")
     app.state.ledger = ledger
     app.add_middleware(Guard)
-    errors = {400: {"description": "A malformed id, date, tile path or query (one line)."},
-              404: {"description": "No such paper, record as of that date, or tile (one line)."},
-              503: {"description": "The database is unreachable (one line)."}}
-
-    def get(path: str, **kwargs):
-        """A GET route, answering HEAD too (as a static host does); the schema lists the GET."""
-
-        def register(route: Callable) -> Callable:
-            app.api_route(path, methods=["HEAD"], include_in_schema=False, response_class=Response, **kwargs)(route)
-            return app.api_route(path, methods=["GET"], response_class=Response, responses=errors, **kwargs)(route)
-
-        return register
-
-    @app.exception_handler(LedgerError)
-    async def ledger_error(request: Request, exc: LedgerError):
-        status = status_of(exc)
-        if status >= 500:
-            log.error("ledger: %s %s: %s", request.method, request.url.path, exc)
-        return error_response(request, status, str(exc))
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError):
-        first = (exc.errors() or [{}])[0]
-        where = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
-        return error_response(request, 400, f"{where}: {first.get('msg', 'invalid')}")
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException):
-        reason = f"no such path: {request.url.path}" if exc.status_code == 404 else str(exc.detail)
-        return error_response(request, exc.status_code, reason, dict(exc.headers or {}))
-
-    @app.exception_handler(Exception)
-    async def bug(request: Request, exc: Exception):
-        log.exception("ledger: internal error on %s %s", request.method, request.url.path)
-        return error_response(request, 500, f"internal error: {type(exc).__name__}")
-
-    @get("/", dependencies=[strict()])
-    async def index(request: Request):
-        return respond(request, await ledger(Site.index_html))
-
-    @get("/evidence", dependencies=[strict()])
-    async def evidence(request: Request):
-        return respond(request, await ledger(Site.evidence_html))
-
-    @get("/assets/{name}", dependencies=[strict()])
-    async def asset(request: Request, name: str):
-        return respond(request, Site.asset(name))
-
-    @get("/checkpoint", dependencies=[strict()])
-    async def checkpoint(request: Request):
-        return respond(request, await ledger(Site.checkpoint))
-
-    @get("/tile/{rest:path}", dependencies=[strict()])
-    async def tile(request: Request, rest: str):
-        found = parse_tile_path(f"tile/{rest}")
-        body = await ledger(Site.tile, found)
-        if found.entries and "gzip" in request.headers.get("accept-encoding", ""):  # C2SP: SHOULD compress
-            return respond(request, Body(gzip.compress(body.content, 6, mtime=0), body.media_type, body.cache),
-                           {"content-encoding": "gzip", "vary": "Accept-Encoding"})
-        return respond(request, body, {"vary": "Accept-Encoding"} if found.entries else None)
-
-    @get("/paper/{paper:path}/as-of/{day}/citation-record.json", dependencies=[strict("known_at")])
-    async def day_record_json(request: Request, paper: str, day: str, known_at: KnownAt = None):
-        at, known = when("as_of", urls.day(day)), when("known_at", known_at)
-        return respond(request, await ledger(Site.record_json, urls.paper_id(paper), at, known))
-
-    @get("/paper/{paper:path}/as-of/{day}/citation-record", dependencies=[strict("known_at")])
-    async def day_record_html(request: Request, paper: str, day: str, known_at: KnownAt = None):
-        at, known = when("as_of", urls.day(day)), when("known_at", known_at)
-        return respond(request, await ledger(Site.record_html, urls.paper_id(paper), at, known, None, day))
-
-    @get("/paper/{paper:path}/citation-record.json", dependencies=[strict("as_of", "known_at")])
-    async def record_json(request: Request, paper: str, as_of: AsOf = None, known_at: KnownAt = None):
-        """Exactly the bytes of `ledger replay --paper <id> --as-of <as_of>`; ETag: the context digest."""
-        at, known = when("as_of", as_of) or now(), when("known_at", known_at)
-        return respond(request, await ledger(Site.record_json, urls.paper_id(paper), at, known))
-
-    @get("/paper/{paper:path}/citation-record", dependencies=[strict("as_of", "known_at")])
-    async def record_html(request: Request, paper: str, as_of: AsOf = None, known_at: KnownAt = None):
-        at, known = when("as_of", as_of) or now(), when("known_at", known_at)
-        return respond(request, await ledger(Site.record_html, urls.paper_id(paper), at, known))
-
-    @get("/paper/{paper:path}/integrity.json", dependencies=[strict("as_of", "known_at")])
-    async def integrity_json(request: Request, paper: str, as_of: AsOf = None, known_at: KnownAt = None):
-        at, known = when("as_of", as_of) or now(), when("known_at", known_at)
-        return respond(request, await ledger(Site.integrity_json, urls.paper_id(paper), at, known))
-
-    @get("/paper/{paper:path}/integrity", dependencies=[strict("as_of", "known_at")])
-    async def integrity_html(request: Request, paper: str, as_of: AsOf = None, known_at: KnownAt = None):
-        at, known = when("as_of", as_of) or now(), when("known_at", known_at)
-        return respond(request, await ledger(Site.integrity_html, urls.paper_id(paper), at, known))
-
-    @get("/paper/{paper:path}/history.json", dependencies=[strict("as_of", "known_at")])
-    async def history_json(request: Request, paper: str, as_of: AsOf = None, known_at: KnownAt = None):
-        """What `ledger history <id> --json` prints; with `as_of`, the events effective by then."""
-        at, known = when("as_of", as_of), when("known_at", known_at)
-        return respond(request, await ledger(Site.history_json, urls.paper_id(paper), at, known))
-
-    @get("/paper/{paper:path}/diff.json", dependencies=[strict("from", "to", "known_at")])
-    async def diff_json(request: Request, paper: str, start: From, end: To, known_at: KnownAt = None):
-        """What `ledger diff <id> --from --to --json` prints."""
-        begin, finish, known = when("from", start), when("to", end), when("known_at", known_at)
-        return respond(request, await ledger(Site.diff_json, urls.paper_id(paper), begin, finish, known))
-
-    @get("/paper/{paper:path}", dependencies=[strict("as_of", "known_at")])
-    async def paper_html(request: Request, paper: str, as_of: AsOf = None, known_at: KnownAt = None):
-        at, known = when("as_of", as_of) or now(), when("known_at", known_at)
-        return respond(request, await ledger(Site.paper_html, urls.paper_id(paper), at, known))
-
+    for route in ROUTES:
+        for form, render in route.forms():
+            answer, path, checked = endpoint(ledger, route, form, render), route.served(form), [strict(*route.query)]
+            app.api_route(path, methods=["HEAD"], include_in_schema=False, response_class=Response,
+                          dependencies=checked)(answer)  # as a static host does; the schema lists the GET
+            app.api_route(path, methods=["GET"], response_class=Response, responses=ERRORS,
+                          dependencies=checked)(answer)
     return app
 
 

@@ -1,19 +1,7 @@
 """`ledger publish`: every path of the site written as static files under OUT/, the bytes `ledger serve`
-gives for the same paths at the same as-of time, so that any static host or CDN can serve them.
-
-    /                                      index.html
-    /evidence                              evidence/index.html
-    /assets/<name>                         assets/<name>
-    /checkpoint                            checkpoint                      (with a key)
-    /tile/<L>/<N>[.p/<W>]                  tile/<L>/<N>[.p/<W>]
-    /tile/entries/<N>[.p/<W>]              tile/entries/<N>[.p/<W>]
-    /paper/<id>                            paper/<id>/index.html
-    /paper/<id>/citation-record            paper/<id>/citation-record/index.html
-    /paper/<id>/citation-record.json       paper/<id>/citation-record.json
-    /paper/<id>/integrity                  paper/<id>/integrity/index.html
-    /paper/<id>/integrity.json             paper/<id>/integrity.json
-    /paper/<id>/history.json               paper/<id>/history.json
-    /paper/<id>/as-of/<day>/citation-record[.json]   the same, for each day something changed
+gives for the same paths at the same as-of time, so that any static host or CDN can serve them. What is
+written is the route table's (`web.routes`): each row's forms, once or per asset, paper, day with a record of
+its own, or tile, and the checkpoint with a key.
 
 An HTML page is `<path>/index.html`, which every static host serves for `<path>/` (and most for `<path>`);
 everything else keeps its path. A file whose bytes are already there is left alone, so a re-run after more
@@ -37,6 +25,8 @@ from ledger.storage.store import Store
 from ledger.services.tilestore import all_tiles
 
 from ledger.web import urls
+from ledger.web.routes import (ONCE, PER_ASSET, PER_DAY, PER_PAPER, PER_TILE, SIGNED, Question, Route, file_for,
+                               published)
 from ledger.web.site import ASSETS, Site
 
 
@@ -52,13 +42,6 @@ class Published:
     def as_json(self) -> dict:
         return {"as_of": self.as_of, "out": self.out, "papers": self.papers, "tree_size": self.tree_size,
                 "unchanged": self.unchanged, "written": self.written}
-
-
-def file_for(path: str, html: bool) -> str:
-    """The file (relative to OUT/) that serves a URL path."""
-    if html:
-        return "index.html" if path == "/" else f"{path.strip('/')}/index.html"
-    return path.strip("/")
 
 
 class Folder:
@@ -120,33 +103,31 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
             raise InputError(f"publish: the ledger holds a paper whose id cannot be a path: {exc}; nothing written") from None
     folder = Folder(out)
     site = Site(store, signer)
-    for name in ASSETS:
-        folder.put(f"assets/{name}", site.asset(name).content)
-    folder.put(file_for("/", True), site.index_html().content)
-    folder.put(file_for("/evidence", True), site.evidence_html().content)
+
+    def write(route: Route, question: Question) -> None:
+        for form, render in route.forms():
+            folder.put(route.file_of(form, question), render(site, question).content)
+
+    for route in published(PER_ASSET):
+        for name in ASSETS:
+            write(route, Question(name=name))
+    for route in published(ONCE):
+        write(route, Question())
     for count, paper in enumerate(papers, start=1):
-        facts = site.facts(paper, None)
-        record = site.record(paper, as_of, None, facts)
-        base = urls.paper_url(paper)
-        folder.put(file_for(f"{base}/citation-record.json", False), site.record_json(paper, as_of, None, record).content)
-        folder.put(file_for(f"{base}/citation-record", True), site.record_html(paper, as_of, None, record).content)
-        found = site.integrity(paper, as_of, None, record)
-        folder.put(file_for(f"{base}/integrity.json", False), site.integrity_json(paper, as_of, None, found).content)
-        folder.put(file_for(f"{base}/integrity", True), site.integrity_html(paper, as_of, None, found).content)
-        folder.put(file_for(base, True), site.paper_html(paper, as_of, None, facts).content)
-        folder.put(file_for(f"{base}/history.json", False), site.history_json(paper, as_of, None, facts).content)
-        for day, own in site.change_days(paper, facts, as_of):
+        shared = Question(paper, as_of)  # one read of the paper's facts and one record for all its files
+        for route in published(PER_PAPER):
+            write(route, shared)
+        for day, own in site.change_days(paper, shared.facts_from(site), as_of):
             if own:
-                at = when("as_of", day)
-                day_record = site.record(paper, at, None, facts)
-                folder.put(file_for(f"{base}/as-of/{day}/citation-record.json", False),
-                           site.record_json(paper, at, None, day_record).content)
-                folder.put(file_for(f"{base}/as-of/{day}/citation-record", True),
-                           site.record_html(paper, at, None, day_record, day).content)
+                on = Question(paper, when("as_of", day), day=day, facts=shared.facts)
+                for route in published(PER_DAY):
+                    write(route, on)
         if progress:
             progress(f"{count}/{len(papers)} {paper}")
-    for tile, data in all_tiles(store, size):  # tiles before the checkpoint that needs them
-        folder.put(tile.path(), data)
+    for route in published(PER_TILE):
+        for tile, data in all_tiles(store, size):  # tiles before the checkpoint that needs them
+            folder.put(route.file_of("file", Question(tile=tile)), data)
     if signer is not None:
-        folder.put("checkpoint", site.checkpoint(size).content)
+        for route in published(SIGNED):
+            write(route, Question(size=size))
     return Published(as_of.text, len(papers), folder.written, folder.unchanged, size, str(out))

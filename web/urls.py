@@ -1,4 +1,5 @@
-"""The site's paths: which arXiv ids may appear in one, and the URL of every page.
+"""The site's URLs: which arXiv ids may appear in a path, and the URL of every page a page links to,
+formatted from the patterns of `ledger.model.paths` (the ones the route table `web.routes` serves).
 
 An id becomes part of a URL and, under `ledger publish`, of a file path, so only well-formed arXiv ids are
 accepted (new style `2407.20018`, old style `hep-th/9901001`): nothing else, in particular no `..`, no
@@ -11,6 +12,7 @@ import re
 from urllib.parse import quote
 
 from ledger.core.errors import InputError
+from ledger.model.paths import DAY_RECORD, HISTORY, INTEGRITY, PAPER, RECORD, fill
 
 # New-style ids: YYMM.NNNN up to 1412, YYMM.NNNNN from 1501 (the month is not checked: synthetic ledgers use
 # any four digits); old-style ones (until 0703): archive[.SC]/YYMMNNN.
@@ -45,26 +47,23 @@ def _query(**params: str | None) -> str:
 
 
 def paper_url(paper: str) -> str:
-    return f"/paper/{paper}"
+    return fill(PAPER, paper=paper)
 
 
 def record_url(paper: str, as_of: str | None = None, known_at: str | None = None, html: bool = True) -> str:
-    suffix = "" if html else ".json"
-    return f"/paper/{paper}/citation-record{suffix}" + _query(as_of=as_of, known_at=known_at)
+    return fill(RECORD, json=not html, paper=paper) + _query(as_of=as_of, known_at=known_at)
 
 
 def day_record_url(paper: str, on: str, known_at: str | None = None, html: bool = True) -> str:
-    suffix = "" if html else ".json"
-    return f"/paper/{paper}/as-of/{on}/citation-record{suffix}" + _query(known_at=known_at)
+    return fill(DAY_RECORD, json=not html, paper=paper, day=on) + _query(known_at=known_at)
 
 
 def integrity_url(paper: str, as_of: str | None = None, known_at: str | None = None, html: bool = True) -> str:
-    suffix = "" if html else ".json"
-    return f"/paper/{paper}/integrity{suffix}" + _query(as_of=as_of, known_at=known_at)
+    return fill(INTEGRITY, json=not html, paper=paper) + _query(as_of=as_of, known_at=known_at)
 
 
 def history_url(paper: str, as_of: str | None = None, known_at: str | None = None) -> str:
-    return f"/paper/{paper}/history.json" + _query(as_of=as_of, known_at=known_at)
+    return fill(HISTORY, json=True, paper=paper) + _query(as_of=as_of, known_at=known_at)
 
 
 def page_url(paper: str, as_of: str | None = None, known_at: str | None = None) -> str:
