@@ -94,8 +94,7 @@ def test_the_python_example_runs_as_printed_on_the_seed(tmp_path):
 
 
 def test_every_link_of_the_readme_to_a_file_of_the_repository_leads_to_one():
-    # docs/event-kinds.md is written on another branch; it is named here until it lands.
     root = README.parent
     targets = set(re.findall(r"\]\(([^)#:]+)\)", README.read_text()))
     assert {"docs/running.md", "docs/proofs.md", "docs/paper-index.md", "docs/publishing.md"} <= targets
-    assert sorted(t for t in targets if not (root / t).exists() and t != "docs/event-kinds.md") == []
+    assert sorted(t for t in targets if not (root / t).exists()) == []
