@@ -207,7 +207,7 @@ def rebuild_mismatch(facts: Iterable[Fact], record: dict) -> Mismatch | None:
 
 def history_differences(rebuilt: dict, record: dict) -> list[str]:
     """What a record says that the ledger's rebuild at the same as_of does not, one line per finding (empty
-    when they agree but for the order of observations). Raises nothing."""
+    when they agree but for the order of observations)."""
     problems = []
     for direction in ("inbound", "outbound"):
         ours = {o["observation_id"]: o for o in rebuilt[direction]}
@@ -228,8 +228,7 @@ def history_differences(rebuilt: dict, record: dict) -> list[str]:
 
 
 def first_difference(expected: object, found: object, path: str = "") -> str | None:
-    """The first place two JSON values differ, in canonical key order (digests last); None when equal.
-    Raises nothing."""
+    """The first place two JSON values differ, in canonical key order (digests last); None when equal."""
     if type(expected) is not type(found):
         return f"{path or 'record'}: ledger has {_show(expected)}, record has {_show(found)}"
     if isinstance(expected, dict):

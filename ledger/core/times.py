@@ -54,11 +54,10 @@ def instant_key(text: object) -> str:
 
 # A corpus repeats its timestamps (a paper's snapshot time in every one of its citations, a sweep's receipts
 # in every notice of the sweep): parsing each distinct string once saved most of the time spent here. A
-# refused string raises every time (lru_cache keeps no exception). The bound keeps memory flat: 65,536 entries
-# (~20 MB) filled up between 100k and 1M events and broke the flat-memory target (traced 2.54x, run of
-# 2026-12-01); repeats are local (one record, one sweep), so 4,096 keep the hits.
+# refused string raises every time (lru_cache keeps no exception). The bound keeps memory flat as a ledger
+# grows; repeats are local (one record, one sweep), so a small cache keeps the hits.
 # Most instants are written in the key's form already (the ledger's own times, the generator's, the seeds'):
-# checking one against the calendar and returning it costs a quarter of parsing and formatting it again.
+# checking one against the calendar and returning it is cheaper than parsing and formatting it again.
 @lru_cache(maxsize=1 << 12)
 def _key_of(text: str) -> str:
     if _KEY_FORM.fullmatch(text):

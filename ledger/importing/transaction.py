@@ -53,10 +53,6 @@ class Progress(NamedTuple):
     events: int
 
 
-class _Abandoned(Exception):
-    """Leaves `Store.writing` rolled back: it commits unless its block raises. Never escapes `attempt`."""
-
-
 def append_units(store: Store, units: Callable[[], Iterator[Parsed]], first: Attempt,
                  progress: Callable[[Progress], None] | None = None, total: int | None = None) -> ImportResult:
     """Append what `units()` gives, all or nothing: an attempt `first` (CHUNKED or WHOLE) and, should it give
@@ -79,9 +75,7 @@ def attempt(store: Store, units: Iterator[Parsed], how: Attempt, progress: Calla
         with store.writing() as writer:
             result = _append_all(writer, _chain(first, units), how, progress, total)
             if result is None:
-                raise _Abandoned
-    except _Abandoned:
-        return None
+                writer.abandon()
     except FactStored:  # the database's unique fact key: a fact stored already, or twice in this transaction
         if how is Attempt.LOOK_UP:
             raise

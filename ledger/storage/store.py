@@ -327,7 +327,8 @@ class Store:
     # -- writing -------------------------------------------------------------------------------------
     @contextmanager
     def writing(self) -> Iterator[Writer]:
-        """One all-or-nothing append transaction holding the write lock.
+        """One all-or-nothing append transaction holding the write lock: committed when its block ends, unless
+        the block calls `Writer.abandon`.
         Raises: InputError on an exported log (read-only), StoreError when the lock is not had in time or the
         fact key is missing."""
         if self.exported_log:
@@ -341,6 +342,9 @@ class Store:
             edge, self._edge = self._edge, None  # until this transaction commits
             writer = Writer(cursor, edge)
             yield writer
+            if writer.abandoned:  # the block gave up: rolled back as after an error, but nothing is raised
+                self._held.rollback()
+                return
         self._edge = (writer.seq, writer.chain, writer.frontier)
         self._recent = writer.remembered(self._recent)
 

@@ -41,6 +41,7 @@ class Writer:
         self.cursor = cursor
         self.seq, self.chain, self.last_recorded = cursor.head()
         self.start = self.seq
+        self.abandoned = False
         self.recent: list[tuple[int, Event, bytes]] | None = []  # for the paper index's next catch-up
         # One recorded time per import, never earlier than the head's: recorded time follows ledger order,
         # so "known at K" is always a prefix of the log.
@@ -53,6 +54,10 @@ class Writer:
             wanted = frontier_nodes(self.seq)
             stored = cursor.tree_nodes(wanted)
             self.frontier = {level: stored[(level, index)] for level, index in wanted}
+
+    def abandon(self) -> None:
+        """Roll this transaction back when its `Store.writing` block ends: nothing it appended is kept."""
+        self.abandoned = True
 
     def paper_facts(self, paper: str) -> list[Fact]:
         """Every event of a paper's record, this transaction's appends included. Raises the driver's errors."""

@@ -176,6 +176,22 @@ def test_a_refused_append_rolls_back_and_the_next_continues_chain_and_tree(seede
         assert root(cursor.node_source(60), 60) == rfc_mth(leaves)
 
 
+def test_an_abandoned_transaction_keeps_nothing_and_the_next_continues_chain_and_tree(seeded):
+    # What an import's attempt does when it gives up: no error, nothing kept, the edge not handed on.
+    new = [snapshot(f"2502.{n:05d}", "2026-01-01T00:00:00Z") for n in range(5)]
+    with seeded.writing() as w:
+        w.append(new)
+        w.abandon()
+    assert seeded.head()[0] == 40 and len(list(seeded.entries())) == 40
+    with seeded.writing() as w:
+        appended = w.append(new)
+    assert [e.seq for e in appended] == list(range(41, 46))
+    assert verify_entries(seeded.entries()) == (45, appended[-1].chain_hash)
+    leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in seeded.entries()]
+    with seeded.reading() as cursor:
+        assert root(cursor.node_source(45), 45) == rfc_mth(leaves)
+
+
 def test_a_row_changed_behind_the_guard_is_caught_by_verify(seeded):
     # Someone with database access disables the guard and changes one byte of one payload.
     if seeded.dialect == "sqlite":

@@ -6,7 +6,7 @@ import os
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Sequence
 
-if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made (about 0.3 s of every command's start-up)
+if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made: it is most of a command's start-up
     from sqlalchemy.engine import Engine
 
 # How long a writer waits for the write lock (and SQLite for a busy file) before giving up with exit 3.

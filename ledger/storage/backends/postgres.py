@@ -22,8 +22,8 @@ LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout expired, or NOWAIT
 
 
 # The types binary COPY sends, by table and column: written out, not compiled from the SQLModel tables, because
-# loading those (~0.5 s) inside a writer's first transaction held the write lock that long and serialized
-# concurrent writers (8 writers fell to 0.5x of 2; run of 2026-12-01). A test holds them equal to the tables'.
+# loading those inside a writer's first transaction held the write lock that long and serialized concurrent
+# writers (benchmarks/RESULTS.md). A test holds them equal to the tables'.
 COPY_TYPES = {
     "events": {"seq": "bigint", "kind": "varchar", "subject": "varchar", "paper": "varchar",
                "effective_at": "varchar", "effective_key": "varchar", "recorded_at": "varchar", "payload": "bytea",
