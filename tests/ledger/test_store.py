@@ -158,6 +158,20 @@ def test_one_fact_per_kind_subject_and_effective_time(seeded):
     assert seeded.head()[0] == 40
 
 
+def next_append_continues_chain_and_tree(store, new) -> None:
+    """Append `new` to a store whose last transaction was not kept: seqs follow the head, the chain and the
+    Merkle tree re-compute over every entry."""
+    head = store.head()[0]
+    with store.writing() as w:
+        appended = w.append(new)
+    size = head + len(new)
+    assert [e.seq for e in appended] == list(range(head + 1, size + 1))
+    assert verify_entries(store.entries()) == (size, appended[-1].chain_hash)
+    leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in store.entries()]
+    with store.reading() as cursor:
+        assert root(cursor.node_source(size), size) == rfc_mth(leaves)
+
+
 def test_a_refused_append_rolls_back_and_the_next_continues_chain_and_tree(seeded):
     # A stored fact in the middle of a batch: the transaction is refused whole (the rows before it too), and
     # the next one continues the chain and the Merkle tree from the head, not from the refused batch's edge.
@@ -167,13 +181,7 @@ def test_a_refused_append_rolls_back_and_the_next_continues_chain_and_tree(seede
         with seeded.writing() as w:
             w.append(new[:10] + [stored] + new[10:])
     assert seeded.head()[0] == 40
-    with seeded.writing() as w:
-        appended = w.append(new)
-    assert [e.seq for e in appended] == list(range(41, 61))
-    assert verify_entries(seeded.entries()) == (60, appended[-1].chain_hash)
-    leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in seeded.entries()]
-    with seeded.reading() as cursor:
-        assert root(cursor.node_source(60), 60) == rfc_mth(leaves)
+    next_append_continues_chain_and_tree(seeded, new)
 
 
 def test_an_abandoned_transaction_keeps_nothing_and_the_next_continues_chain_and_tree(seeded):
@@ -183,13 +191,7 @@ def test_an_abandoned_transaction_keeps_nothing_and_the_next_continues_chain_and
         w.append(new)
         w.abandon()
     assert seeded.head()[0] == 40 and len(list(seeded.entries())) == 40
-    with seeded.writing() as w:
-        appended = w.append(new)
-    assert [e.seq for e in appended] == list(range(41, 46))
-    assert verify_entries(seeded.entries()) == (45, appended[-1].chain_hash)
-    leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in seeded.entries()]
-    with seeded.reading() as cursor:
-        assert root(cursor.node_source(45), 45) == rfc_mth(leaves)
+    next_append_continues_chain_and_tree(seeded, new)
 
 
 def test_a_row_changed_behind_the_guard_is_caught_by_verify(seeded):
