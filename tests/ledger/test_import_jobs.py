@@ -516,6 +516,12 @@ def _wait_for_appends(wal, proc, least: int = 64 * 1024) -> None:
         time.sleep(0.005)
 
 
+def _as_in_a_terminal() -> None:
+    # A process started in the background by a shell without job control inherits SIGINT ignored, and Python
+    # then installs no Ctrl-C handler: the command would run on. A foreground command has the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("jobs, whom", [(2, "group"), (2, "parent"), (1, "group")])
 def test_ctrl_c_in_the_middle_of_appending_leaves_nothing(tmp_path, jobs, whom):
@@ -532,7 +538,8 @@ def test_ctrl_c_in_the_middle_of_appending_leaves_nothing(tmp_path, jobs, whom):
         os.mkfifo(fifo)
         files.append(str(fifo))
     proc = subprocess.Popen([sys.executable, "-m", "ledger.cli", "--db", str(db), "import", "--jobs", str(jobs), *files],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=_as_in_a_terminal)
     try:
         _wait_for_appends(tmp_path / "interrupted.db-wal", proc)
         if whom == "group":  # as a terminal's Ctrl-C: every process of the foreground group
