@@ -24,6 +24,7 @@ from ledger.model.kinds import (  # the vocabulary lives in the kinds table; imp
     NOT_CHECKED,
     NOTICE_CHECKED,
     OBSERVATION_KINDS,
+    OBSERVATION_WITHDRAWN,
     PAPER_SNAPSHOT,
     RESOLUTION_RECORDED,
     SOURCE_CHECKED,
@@ -35,9 +36,9 @@ from ledger.model.kinds import (  # the vocabulary lives in the kinds table; imp
 from ledger.model.published import _type_name
 
 __all__ = ["CITATION_OBSERVED", "Event", "Fact", "KINDS", "MEASUREMENTS_CHECKED", "NO_MEASUREMENT_SOURCE",
-           "NOT_CHECKED", "NOTICE_CHECKED", "OBSERVATION_KINDS", "PAPER_SNAPSHOT", "RESOLUTION_RECORDED",
-           "SOURCE_CHECKED", "UNRESOLVED", "citation_papers", "latest", "make_event", "observed_times",
-           "record_events"]
+           "NOT_CHECKED", "NOTICE_CHECKED", "OBSERVATION_KINDS", "OBSERVATION_WITHDRAWN", "PAPER_SNAPSHOT",
+           "RESOLUTION_RECORDED", "SOURCE_CHECKED", "UNRESOLVED", "citation_papers", "latest", "make_event",
+           "observed_times", "record_events"]
 
 
 class Event(NamedTuple):

@@ -126,6 +126,7 @@ class Draft:
         self.notices: dict[str, dict] = {}  # observation id -> standing notice
         self.sources: list[dict] = []  # {observed_at, source}, one per standing source
         self.measurement: dict | None = None  # the latest measurements.checked payload
+        self.effective: dict[tuple[str, str], str] = {}  # (kind, subject) -> effective key of the fact placed
 
 
 class Kind:
@@ -345,6 +346,29 @@ class MeasurementsChecked(Kind):
         return f"{source}: {entry}"
 
 
+class ObservationWithdrawn(Kind):
+    name = "observation.withdrawn"
+    observation = True
+    page = None  # a withdrawn observation is not in the record: the pages have nothing of it to show
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        """Raises: InputError naming the field."""
+        oid = _observation_id(payload, checked)
+        _part(payload, "reason", str, checked)
+        return timestamp(payload, "observed_at", "payload"), oid, None, ()
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        return subject
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        # Listed after citation.observed: the citation stays only if observed again after the withdrawal.
+        if draft.effective.get((CitationObserved.name, subject), "") <= draft.effective[(self.name, subject)]:
+            draft.citations.pop(subject, None)
+
+    def account(self, old: dict | None, new: dict) -> str:
+        return f"withdrawn on {instant_key(new['observed_at'])[:10]}: {new['reason']}"
+
+
 def table(*kinds: Kind) -> dict[str, Kind]:
     """The kinds by name, in the order given (the order `place` runs in and the vocabulary is listed in).
 
@@ -363,7 +387,8 @@ def table(*kinds: Kind) -> dict[str, Kind]:
 
 
 KIND = table(PaperSnapshot(), CitationObserved(), ResolutionRecorded(), NoticeChecked(), SourceChecked(),
-             MeasurementsChecked())
-PAPER_SNAPSHOT, CITATION_OBSERVED, RESOLUTION_RECORDED, NOTICE_CHECKED, SOURCE_CHECKED, MEASUREMENTS_CHECKED = KIND
+             MeasurementsChecked(), ObservationWithdrawn())
+(PAPER_SNAPSHOT, CITATION_OBSERVED, RESOLUTION_RECORDED, NOTICE_CHECKED, SOURCE_CHECKED, MEASUREMENTS_CHECKED,
+ OBSERVATION_WITHDRAWN) = KIND
 KINDS = tuple(KIND)
 OBSERVATION_KINDS = tuple(name for name, kind in KIND.items() if kind.observation)

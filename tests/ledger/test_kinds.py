@@ -17,7 +17,7 @@ import pytest
 from ledger.core.canonical import canonical
 from ledger.core.times import When
 from ledger.model import events
-from ledger.model.events import Fact, record_events
+from ledger.model.events import Fact, make_event, record_events
 from ledger.model.kinds import ENTRIES, KIND, Kind, table
 from ledger.projections.history import history
 from ledger.projections.record import build_record
@@ -27,13 +27,17 @@ from tests.helpers import seed_record
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTANTS = ("PAPER_SNAPSHOT", "CITATION_OBSERVED", "RESOLUTION_RECORDED", "NOTICE_CHECKED", "SOURCE_CHECKED",
-             "MEASUREMENTS_CHECKED")
+             "MEASUREMENTS_CHECKED", "OBSERVATION_WITHDRAWN")
 
 
 def seed_facts() -> list[Fact]:
-    """Seed 004 taken apart into facts, as the store would hand them to a fold: every kind occurs."""
+    """Seed 004 taken apart into facts, as the store would hand them to a fold: every kind occurs. Its first
+    inbound observation was withdrawn in January and observed again since, so the record still lists it."""
+    oid = seed_record()["inbound"][0]["observation_id"]
+    withdrawn = make_event(events.OBSERVATION_WITHDRAWN, {"observation_id": oid, "observed_at": "2026-01-05T00:00:00Z",
+                                                          "reason": "reference extracted in error"})
     return [Fact(seq, e.kind, e.subject, e.effective_at, e.effective_key, "2026-09-01T00:00:00.000000Z", e.payload)
-            for seq, e in enumerate(record_events(seed_record()), start=1)]
+            for seq, e in enumerate([*record_events(seed_record()), withdrawn], start=1)]
 
 
 def test_every_kind_defines_every_entry_in_its_own_class():
@@ -46,15 +50,17 @@ def test_every_kind_defines_every_entry_in_its_own_class():
 
 def test_the_vocabulary_is_the_table():
     assert events.KINDS == tuple(KIND) == ("paper.snapshot", "citation.observed", "resolution.recorded",
-                                           "notice.checked", "source.checked", "measurements.checked")
-    assert events.OBSERVATION_KINDS == ("citation.observed", "resolution.recorded", "notice.checked")
+                                           "notice.checked", "source.checked", "measurements.checked",
+                                           "observation.withdrawn")
+    assert events.OBSERVATION_KINDS == ("citation.observed", "resolution.recorded", "notice.checked",
+                                        "observation.withdrawn")
     assert [getattr(events, constant) for constant in CONSTANTS] == list(KIND)
     assert {e.kind for e in seed_facts()} == set(KIND)  # the facts below exercise every kind
 
 
 def test_a_kind_missing_an_entry_is_refused_when_the_table_is_built():
-    class Withdrawn(Kind):  # no account: its history line was forgotten
-        name = "observation.withdrawn"
+    class Merged(Kind):  # no account: its history line was forgotten
+        name = "observation.merged"
         observation = True
         page = None
 
@@ -67,8 +73,8 @@ def test_a_kind_missing_an_entry_is_refused_when_the_table_is_built():
         def place(self, draft, subject, payload):
             draft.citations.pop(subject, None)
 
-    with pytest.raises(TypeError, match=r"^event kind Withdrawn: no account$"):
-        table(*KIND.values(), Withdrawn())
+    with pytest.raises(TypeError, match=r"^event kind Merged: no account$"):
+        table(*KIND.values(), Merged())
 
     class Bare(Kind):
         name = "bare.kind"
@@ -78,8 +84,8 @@ def test_a_kind_missing_an_entry_is_refused_when_the_table_is_built():
     with pytest.raises(ValueError, match=r"^event kind paper.snapshot: given twice$"):
         table(*KIND.values(), type(KIND["paper.snapshot"])())
 
-    Withdrawn.account = lambda self, old, new: "observation withdrawn"
-    assert list(table(*KIND.values(), Withdrawn())) == [*KIND, "observation.withdrawn"]
+    Merged.account = lambda self, old, new: "observation merged"
+    assert list(table(*KIND.values(), Merged())) == [*KIND, "observation.merged"]
 
 
 def _python_files() -> list[Path]:
