@@ -1,0 +1,129 @@
+"""observation.withdrawn through the CLI, on seed 004: a withdrawal removes the observation from the record
+from its effective time on, leaves earlier rebuilds byte for byte, and yields to a later re-observation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from ledger.core.canonical import canonical
+from ledger.model.events import CITATION_OBSERVED, OBSERVATION_WITHDRAWN
+from tests.conftest import AS_OF_004, PAPER_004, SEED_004
+from tests.helpers import event_line, redigest, seed_record
+
+WITHDRAWN_AT = "2026-08-20T00:00:00Z"
+REASON = "reference extracted in error"
+OID = seed_record()["inbound"][0]["observation_id"]
+
+
+def withdrawal(**changes) -> dict:
+    return {"observation_id": OID, "observed_at": WITHDRAWN_AT, "reason": REASON, **changes}
+
+
+def write_lines(path, *lines: bytes) -> str:
+    path.write_bytes(b"".join(lines))
+    return str(path)
+
+
+@pytest.fixture
+def withdrawn(cli, tmp_path):
+    """Seed 004 imported, then the withdrawal of its first inbound observation on 20 August."""
+    assert cli("init").exit_code == 0
+    assert cli("import", str(SEED_004)).exit_code == 0
+    result = cli("import", write_lines(tmp_path / "w.jsonl", event_line(OBSERVATION_WITHDRAWN, withdrawal())))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith("appended 1 events (0 already present)")
+    return cli
+
+
+def replay(cli, as_of: str) -> bytes:
+    result = cli("replay", "--paper", PAPER_004, "--as-of", as_of)
+    assert (result.exit_code, result.stderr) == (0, "")
+    return result.stdout_bytes
+
+
+def without_first_inbound(as_of: str) -> dict:
+    """Seed 004 as of `as_of` with its first inbound observation gone and every count one less."""
+    record = seed_record()
+    record["as_of"] = as_of
+    del record["inbound"][0]
+    for lane in record["coverage"]:
+        if lane["lane"] in ("standing_notices", "inbound_itemization"):
+            lane["denominator"] -= 1
+            lane["records_observed"] -= 1
+    itemized = next(lane for lane in record["coverage"] if lane["lane"] == "inbound_itemization")
+    itemized["source_observed_at"] = max(o["citation"]["source_observed_at"] for o in record["inbound"])
+    record["thesis"] = ("As of 21 August 2026, this Paper Citation Record lists 0 of 0 outbound references and 11 "
+                        "inbound Pith citation observations for arXiv:2407.20018.")
+    return redigest(record)
+
+
+def test_before_the_withdrawal_the_seed_rebuilds_byte_for_byte(withdrawn):
+    assert replay(withdrawn, AS_OF_004) == SEED_004.read_bytes()
+    just_before = json.loads(replay(withdrawn, "2026-08-19T23:59:59Z"))
+    assert just_before["inbound"] == seed_record()["inbound"] and just_before["coverage"] == seed_record()["coverage"]
+
+
+def test_from_the_withdrawal_on_the_observation_is_gone_and_counted_nowhere(withdrawn):
+    rebuilt = json.loads(replay(withdrawn, "2026-08-21T00:00:00Z"))
+    assert OID not in {o["observation_id"] for o in rebuilt["inbound"]}
+    assert rebuilt["thesis"].endswith("lists 0 of 0 outbound references and 11 inbound Pith citation observations "
+                                      "for arXiv:2407.20018.")
+    assert canonical(rebuilt) == canonical(without_first_inbound("2026-08-21T00:00:00Z"))
+    at_the_time = json.loads(replay(withdrawn, WITHDRAWN_AT))  # effective at its observed_at, itself included
+    assert OID not in {o["observation_id"] for o in at_the_time["inbound"]}
+
+
+def test_observed_again_after_the_withdrawal_it_is_back(withdrawn, tmp_path):
+    citation = copy.deepcopy(seed_record()["inbound"][0]["citation"])
+    citation["source_observed_at"] = "2026-08-25T00:00:00Z"
+    again = event_line(CITATION_OBSERVED, {"citation": citation, "observation_id": OID})
+    result = withdrawn("import", write_lines(tmp_path / "again.jsonl", again))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert OID not in {o["observation_id"] for o in json.loads(replay(withdrawn, "2026-08-24T00:00:00Z"))["inbound"]}
+    back = json.loads(replay(withdrawn, "2026-08-26T00:00:00Z"))
+    assert [o["citation"] for o in back["inbound"] if o["observation_id"] == OID] == [citation]
+    assert [(lane["denominator"], lane["records_observed"]) for lane in back["coverage"]
+            if lane["lane"] == "inbound_itemization"] == [(12, 12)]
+    assert "and 12 inbound Pith citation observations" in back["thesis"]
+    assert replay(withdrawn, AS_OF_004) == SEED_004.read_bytes()
+
+
+def test_history_accounts_for_the_withdrawal(withdrawn):
+    for subject in (OID, PAPER_004):
+        result = withdrawn("history", subject)
+        assert result.exit_code == 0 and result.stderr == ""
+        last = result.stdout.splitlines()[-1].split("\t")
+        assert (last[1], last[3], last[4]) == (WITHDRAWN_AT, OBSERVATION_WITHDRAWN,
+                                                f"withdrawn on 2026-08-20: {REASON}")
+
+
+def test_the_same_withdrawal_twice_is_the_same_fact(withdrawn, tmp_path):
+    result = withdrawn("import", write_lines(tmp_path / "w.jsonl", event_line(OBSERVATION_WITHDRAWN, withdrawal())))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith("appended 0 events (1 already present); head 41 ")
+
+
+def test_another_withdrawal_of_the_observation_at_the_same_time_is_a_contradiction(withdrawn, tmp_path):
+    path = write_lines(tmp_path / "w2.jsonl", event_line(OBSERVATION_WITHDRAWN, withdrawal(reason="duplicate")))
+    result = withdrawn("import", path)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"ledger: {path}: line 1: observation.withdrawn of {OID} effective {WITHDRAWN_AT} "
+                             "contradicts event seq 41 (same subject, kind and effective time, other payload)\n")
+
+
+@pytest.mark.parametrize("payload, error", [
+    ({"observation_id": OID, "reason": REASON}, "field payload.observed_at: missing"),
+    ({"observation_id": OID, "observed_at": WITHDRAWN_AT}, "field payload.reason: missing"),
+    (withdrawal(reason=3), "field payload.reason: expected a string, found an integer"),
+    (withdrawal(observation_id=""), "field payload.observation_id: empty"),
+])
+def test_a_bad_withdrawal_is_refused_naming_the_field(withdrawn, tmp_path, payload, error):
+    path = write_lines(tmp_path / "bad.jsonl", event_line(OBSERVATION_WITHDRAWN, payload))
+    result = withdrawn("import", path)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"ledger: {path}: line 1: {error}\n"
+    assert withdrawn("import", str(SEED_004)).stdout.startswith("appended 0 events (40 already present); head 41 ")
