@@ -23,7 +23,7 @@ from ledger.projections.record import rebuild_mismatch
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError, StoreError
 from ledger.importing.decode import Parsed
 from ledger.log.chain import Entry, hex_hash, seal
-from ledger.model.events import Event, Fact
+from ledger.model.events import CITATION_OBSERVED, OBSERVATION_WITHDRAWN, Event, Fact
 from ledger.storage.store import Store
 from ledger.storage.writer import FactStored, Writer
 
@@ -96,12 +96,13 @@ def _append_all(writer: Writer, units: Iterator[Parsed], how: Attempt, progress:
     appended = present = done = 0
     refusal: LedgerError | None = None
     firsts: dict[str, int] = {}  # the seq each input's first new fact takes (`_fresh`)
+    withdrawals: list[tuple[str, int, Event]] = []  # checked once every unit is in: a citation may come later
     for item in units:  # raises the first unit that cannot be decoded, in input order
         done += item.size
         if refusal is not None:
             continue  # keep decoding: a bad unit further on is what gets reported
         try:
-            counts = _apply(writer, item, firsts, how)
+            counts = _apply(writer, item, firsts, how, withdrawals)
         except (InputError, IntegrityError) as exc:
             refusal = exc
             continue
@@ -110,15 +111,17 @@ def _append_all(writer: Writer, units: Iterator[Parsed], how: Attempt, progress:
         appended, present = appended + counts[0], present + counts[1]
         if progress is not None:
             progress(Progress("appending", done, total, appended + present))
+    refusal = refusal or _unobserved(writer, withdrawals)
     if refusal is not None:
         raise refusal
     return ImportResult(appended, present, (writer.seq, writer.chain))
 
 
-def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], how: Attempt) -> tuple[int, int] | None:
+def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], how: Attempt,
+           withdrawals: list[tuple[str, int, Event]]) -> tuple[int, int] | None:
     """One unit: its log lines, then its new facts, then its record's rebuild (an input holding both log lines
     and new facts comes in two parts, its log lines first). Returns (appended, present), or None when a
-    CHUNKED attempt gives up."""
+    CHUNKED attempt gives up; adds the withdrawals it appended to `withdrawals`."""
     look_up = how is Attempt.LOOK_UP
     appended = present = 0
     if item.entries:
@@ -138,6 +141,8 @@ def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], how: Attempt) -
             raise contradiction
         entries = writer.append(fresh)
         appended, present = appended + len(fresh), present + held
+        new_keys = {e.key for e in fresh if e.kind == OBSERVATION_WITHDRAWN}
+        withdrawals.extend((item.name, line, e) for line, e in events if e.key in new_keys)
         if held == 0:
             new = (entries, fresh)
     if item.paper is not None:
@@ -148,6 +153,22 @@ def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], how: Attempt) -
 def _contradiction(name: str, line: int, event: Event, what: str) -> InputError:
     where = f"{name}: line {line}: " if line else f"{name}: "
     return InputError(f"{where}{event.kind} of {event.subject} effective {event.effective_at} contradicts {what}")
+
+
+def _unobserved(writer: Writer, withdrawals: list[tuple[str, int, Event]]) -> InputError | None:
+    """The refusal of the first withdrawal appended of an observation the ledger (this import included) never
+    observed, or effective before the observation's first citation; None when there is none."""
+    for name, line, event in withdrawals:
+        where = f"{name}: line {line}: " if line else f"{name}: "
+        cited = [f for f in writer.observation_facts(event.subject) if f.kind == CITATION_OBSERVED]
+        if not cited:
+            return InputError(f"{where}field payload.observation_id: observation {event.subject} is not in this "
+                              "ledger: there is nothing to withdraw")
+        first = min(cited, key=lambda f: (f.effective_key, f.seq))
+        if event.effective_key < first.effective_key:
+            return InputError(f"{where}field payload.observed_at: {event.effective_at} is earlier than observation "
+                              f"{event.subject} itself ({first.effective_at})")
+    return None
 
 
 def _fresh(name: str, events: list[tuple[int, Event]], stored: dict,

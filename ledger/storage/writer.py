@@ -67,6 +67,10 @@ class Writer:
         """The sequence numbers of `paper_facts(paper)`. Raises the driver's errors."""
         return self.cursor.paper_seqs(paper)
 
+    def observation_facts(self, observation: str) -> list[Fact]:
+        """Every event of one observation, this transaction's appends included. Raises the driver's errors."""
+        return self.cursor.observation_facts(observation)
+
     def entry(self, seq: int) -> Entry:
         """The stored entry `seq`. Raises the driver's errors."""
         return self.cursor.entry(seq)

@@ -127,3 +127,38 @@ def test_a_bad_withdrawal_is_refused_naming_the_field(withdrawn, tmp_path, paylo
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == f"ledger: {path}: line 1: {error}\n"
     assert withdrawn("import", str(SEED_004)).stdout.startswith("appended 0 events (40 already present); head 41 ")
+
+
+def test_withdrawing_an_observation_the_ledger_never_saw_is_refused(withdrawn, tmp_path):
+    stranger = "00000000-0000-4000-8000-000000000000"
+    valid = withdrawal(observed_at="2026-08-22T00:00:00Z", reason="duplicate")  # refused with the line after it
+    path = write_lines(tmp_path / "w.jsonl", event_line(OBSERVATION_WITHDRAWN, valid),
+                       event_line(OBSERVATION_WITHDRAWN, withdrawal(observation_id=stranger)))
+    result = withdrawn("import", path)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"ledger: {path}: line 2: field payload.observation_id: observation {stranger} is not "
+                             "in this ledger: there is nothing to withdraw\n")
+    history = withdrawn("history", PAPER_004).stdout
+    assert "duplicate" not in history and history.count(OBSERVATION_WITHDRAWN) == 1  # nothing appended
+
+
+def test_an_observation_cited_in_the_same_import_may_be_withdrawn(cli, tmp_path):
+    # The withdrawal comes first: what counts is what the ledger holds once the whole import is in.
+    assert cli("init").exit_code == 0
+    citation = seed_record()["inbound"][0]["citation"]
+    path = write_lines(tmp_path / "both.jsonl", event_line(OBSERVATION_WITHDRAWN, withdrawal()),
+                       event_line(CITATION_OBSERVED, {"citation": citation, "observation_id": OID}))
+    result = cli("import", path)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith("appended 2 events (0 already present)")
+
+
+def test_a_withdrawal_earlier_than_the_observation_itself_is_refused(withdrawn, tmp_path):
+    path = write_lines(tmp_path / "early.jsonl",
+                       event_line(OBSERVATION_WITHDRAWN, withdrawal(observed_at="2026-01-05T00:00:00Z")))
+    result = withdrawn("import", path)
+    assert (result.exit_code, result.stdout) == (2, "")
+    # The observation's own effective time: the latest time its citation was observed at.
+    assert result.stderr == (f"ledger: {path}: line 1: field payload.observed_at: 2026-01-05T00:00:00Z is earlier "
+                             f"than observation {OID} itself (2026-08-08T14:36:12.899386Z)\n")
+    assert withdrawn("import", str(SEED_004)).stdout.startswith("appended 0 events (40 already present); head 41 ")
