@@ -162,3 +162,20 @@ def test_a_withdrawal_earlier_than_the_observation_itself_is_refused(withdrawn, 
     assert result.stderr == (f"ledger: {path}: line 1: field payload.observed_at: 2026-01-05T00:00:00Z is earlier "
                              f"than observation {OID} itself (2026-08-08T14:36:12.899386Z)\n")
     assert withdrawn("import", str(SEED_004)).stdout.startswith("appended 0 events (40 already present); head 41 ")
+
+
+def test_a_withdrawal_is_an_event_of_its_paper_and_a_bundle_without_it_is_incomplete(withdrawn, tmp_path,
+                                                                                      monkeypatch):
+    from tests.cli.test_completeness import check, refused
+
+    monkeypatch.chdir(tmp_path)
+    assert withdrawn("keygen", "example.org/ledger").exit_code == 0
+    made = withdrawn("replay", "--paper", PAPER_004, "--as-of", "2026-08-21", "--evidence", "b.json",
+                     "--key", "ledger.key")
+    assert made.exit_code == 0, made.stderr
+    bundle = json.loads((tmp_path / "b.json").read_bytes())
+    assert [e["seq"] for e in bundle["events"]] == list(range(1, 42))  # seed 004's 40, then the withdrawal
+    whole = check(withdrawn, tmp_path, bundle)
+    assert whole.exit_code == 0 and "complete: the signed paper index counts 41 events" in whole.stdout
+    del bundle["events"][-1]
+    refused(check(withdrawn, tmp_path, bundle), "missing from the bundle: 1 event after seq 40")
