@@ -88,10 +88,15 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: When) -> dict:
 
     Raises NotFoundError when the paper has no snapshot effective by then.
     """
+    return _folded(paper_id, facts, as_of).record()
+
+
+def _folded(paper_id: str, facts: Iterable[Fact], as_of: When) -> Fold:
+    """A Fold of `paper_id` as of `as_of`, every one of `facts` added."""
     fold = Fold(paper_id, as_of)
     for fact in facts:
         fold.add(fact)
-    return fold.record()
+    return fold
 
 
 _ORDER = {name: index for index, name in enumerate(KIND)}
@@ -204,6 +209,23 @@ def rebuild_mismatch(facts: Iterable[Fact], record: dict) -> Mismatch | None:
     """
     rebuilt = build_record(record["paper"]["arxiv_id"], facts, When.at(record["as_of"]))
     return None if canonical_parsed(rebuilt) == canonical_parsed(record) else Mismatch(rebuilt, record)
+
+
+def missing_observations(facts: Iterable[Fact], record: dict) -> list[str]:
+    """The observations the ledger's rebuild from `facts` at `record`'s as_of lists, in a direction where the
+    record lists fewer than its cap, that the record does not list there; page order, inbound first. An
+    observation past the record's cap is not missing. Needs no snapshot of the paper."""
+    fold = _folded(record["paper"]["arxiv_id"], facts, When.at(record["as_of"]))
+    inbound, outbound = _directions(_draft(fold.paper_id, fold.newest))
+    missing: list[str] = []
+    for direction, ours in (("inbound", inbound), ("outbound", outbound)):
+        theirs = record[direction]
+        if len(theirs) >= record["caps"][direction]:
+            continue
+        listed = {obs["observation_id"] for obs in theirs}
+        missing += [obs["observation_id"] for obs in ours
+                    if obs["observation_id"] not in listed and obs["observation_id"] not in missing]
+    return missing
 
 
 def history_differences(rebuilt: dict, record: dict) -> list[str]:
