@@ -43,12 +43,17 @@ def import_(
                                                    "directory: the .json and .jsonl files below it.")],
     json: Json = False,
     jobs: Jobs = 1,
+    withdraw_missing: Annotated[bool, typer.Option("--withdraw-missing", help="A record that no longer lists "
+                                                   "observations the ledger lists at its as_of: append one "
+                                                   "observation.withdrawn each, at that as_of, instead of "
+                                                   "refusing it. Default: off.")] = False,
 ) -> None:
     """Append the facts of published records or event lines, all or nothing."""
     with Workers(jobs) as workers:  # before the store connects: a forked worker must share no connection
         store = open_store(ctx)
         meter = Meter("import", "events")
-        result = import_files(store, files, (lambda p: meter.update(*p)) if meter.live else None, workers)
+        result = import_files(store, files, (lambda p: meter.update(*p)) if meter.live else None, workers,
+                              withdraw_missing=withdraw_missing)
         meter.close()
     seq, chain = result.head
     if json:

@@ -33,7 +33,8 @@ __all__ = ["CHUNK_LINES", "DECODE_AHEAD", "STREAM_BLOCK", "STREAM_BYTES", "TASK_
 
 
 def import_files(store: Store, names: list[str], progress: Callable[[Progress], None] | None = None,
-                 workers: Workers | None = None, sizes: Sizes = Sizes()) -> ImportResult:
+                 workers: Workers | None = None, sizes: Sizes = Sizes(), *,
+                 withdraw_missing: bool = False) -> ImportResult:
     """Read, validate and import files (or `-` for stdin; a directory: the .json and .jsonl files below it,
     `inputs.input_files`) as one all-or-nothing invocation.
 
@@ -41,6 +42,8 @@ def import_files(store: Store, names: list[str], progress: Callable[[Progress], 
     units are decoded here, the first `sizes.decode_ahead` bytes of input before the transaction begins.
     `progress`, when given, is called with a Progress as units are decoded and appended (the CLI shows it on
     a terminal). `sizes` cut and pace the input (`units.Sizes`); the outcome never depends on them.
+    `withdraw_missing`: a record that no longer lists observations the ledger's rebuild at its as_of lists
+    has them withdrawn at its as_of (one observation.withdrawn each, ahead of its events) instead of refused.
 
     Inputs are appended in chunks of event lines first (Attempt.CHUNKED). Should any fact turn up twice
     (stored already, as when a file is imported again, or twice in one input) or be contradicted, that
@@ -59,7 +62,7 @@ def import_files(store: Store, names: list[str], progress: Callable[[Progress], 
                 units = _decoded_here(names, stdin, sizes, progress, total)
             else:
                 units = lambda: decoded_by(workers, names, stdin, sizes)  # noqa: E731
-            return append_units(store, units, Attempt.CHUNKED, progress, total)
+            return append_units(store, units, Attempt.CHUNKED, progress, total, withdraw_missing=withdraw_missing)
     finally:
         stdin.close()
 

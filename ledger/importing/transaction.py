@@ -14,16 +14,18 @@ This module never reads an input or decodes one (the units come decoded) and nev
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterator, NamedTuple
 
-from ledger.projections.record import rebuild_mismatch
+from ledger.projections.record import missing_observations, rebuild_mismatch
 
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError, StoreError
+from ledger.core.inputs import STDIN
 from ledger.importing.decode import Parsed
 from ledger.log.chain import Entry, hex_hash, seal
-from ledger.model.events import CITATION_OBSERVED, OBSERVATION_WITHDRAWN, Event, Fact
+from ledger.model.events import CITATION_OBSERVED, OBSERVATION_WITHDRAWN, Event, Fact, make_event
 from ledger.storage.store import Store
 from ledger.storage.writer import FactStored, Writer
 
@@ -54,26 +56,29 @@ class Progress(NamedTuple):
 
 
 def append_units(store: Store, units: Callable[[], Iterator[Parsed]], first: Attempt,
-                 progress: Callable[[Progress], None] | None = None, total: int | None = None) -> ImportResult:
+                 progress: Callable[[Progress], None] | None = None, total: int | None = None, *,
+                 withdraw_missing: bool = False) -> ImportResult:
     """Append what `units()` gives, all or nothing: an attempt `first` (CHUNKED or WHOLE) and, should it give
-    up, one that looks every fact up (LOOK_UP), each over a fresh `units()`. `progress` as in `attempt`.
-    Raises: InputError or IntegrityError naming the file (nothing appended), or StoreError."""
-    result = attempt(store, units(), first, progress, total)
+    up, one that looks every fact up (LOOK_UP), each over a fresh `units()`. `progress`, `withdraw_missing`
+    as in `attempt`. Raises: InputError or IntegrityError naming the file (nothing appended), or StoreError."""
+    result = attempt(store, units(), first, progress, total, withdraw_missing=withdraw_missing)
     if result is None:  # given up, nothing appended: the words of each input taken whole and looked up
-        result = attempt(store, units(), Attempt.LOOK_UP, progress, total)
+        result = attempt(store, units(), Attempt.LOOK_UP, progress, total, withdraw_missing=withdraw_missing)
     return result
 
 
 def attempt(store: Store, units: Iterator[Parsed], how: Attempt, progress: Callable[[Progress], None] | None = None,
-            total: int | None = None) -> ImportResult | None:
+            total: int | None = None, *, withdraw_missing: bool = False) -> ImportResult | None:
     """One transaction over `units` in input order, committed, or None when the attempt gives up (rolled back:
     nothing appended; try LOOK_UP). `progress`, when given, is called as each unit is appended, `total` the
-    bytes of input (None: unknown). Raises: InputError or IntegrityError (the first unit that cannot be
+    bytes of input (None: unknown). With `withdraw_missing`, an observation a record no longer lists (see
+    `record.missing_observations`) is withdrawn at its as_of, ahead of its events; without, the record is
+    refused. Raises: InputError or IntegrityError (the first unit that cannot be
     decoded, else the first refusal; nothing appended), or StoreError."""
     first = next(units, None)  # decoded before the lock is taken: a bad first input never waits for it
     try:
         with store.writing() as writer:
-            result = _append_all(writer, _chain(first, units), how, progress, total)
+            result = _append_all(writer, _chain(first, units), how, progress, total, withdraw_missing)
             if result is None:
                 writer.abandon()
     except FactStored:  # the database's unique fact key: a fact stored already, or twice in this transaction
@@ -90,7 +95,7 @@ def _chain(first: Parsed | None, rest: Iterator[Parsed]) -> Iterator[Parsed]:
 
 
 def _append_all(writer: Writer, units: Iterator[Parsed], how: Attempt, progress: Callable[[Progress], None] | None,
-                total: int | None) -> ImportResult | None:
+                total: int | None, withdraw_missing: bool) -> ImportResult | None:
     """Every unit through `writer`; None when the attempt gives up. Raises the first unit's error that cannot
     be decoded (iterating `units`), else the first refusal, once every unit is decoded."""
     appended = present = done = 0
@@ -102,7 +107,7 @@ def _append_all(writer: Writer, units: Iterator[Parsed], how: Attempt, progress:
         if refusal is not None:
             continue  # keep decoding: a bad unit further on is what gets reported
         try:
-            counts = _apply(writer, item, firsts, how, withdrawals)
+            counts = _apply(writer, item, firsts, how, withdrawals, withdraw_missing)
         except (InputError, IntegrityError) as exc:
             refusal = exc
             continue
@@ -118,10 +123,11 @@ def _append_all(writer: Writer, units: Iterator[Parsed], how: Attempt, progress:
 
 
 def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], how: Attempt,
-           withdrawals: list[tuple[str, int, Event]]) -> tuple[int, int] | None:
-    """One unit: its log lines, then its new facts, then its record's rebuild (an input holding both log lines
-    and new facts comes in two parts, its log lines first). Returns (appended, present), or None when a
-    CHUNKED attempt gives up; adds the withdrawals it appended to `withdrawals`."""
+           withdrawals: list[tuple[str, int, Event]], withdraw_missing: bool) -> tuple[int, int] | None:
+    """One unit: its log lines, then (`withdraw_missing`) the withdrawals of what its record no longer lists,
+    then its new facts, then its record's rebuild (an input holding both log lines and new facts comes in two
+    parts, its log lines first). Returns (appended, present), or None when a CHUNKED attempt gives up; adds
+    the withdrawals of its event lines it appended to `withdrawals`."""
     look_up = how is Attempt.LOOK_UP
     appended = present = 0
     if item.entries:
@@ -130,6 +136,8 @@ def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], how: Attempt,
     own_from = firsts.setdefault(item.name, writer.seq + 1)
     if item.last:
         del firsts[item.name]
+    if withdraw_missing and item.paper is not None:
+        appended += len(writer.append(_withdrawals(writer, item)))
     events = item.events
     new: tuple[list[Entry], list[Event]] | None = None  # this unit's events and their entries, when all were new
     if events:
@@ -238,6 +246,16 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
     return len(batch), present
 
 
+def _withdrawals(writer: Writer, item: Parsed) -> list[Event]:
+    """One observation.withdrawn, effective at the record's as_of, of each observation the ledger's rebuild
+    lists that the record no longer does (`record.missing_observations`). Raises: InputError naming the field."""
+    record = item.the_record()
+    as_of, source = record["as_of"], "stdin" if item.name == STDIN else os.path.basename(item.name)
+    return [make_event(OBSERVATION_WITHDRAWN, {"observation_id": oid, "observed_at": as_of,
+                                               "reason": f"not listed in {source} as of {as_of}"})
+            for oid in missing_observations(writer.paper_facts(item.paper), record)]
+
+
 def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Event]] | None) -> None:
     """The ledger must give back this record's exact bytes at its as_of, or the import is refused.
 
@@ -261,5 +279,10 @@ def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Ev
     except NotFoundError as exc:
         raise InputError(f"{name}: the ledger cannot rebuild this record: {exc}") from None
     if mismatch is not None:
+        missing = missing_observations(facts, record)
+        if missing:
+            raise InputError(f"{name}: the record no longer lists observation(s) {', '.join(missing)} that the "
+                             f"ledger's rebuild at its as_of {record['as_of']} lists; `ledger import "
+                             "--withdraw-missing` appends their withdrawals")
         raise InputError(f"{name}: the ledger cannot reproduce this record at its as_of {record['as_of']}: "
                          f"first difference at {mismatch.first()}")
