@@ -181,8 +181,8 @@ def test_a_bad_file_later_is_reported_before_a_refusal_met_while_appending(new_l
 def attempts(monkeypatch) -> list:
     """The kind of every attempt an import makes (`transaction.attempt`), as it makes them."""
     kinds, attempt = [], transaction.attempt
-    monkeypatch.setattr(transaction, "attempt", lambda store, units, how, *rest: kinds.append(how) or
-                        attempt(store, units, how, *rest))
+    monkeypatch.setattr(transaction, "attempt", lambda store, units, how, *rest, **options: kinds.append(how) or
+                        attempt(store, units, how, *rest, **options))
     return kinds
 
 
