@@ -14,10 +14,8 @@ from typing import Annotated, Callable
 import typer
 
 from ledger.core.canonical import canonical
-from ledger.core.errors import InputError
 from ledger.core.inputs import decode_input, read_input
 from ledger.importing.logfile import open_ledger
-from ledger.log.signed_notes import Signer, Verifier, parse_signer, parse_verifier
 from ledger.storage.store import Store
 
 DEFAULT_DB = "ledger.db"
@@ -36,22 +34,6 @@ def open_store(ctx: typer.Context) -> Store:
 
 def read_text(name: str, expected: str) -> str:
     return decode_input(name, read_input(name), expected)
-
-
-def _load_key(name: str, parse, expected: str):
-    text = read_text(name, expected)  # names the file itself when it cannot be read
-    try:
-        return parse(text)
-    except InputError as exc:
-        raise InputError(f"{name}: {exc}") from None
-
-
-def load_signer(name: str) -> Signer:
-    return _load_key(name, parse_signer, "a signing key")
-
-
-def load_verifier(name: str) -> Verifier:
-    return _load_key(name, parse_verifier, "a verifier key")
 
 
 def progress(message: str) -> None:

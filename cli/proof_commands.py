@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ledger.cli.common import Json, load_signer, load_verifier, open_store, read_text, write_json, write_stdout
+from ledger.cli.common import Json, open_store, read_text, write_json, write_stdout
+from ledger.services.keys import load_signer, load_verifier
 from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
 from ledger.core.errors import InputError

@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ledger.cli.common import Json, db_location, load_signer, open_store, progress, write_json
+from ledger.cli.common import Json, db_location, open_store, progress, write_json
+from ledger.services.keys import load_signer
 from ledger.core.errors import InputError, LedgerError
 
 app = typer.Typer()

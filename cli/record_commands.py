@@ -10,8 +10,7 @@ import typer
 
 from functools import partial
 
-from ledger.cli.common import (Jobs, Json, Meter, db_location, load_signer, load_verifier, open_store, progress, read_text,
-                        write_json, write_stdout)
+from ledger.cli.common import Jobs, Json, Meter, db_location, open_store, progress, read_text, write_json, write_stdout
 from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines
 from ledger.audit.auditor import load_json, verify_bundle, verify_index
 from ledger.core.canonical import canonical
@@ -23,6 +22,7 @@ from ledger.importing.logfile import is_exported_log, log_entries
 from ledger.services.proofs import evidence_bundle
 from ledger.services.replay import render_records, shared
 from ledger.storage.store import Store, sqlite_path
+from ledger.services.keys import load_signer, load_verifier
 from ledger.services.verify import compare_record, verify_chain
 from ledger.core.times import when
 from ledger.core.workers import Workers

@@ -12,28 +12,18 @@ import os
 from typing import Iterable
 
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
-from ledger.core.inputs import decode_input, read_input
+from ledger.core.inputs import read_input
 from ledger.core.times import when
 from ledger.importing import importer, logfile
 from ledger.importing.importer import ImportResult
-from ledger.log.signed_notes import Signer, parse_signer
 from ledger.projections import history as views
 from ledger.projections.record import build_record
 from ledger.services import proofs
+from ledger.services.keys import load_signer
 from ledger.services.verify import compare_record
 from ledger.storage.store import Store
 
 PathLike = str | os.PathLike
-
-
-def _signer(key: PathLike) -> Signer:
-    """The signing key in the file `key`. Raises: InputError naming the file."""
-    name = os.fspath(key)
-    text = decode_input(name, read_input(name), "a signing key")  # names the file itself when it cannot be read
-    try:
-        return parse_signer(text)
-    except InputError as exc:
-        raise InputError(f"{name}: {exc}") from None
 
 
 def create_ledger(location: PathLike) -> Store:
@@ -106,4 +96,4 @@ def evidence_bundle(store: Store, paper: str, as_of: str, key: PathLike, known_a
     Raises: InputError for a bad date or key, NotFoundError, IntegrityError, or StoreError.
     """
     known = when("known_at", known_at)
-    return proofs.evidence_bundle(store, paper, when("as_of", as_of), _signer(key), known and known.key)
+    return proofs.evidence_bundle(store, paper, when("as_of", as_of), load_signer(os.fspath(key)), known and known.key)
