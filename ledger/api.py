@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from ledger.core.errors import InputError, IntegrityError, NotFoundError
+from ledger.core.errors import IntegrityError, NotFoundError
 from ledger.core.inputs import read_input
 from ledger.core.times import when
 from ledger.importing import importer, logfile

@@ -25,8 +25,7 @@ from ledger.storage.store import Store
 from ledger.services.tilestore import all_tiles
 
 from ledger.web import urls
-from ledger.web.routes import (ONCE, PER_ASSET, PER_DAY, PER_PAPER, PER_TILE, SIGNED, Question, Route, file_for,
-                               published)
+from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
 from ledger.web.site import ASSETS, Site
 
 

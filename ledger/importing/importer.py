@@ -18,7 +18,6 @@ from __future__ import annotations
 from itertools import chain, islice
 from typing import Callable, Iterator
 
-from ledger.core.errors import InputError, IntegrityError, StoreError
 from ledger.core.inputs import STDIN, input_files
 from ledger.core.workers import Workers
 from ledger.importing.decode import Parsed, acyclic, decode_unit, parse_entry, parse_input

@@ -9,7 +9,7 @@ refused before anything is replayed.
 from __future__ import annotations
 
 from ledger.log.chain import Entry
-from ledger.core.errors import InputError, IntegrityError, StoreError
+from ledger.core.errors import InputError
 from ledger.core.inputs import read_input
 from ledger.importing.importer import Parsed, import_inputs, parse_input
 from ledger.storage.store import Store

@@ -21,7 +21,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from ledger.projections.record import missing_observations, rebuild_mismatch
 
-from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError, StoreError
+from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.core.inputs import STDIN
 from ledger.importing.decode import Parsed
 from ledger.log.chain import Entry, hex_hash, seal

@@ -11,7 +11,6 @@ from typing import Callable, Iterator, TypeVar
 
 from ledger.projections.record import build_record
 
-from ledger.core.errors import StoreError  # named in the docstrings: the store's errors pass through
 from ledger.core.times import When
 from ledger.storage.store import Store, sqlite_path
 from ledger.core.workers import Workers

@@ -20,7 +20,6 @@ from ledger.projections.history import agreement
 from ledger.core.canonical import parse_json
 from ledger.log.chain import verify_entries
 from ledger.core.errors import InputError, NotFoundError
-from ledger.core.errors import IntegrityError, StoreError  # named in the docstrings: raised below, passed through
 from ledger.core.inputs import decode_input
 from ledger.model.published import check_record, digest_mismatches
 from ledger.storage.store import Store

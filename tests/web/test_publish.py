@@ -9,7 +9,8 @@ import pytest
 from ledger.core.errors import InputError
 from tests.conftest import PAPER_004, Cli
 from tests.helpers import event_line
-from ledger.web.publish import Folder, file_for
+from ledger.web.publish import Folder
+from ledger.web.routes import file_for
 
 
 AS_OF = "2026-09-02"  # every paper of the ledger has a record by then
