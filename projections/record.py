@@ -103,9 +103,8 @@ _ORDER = {name: index for index, name in enumerate(KIND)}
 
 
 def _draft(paper_id: str, newest: dict[tuple[str, str], tuple]) -> Draft:
-    draft = Draft(paper_id)
+    draft = Draft(paper_id, newest)  # a withdrawal compares effective times
     # Kinds place in table order (a later kind may amend an earlier one's part); facts of a kind as they came.
-    draft.effective = {key: fact[0] for key, fact in newest.items()}  # a withdrawal compares effective times
     for (kind, subject), (_, _, payload, _) in sorted(newest.items(), key=lambda item: _ORDER[item[0][0]]):
         KIND[kind].place(draft, subject, payload)
     return draft

@@ -118,15 +118,20 @@ class Draft:
     """What a record is assembled from, as the kinds place it: the latest fact of each kind and subject,
     as plain values, before any derived field is computed."""
 
-    def __init__(self, paper_id: str):
+    def __init__(self, paper_id: str, newest: dict[tuple[str, str], tuple] | None = None):
         self.paper_id = paper_id
+        self._newest = newest or {}  # (kind, subject) -> (effective key, ...): the fold's latest facts
         self.paper: dict | None = None  # the snapshot's payload
         self.citations: dict[str, dict] = {}  # observation id -> citation
         self.resolutions: dict[str, dict] = {}  # observation id -> resolution
         self.notices: dict[str, dict] = {}  # observation id -> standing notice
         self.sources: list[dict] = []  # {observed_at, source}, one per standing source
         self.measurement: dict | None = None  # the latest measurements.checked payload
-        self.effective: dict[tuple[str, str], str] = {}  # (kind, subject) -> effective key of the fact placed
+
+    def effective(self, kind: str, subject: str) -> str:
+        """The effective key of the latest fact of `kind` and `subject` placed; "" when there is none."""
+        latest = self._newest.get((kind, subject))
+        return "" if latest is None else latest[0]
 
 
 class Kind:
@@ -362,7 +367,7 @@ class ObservationWithdrawn(Kind):
 
     def place(self, draft: Draft, subject: str, payload: dict) -> None:
         # Listed after citation.observed: the citation stays only if observed again after the withdrawal.
-        if draft.effective.get((CitationObserved.name, subject), "") <= draft.effective[(self.name, subject)]:
+        if draft.effective(CitationObserved.name, subject) <= draft.effective(self.name, subject):
             draft.citations.pop(subject, None)
 
     def account(self, old: dict | None, new: dict) -> str:
