@@ -15,7 +15,8 @@ from ledger.core.errors import NotFoundError
 from ledger.core.times import When
 
 from ledger.model.events import Fact
-from ledger.model.kinds import KIND, changed_keys, resolution_label
+from ledger.model.kinds import KIND
+from ledger.model.parts import changed_keys, resolution_label
 from ledger.model.standing_notices import describe_notice
 
 from ledger.projections.record import Fold, Mismatch

@@ -7,6 +7,7 @@ It never reads storage and never shows a fact observed after `as_of`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
 import orjson
@@ -58,6 +59,8 @@ class Fold:
         self.cutoff = as_of.key
         # (kind, subject) -> (effective key, seq, payload, payload bytes): the latest fact wins.
         self.newest: dict[tuple[str, str], tuple[str, int, dict, bytes]] = {}
+        self.taken: list[Fact] = []  # every fact effective by the cutoff: a count in force is read against its time
+        self.counted_at = ""  # the effective key of the count in force, as the last `record` found it
 
     def add(self, fact: Fact) -> bool:
         """Take one fact; True when it became the latest of its kind and subject with another payload than
@@ -65,6 +68,7 @@ class Fold:
         ledger stored is taken without error."""
         if fact.effective_key > self.cutoff:
             return False
+        self.taken.append(fact)
         payload = loads_finite(fact.payload)  # every value of the record comes from here or is built below
         # The subject derived when the fact was appended, unless its kind keeps one slot (or none: another paper).
         slot = KIND[fact.kind].slot(self.paper_id, fact.subject, payload)
@@ -73,14 +77,23 @@ class Fold:
         key = (fact.kind, slot)
         current = self.newest.get(key)
         if current is not None and (fact.effective_key, fact.seq) <= current[:2]:
-            return False
+            return fact.effective_key <= self.counted_at  # it may change what the count in force is read against
         self.newest[key] = (fact.effective_key, fact.seq, payload, fact.payload)
         return current is None or current[3] != fact.payload
 
     def record(self) -> dict:
         """The record built from the facts added so far. Raises NotFoundError when they hold no snapshot of
         the paper by the cutoff."""
-        return _assemble(self.paper_id, self.newest, self.as_of)
+        draft = _draft(self.paper_id, self.newest)
+        base = draft  # what the ledger itemized at the time of the count in force, if any (see _assemble)
+        self.counted_at = draft.counted_at
+        if draft.counted is not None and draft.counted_at < self.cutoff:
+            base = _folded(self.paper_id, self.taken, When.at(draft.counted["observed_at"])).draft()
+        return _assemble(draft, base, self.as_of)
+
+    def draft(self) -> Draft:
+        """The Draft of the facts added so far."""
+        return _draft(self.paper_id, self.newest)
 
 
 def build_record(paper_id: str, facts: Iterable[Fact], as_of: When) -> dict:
@@ -110,6 +123,14 @@ def _draft(paper_id: str, newest: dict[tuple[str, str], tuple]) -> Draft:
     return draft
 
 
+# Page order (SPEC 4): inbound by citing paper, reference index, observation id; outbound by the last two.
+PAGE_ORDER = {
+    "inbound": lambda o: (o["citation"]["citing_paper"]["arxiv_id"], o["citation"]["reference_index"],
+                          o["observation_id"]),
+    "outbound": lambda o: (o["citation"]["reference_index"], o["observation_id"]),
+}
+
+
 def _directions(draft: Draft) -> tuple[list[dict], list[dict]]:
     """Every observation of the draft, inbound and outbound (one citing its own paper is both), in page order."""
     inbound, outbound = [], []
@@ -117,27 +138,70 @@ def _directions(draft: Draft) -> tuple[list[dict], list[dict]]:
         obs = _observation(oid, citation, draft.resolutions.get(oid), draft.notices.get(oid))
         if citation["citing_paper"]["arxiv_id"] == draft.paper_id:
             outbound.append(obs)
-        cited = citation.get("cited_paper")
-        if cited is not None and cited["arxiv_id"] == draft.paper_id:
+        if _cites(citation, draft.paper_id):
             inbound.append(obs)
-    inbound.sort(key=lambda o: (o["citation"]["citing_paper"]["arxiv_id"], o["citation"]["reference_index"],
-                                o["observation_id"]))
-    outbound.sort(key=lambda o: (o["citation"]["reference_index"], o["observation_id"]))
+    inbound.sort(key=PAGE_ORDER["inbound"])
+    outbound.sort(key=PAGE_ORDER["outbound"])
     return inbound, outbound
 
 
-def _coverage(inbound: list[dict], outbound: list[dict], sources: list[dict], measurement: dict | None) -> list[dict]:
-    shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
-    everything = inbound + outbound
-    # A check that failed at its source did not observe the work's standing: it is not counted as observed.
-    checked = sum(1 for obs in everything
-                  if obs["standing_notice"] != NOT_CHECKED and obs["standing_notice"]["state"] != CHECK_FAILED)
+@dataclass(frozen=True, slots=True)  # not a NamedTuple: tuple subclasses freed per record fill the tuple free list
+class Tally:
+    """The numbers the coverage lanes count, from the ledger's observations or from a count."""
+
+    inbound: int
+    outbound: int
+    observations: int  # inbound + outbound: an observation of a paper citing itself counts in both
+    checked: int  # of those, with a notice check that did not fail at its source
+
+    def plus(self, other: Tally) -> Tally:
+        return Tally(self.inbound + other.inbound, self.outbound + other.outbound,
+                     self.observations + other.observations, self.checked + other.checked)
+
+    def beyond(self, other: Tally) -> Tally:
+        """What this has more of than `other`, lane by lane (never below zero)."""
+        return Tally(max(0, self.inbound - other.inbound), max(0, self.outbound - other.outbound),
+                     max(0, self.observations - other.observations), max(0, self.checked - other.checked))
+
+
+NOTHING = Tally(0, 0, 0, 0)
+
+
+def _tally(draft: Draft) -> Tally:
+    inbound = outbound = checked = 0
+    for oid, citation in draft.citations.items():
+        cites, cited = citation["citing_paper"]["arxiv_id"] == draft.paper_id, _cites(citation, draft.paper_id)
+        outbound, inbound = outbound + cites, inbound + cited
+        notice = draft.notices.get(oid)
+        # A check that failed at its source did not observe the work's standing: it is not counted as observed.
+        if notice is not None and notice != NOT_CHECKED and notice["state"] != CHECK_FAILED:
+            checked += cites + cited
+    return Tally(inbound, outbound, inbound + outbound, checked)
+
+
+def _cites(citation: dict, paper_id: str) -> bool:
+    cited = citation.get("cited_paper")
+    return cited is not None and cited["arxiv_id"] == paper_id
+
+
+def _beyond(counted: dict | None, base: Draft) -> Tally:
+    """What a count has beyond what the ledger itemized at the count's time (`base`): never below zero."""
+    if counted is None:
+        return NOTHING
+    lanes = counted["lanes"]
+    said = Tally(lanes["inbound_itemization"]["denominator"], lanes["reference_resolution"]["denominator"],
+                 lanes["standing_notices"]["denominator"], lanes["standing_notices"]["records_observed"])
+    return said.beyond(_tally(base))
+
+
+def _coverage(total: Tally, shown_in: list[dict], shown_out: list[dict], sources: list[dict],
+              measurement: dict | None) -> list[dict]:
     return [
-        _lane("reference_resolution", len(outbound), len(shown_out), CITATION_SOURCE,
+        _lane("reference_resolution", total.outbound, len(shown_out), CITATION_SOURCE,
               latest(o["citation"]["source_observed_at"] for o in shown_out)),
-        _lane("standing_notices", len(everything), checked, NOTICE_SOURCE,
+        _lane("standing_notices", total.observations, total.checked, NOTICE_SOURCE,
               latest(s["observed_at"] for s in sources)),
-        _lane("inbound_itemization", len(inbound), len(shown_in), CITATION_SOURCE,
+        _lane("inbound_itemization", total.inbound, len(shown_in), CITATION_SOURCE,
               latest(o["citation"]["source_observed_at"] for o in shown_in)),
         _lane("external_citation_measurements", 1, len(measurement["measurements"]) if measurement else 0,
               measurement["source"] if measurement else NO_MEASUREMENT_SOURCE,
@@ -145,12 +209,17 @@ def _coverage(inbound: list[dict], outbound: list[dict], sources: list[dict], me
     ]
 
 
-def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -> dict:
-    draft = _draft(paper_id, newest)
+def _assemble(draft: Draft, base: Draft, as_of: str) -> dict:
+    """The record of `draft`; `base` is the draft at the time of the count in force (the same when none).
+
+    A count (coverage.counted, a record over the page cap) says how many a lane counted at its time; the
+    rebuild shows what the ledger counts now plus what that count had beyond the ledger's then."""
+    paper_id = draft.paper_id
     if draft.paper is None:
         raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
     inbound, outbound = _directions(draft)
     shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
+    total = _tally(draft).plus(_beyond(draft.counted, base))
     sources = sorted(draft.sources, key=lambda s: s["source"])
     counts = dict.fromkeys(RESOLUTION_STATES, 0)
     for obs in shown_out:
@@ -158,7 +227,7 @@ def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -
     record = {
         "as_of": as_of,
         "caps": dict(CAPS),
-        "coverage": _coverage(inbound, outbound, sources, draft.measurement),
+        "coverage": _coverage(total, shown_in, shown_out, sources, draft.measurement),
         "external_citation_measurements": draft.measurement["measurements"] if draft.measurement else [],
         "inbound": shown_in,
         "links": {
@@ -171,12 +240,12 @@ def _assemble(paper_id: str, newest: dict[tuple[str, str], tuple], as_of: str) -
         "outbound": shown_out,
         "paper": draft.paper,
         "reference_resolution": {"displayed": len(shown_out), "state_counts": counts,
-                                 "total_outbound_references": len(outbound)},
+                                 "total_outbound_references": total.outbound},
         "refusal": REFUSAL,
         "schema": SCHEMA,
         "standing_sources": sources,
         "thesis": (f"As of {long_date(as_of)}, this Paper Citation Record lists {len(shown_out)} of "
-                   f"{len(outbound)} outbound references and {len(shown_in)} inbound Pith citation "
+                   f"{total.outbound} outbound references and {len(shown_in)} inbound Pith citation "
                    f"observations for arXiv:{paper_id}."),
     }
     # No float but those of the payloads (loads_finite: never NaN or Infinity): the walk for them is skipped.
@@ -211,19 +280,20 @@ def rebuild_mismatch(facts: Iterable[Fact], record: dict) -> Mismatch | None:
 
 
 def missing_observations(facts: Iterable[Fact], record: dict) -> list[str]:
-    """The observations the ledger's rebuild from `facts` at `record`'s as_of lists, in a direction where the
-    record lists fewer than its cap, that the record does not list there; page order, inbound first. An
-    observation past the record's cap is not missing. Needs no snapshot of the paper."""
+    """The observations the ledger's rebuild from `facts` at `record`'s as_of lists that the record does not;
+    page order, inbound first. In a direction where the record lists its cap, only those that would come
+    before its last listed one are missing: one after it is past the cap. Needs no snapshot of the paper."""
     fold = _folded(record["paper"]["arxiv_id"], facts, When.at(record["as_of"]))
-    inbound, outbound = _directions(_draft(fold.paper_id, fold.newest))
+    inbound, outbound = _directions(fold.draft())
     missing: list[str] = []
     for direction, ours in (("inbound", inbound), ("outbound", outbound)):
-        theirs = record[direction]
-        if len(theirs) >= record["caps"][direction]:
-            continue
+        theirs, order = record[direction], PAGE_ORDER[direction]
         listed = {obs["observation_id"] for obs in theirs}
+        cap = record["caps"].get(direction)
+        capped = bool(theirs) and type(cap) is int and len(theirs) >= cap
         missing += [obs["observation_id"] for obs in ours
-                    if obs["observation_id"] not in listed and obs["observation_id"] not in missing]
+                    if obs["observation_id"] not in listed and obs["observation_id"] not in missing
+                    and not (capped and order(obs) > order(theirs[-1]))]
     return missing
 
 

@@ -6,12 +6,16 @@ out the blocks and words the record's derived parts (lanes, state counts).
 
 from __future__ import annotations
 
-from ledger.model.kinds import CITATION_OBSERVED, KIND, MEASUREMENTS_CHECKED, NOTICE_CHECKED, PAPER_SNAPSHOT
-from ledger.model.kinds import RESOLUTION_RECORDED, UNTITLED, cited_label, spaced as _words
+from ledger.model.kinds import CITATION_OBSERVED, COVERAGE_COUNTED, KIND, MEASUREMENTS_CHECKED, NOTICE_CHECKED
+from ledger.model.kinds import PAPER_SNAPSHOT, RESOLUTION_RECORDED
+from ledger.model.parts import UNTITLED, cited_label, spaced as _words
 from ledger.model.published import RESOLUTION_STATES
 
-__all__ = ["UNTITLED", "cited_label", "lane_words", "measurement_line", "notice_lines", "observation_words",
-           "render_text", "state_words"]
+__all__ = ["UNTITLED", "capped_words", "cited_label", "lane_words", "measurement_line", "notice_lines",
+           "observation_words", "render_text", "state_words"]
+
+# The lane that counts each direction's observations, against which its listing is capped.
+CAPPED_LANES = {"outbound": "reference_resolution", "inbound": "inbound_itemization"}
 
 
 def notice_lines(notice: dict) -> tuple[list[str], str | None]:
@@ -59,6 +63,16 @@ def _observation(obs: dict, direction: str) -> list[str]:
     return blocks
 
 
+def capped_words(record: dict, direction: str) -> str | None:
+    """The sentence a direction gets when its lane counts more observations than the record lists (over the
+    page cap: the rest are known only by count), else None."""
+    lane = next((lane for lane in record["coverage"] if lane["lane"] == CAPPED_LANES[direction]), None)
+    if lane is None or lane["denominator"] <= len(record[direction]):
+        return None
+    words = KIND[COVERAGE_COUNTED].page(lane, lane["lane"])
+    return f"Past the page cap of {record['caps'].get(direction)}: {words}; the rest are known only by count."
+
+
 def measurement_line(entry: object, source: str) -> str:
     """One external citation measurement as the pages show it."""
     return KIND[MEASUREMENTS_CHECKED].page(entry, source)
@@ -90,16 +104,15 @@ def render_text(record: dict) -> str:
         blocks.append("\n".join(measurement_line(m, source) for m in measurements))
     else:
         blocks.append("No source-named external measurement is stored.")
-    blocks.append("Outbound references")
-    if record["outbound"]:
-        for obs in record["outbound"]:
-            blocks += _observation(obs, "outbound")
-    else:
-        blocks.append("No outbound references are displayed.")
-    blocks.append("Pith citing papers")
-    if record["inbound"]:
-        for obs in record["inbound"]:
-            blocks += _observation(obs, "inbound")
-    else:
-        blocks.append("No inbound Pith citation observations are available.")
+    for direction, heading, none in (("outbound", "Outbound references", "No outbound references are displayed."),
+                                     ("inbound", "Pith citing papers",
+                                      "No inbound Pith citation observations are available.")):
+        blocks.append(heading)
+        for obs in record[direction]:
+            blocks += _observation(obs, direction)
+        if not record[direction]:
+            blocks.append(none)
+        capped = capped_words(record, direction)
+        if capped:
+            blocks.append(capped)
     return "\n\n".join(blocks)

@@ -25,7 +25,9 @@ from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFound
 from ledger.core.inputs import STDIN
 from ledger.importing.decode import Parsed
 from ledger.log.chain import Entry, hex_hash, seal
-from ledger.model.events import CITATION_OBSERVED, OBSERVATION_WITHDRAWN, Event, Fact, make_event
+from ledger.core.times import instant_key
+from ledger.model.events import CITATION_OBSERVED, COVERAGE_COUNTED, OBSERVATION_WITHDRAWN, Event, Fact
+from ledger.model.events import make_event, record_count
 from ledger.storage.store import Store
 from ledger.storage.writer import FactStored, Writer
 
@@ -154,7 +156,7 @@ def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], how: Attempt,
         if held == 0:
             new = (entries, fresh)
     if item.paper is not None:
-        _check_rebuild(writer, item, new)
+        appended += _check_rebuild(writer, item, new)
     return appended, present
 
 
@@ -256,7 +258,26 @@ def _withdrawals(writer: Writer, item: Parsed) -> list[Event]:
             for oid in missing_observations(writer.paper_facts(item.paper), record)]
 
 
-def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Event]] | None) -> None:
+def _as_facts(entries: list[Entry], events: list[Event]) -> list[Fact]:
+    return [Fact(entry.seq, entry.kind, e.subject, entry.effective_at, e.effective_key, entry.recorded_at,
+                 entry.payload) for entry, e in zip(entries, events)]
+
+
+def _end_count(writer: Writer, record: dict, facts: list[Fact]) -> list[Fact]:
+    """A record imported where a count of its paper (coverage.counted) is in force at its as_of, and that
+    brings no count of its own there, states what it counts all the same: its count is appended, so that
+    the earlier one is not read past it (a record listing all it counts ends it). Returns the facts appended."""
+    as_of = instant_key(record["as_of"])
+    counts = [f for f in facts if f.kind == COVERAGE_COUNTED and f.effective_key <= as_of]
+    if not counts or any(f.effective_key == as_of for f in counts):
+        return []  # no count in force, or the record's own (or a contradicting one, which the rebuild names)
+    event = record_count(record, force=True)
+    if event is None:
+        return []
+    return _as_facts(writer.append([event]), [event])
+
+
+def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Event]] | None) -> int:
     """The ledger must give back this record's exact bytes at its as_of, or the import is refused.
 
     `new`: the record's own events, each appended just now, and their entries. When the ledger's facts of the
@@ -264,16 +285,18 @@ def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Ev
     them as they are in memory; and if a worker process already rebuilt the record from its own events byte
     for byte (`rebuilds_alone`: a rebuild reads of each fact its kind, subject, effective key and payload,
     and their order, all the same here), it is not done twice. Otherwise the paper's facts are read back and
-    rebuilt (`rebuild_mismatch`, the one rebuild-and-compare)."""
+    rebuilt (`rebuild_mismatch`, the one rebuild-and-compare). Returns how many facts it appended
+    (`_end_count`)."""
     name, paper = item.name, item.paper
+    appended: list[Fact] = []
     if new is not None and writer.paper_seqs(paper) == [entry.seq for entry in new[0]]:
         if item.rebuilds_alone:
-            return
-        facts = [Fact(entry.seq, entry.kind, e.subject, entry.effective_at, e.effective_key, entry.recorded_at,
-                      entry.payload) for entry, e in zip(*new)]
+            return 0
+        facts, record = _as_facts(*new), item.the_record()
     else:
-        facts = writer.paper_facts(paper)
-    record = item.the_record()
+        facts, record = writer.paper_facts(paper), item.the_record()
+        appended = _end_count(writer, record, facts)
+        facts += appended
     try:
         mismatch = rebuild_mismatch(facts, record)
     except NotFoundError as exc:
@@ -286,3 +309,4 @@ def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Ev
                              "--withdraw-missing` appends their withdrawals")
         raise InputError(f"{name}: the ledger cannot reproduce this record at its as_of {record['as_of']}: "
                          f"first difference at {mismatch.first()}")
+    return len(appended)

@@ -17,6 +17,8 @@ from ledger.core.errors import InputError
 from ledger.core.times import instant_key
 from ledger.model.kinds import (  # the vocabulary lives in the kinds table; importable from here as before
     CITATION_OBSERVED,
+    COUNTED_LANES,
+    COVERAGE_COUNTED,
     KIND,
     KINDS,
     MEASUREMENTS_CHECKED,
@@ -29,16 +31,14 @@ from ledger.model.kinds import (  # the vocabulary lives in the kinds table; imp
     RESOLUTION_RECORDED,
     SOURCE_CHECKED,
     UNRESOLVED,
-    citation_papers,
-    latest,
-    observed_times,
 )
+from ledger.model.parts import citation_papers, latest, observed_times
 from ledger.model.published import _type_name
 
-__all__ = ["CITATION_OBSERVED", "Event", "Fact", "KINDS", "MEASUREMENTS_CHECKED", "NO_MEASUREMENT_SOURCE",
+__all__ = ["CITATION_OBSERVED", "COVERAGE_COUNTED", "Event", "Fact", "KINDS", "MEASUREMENTS_CHECKED", "NO_MEASUREMENT_SOURCE",
            "NOT_CHECKED", "NOTICE_CHECKED", "OBSERVATION_KINDS", "OBSERVATION_WITHDRAWN", "PAPER_SNAPSHOT",
            "RESOLUTION_RECORDED", "SOURCE_CHECKED", "UNRESOLVED", "citation_papers", "latest", "make_event",
-           "observed_times", "record_events"]
+           "observed_times", "record_count", "record_events"]
 
 
 class Event(NamedTuple):
@@ -129,6 +129,9 @@ def record_events(record: dict) -> list[Event]:
                 stated = None if notice["source_receipts"] else sweep
                 events.append(make_event(NOTICE_CHECKED, {"observation_id": oid, "standing_notice": notice}, stated,
                                          checked=True))
+    count = record_count(record)
+    if count is not None:
+        events.append(count)
     measurement = lanes.get("external_citation_measurements")
     if measurement is not None:
         measurements = record["external_citation_measurements"]
@@ -141,3 +144,37 @@ def record_events(record: dict) -> list[Event]:
             raise InputError("field coverage[external_citation_measurements].source_observed_at: "
                              "measurements are listed but the lane has no time")
     return events
+
+
+def record_count(record: dict, force: bool = False) -> Event | None:
+    """The coverage.counted fact of a record that counts more observations than it lists (over its page
+    cap), effective at its as_of: its lanes' numbers, as the record states them. None for a record that
+    lists all it counts, unless `force` (a later record ending a count in force).
+
+    Raises: InputError naming the field, for numbers that are not counts or a record that lists fewer than
+    it counts under its cap.
+    """
+    lanes = {lane["lane"]: lane for lane in record["coverage"]}
+    counted = {}
+    for name in COUNTED_LANES:
+        if name not in lanes:
+            return None  # a record without the lane does not rebuild: the comparison names it
+        counted[name] = {key: lanes[name].get(key) for key in ("denominator", "records_observed")}
+    listing = {"inbound_itemization": "inbound", "reference_resolution": "outbound"}
+    over = []
+    for name, direction in listing.items():
+        denominator, listed = counted[name]["denominator"], len(record[direction])
+        if type(denominator) is int and denominator > listed:
+            cap = record["caps"].get(direction)
+            if type(cap) is not int or listed < cap:
+                raise InputError(f"field coverage[{name}].denominator: counts {denominator} {direction} observations "
+                                 f"but the record lists {listed}, under its cap of {cap}")
+            over.append(name)
+    if not over and not force:
+        return None
+    payload = {"lanes": counted, "observed_at": record["as_of"], "paper": record["paper"]["arxiv_id"]}
+    try:
+        return make_event(COVERAGE_COUNTED, payload)
+    except InputError as exc:
+        raise InputError(f"field coverage: {exc}") from None
+

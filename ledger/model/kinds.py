@@ -14,7 +14,7 @@ This module never touches storage, and each kind's name is written here and nowh
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from ledger.core.errors import InputError
 from ledger.core.times import instant_key
@@ -26,77 +26,15 @@ from ledger.model.published import (
     field,
     timestamp,
 )
+from ledger.model.parts import UNTITLED, changed_keys, cited_label, citation_papers, latest, observed_times, resolution_label, spaced
 from ledger.model.standing_notices import CHECK_FAILED, MEASURED, describe_event, describe_notice
 
 UNRESOLVED = {"observed_at": None, "resolver_source": None, "status": "unresolved"}
 NOT_CHECKED = {"events": [], "reason": "not_checked", "source_receipts": [], "state": "unavailable"}
 NO_MEASUREMENT_SOURCE = "cited_works"
-UNTITLED = "unresolved cited work"  # seed 003: a cited work with no title
 ENTRIES = ("name", "observation", "derive", "slot", "place", "account", "page")
 
 Derived = tuple[str, str, "str | None", tuple[str, ...]]  # effective time as written, subject, paper, papers
-
-
-def latest(times: Iterable[str]) -> str | None:
-    """The latest of several timestamp strings, returned as written; None when there are none.
-    Raises TimeError for a string that is not a timestamp."""
-    return max(times, key=instant_key, default=None)
-
-
-def observed_times(value: Any) -> list[str]:
-    """Every `*_observed_at` / `observed_at` string inside a value, in document order (paper dates are not
-    observations)."""
-    found: list[str] = []
-    _collect_observed(value, found)
-    return found
-
-
-def _collect_observed(value: Any, found: list[str]) -> None:
-    # Appends to one list instead of nesting generators: a citation's walk was a fifth of importing it.
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, str):
-                if key == "observed_at" or key.endswith("_observed_at"):
-                    found.append(item)
-            elif isinstance(item, (dict, list)):
-                _collect_observed(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, (dict, list)):
-                _collect_observed(item, found)
-
-
-def citation_papers(citation: dict) -> tuple[str, ...]:
-    """The papers whose records a citation appears in: the citing paper, then the cited one if any.
-    Raises KeyError only for a citation `published.check_citation` would refuse."""
-    papers = [citation["citing_paper"]["arxiv_id"]]
-    cited = citation.get("cited_paper")
-    if cited is not None and cited["arxiv_id"] not in papers:
-        papers.append(cited["arxiv_id"])
-    return tuple(papers)
-
-
-def spaced(name: str) -> str:
-    """A vocabulary name as the pages write it: 'verified_fuzzy' -> 'verified fuzzy'."""
-    return name.replace("_", " ")
-
-
-def cited_label(citation: dict) -> str | None:
-    """The cited work as a reader knows it: the Pith paper's title, else the reference's title, else None."""
-    for block in (citation.get("cited_paper"), citation.get("cited_work")):
-        if block and block.get("title"):
-            return block["title"]
-    return None
-
-
-def resolution_label(resolution: dict) -> str:
-    """A resolution in a history or diff line: its status, and its resolver source if any."""
-    return resolution["status"] + (f" ({resolution['resolver_source']})" if resolution.get("resolver_source") else "")
-
-
-def changed_keys(old: dict, new: dict) -> str:
-    """The keys whose values differ between two objects, sorted and comma-separated ('nothing' if none)."""
-    return ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))) or "nothing"
 
 
 def _part(payload: dict, key: str, expected: type, checked: bool, check=None):
@@ -127,6 +65,8 @@ class Draft:
         self.notices: dict[str, dict] = {}  # observation id -> standing notice
         self.sources: list[dict] = []  # {observed_at, source}, one per standing source
         self.measurement: dict | None = None  # the latest measurements.checked payload
+        self.counted: dict | None = None  # the latest coverage.counted payload: what a record over the cap counted
+        self.counted_at = ""  # its effective key: the count is read against what the ledger itemized then
 
     def effective(self, kind: str, subject: str) -> str:
         """The effective key of the latest fact of `kind` and `subject` placed; "" when there is none."""
@@ -374,6 +314,54 @@ class ObservationWithdrawn(Kind):
         return f"withdrawn on {instant_key(new['observed_at'])[:10]}: {new['reason']}"
 
 
+COUNTED_LANES = ("inbound_itemization", "reference_resolution", "standing_notices")
+
+
+def _counted_lanes(payload: dict) -> dict:
+    # {lane: {"denominator": n, "records_observed": m}} for exactly the lanes a count can exceed the listing in.
+    lanes = field(payload, "lanes", dict, "payload")
+    if sorted(lanes) != sorted(COUNTED_LANES):
+        raise InputError(f"field payload.lanes: expected the lanes {', '.join(COUNTED_LANES)}, found "
+                         f"{', '.join(sorted(lanes)) or 'none'}")
+    for lane in COUNTED_LANES:
+        where = f"payload.lanes.{lane}"
+        numbers = field(lanes, lane, dict, "payload.lanes")
+        denominator, observed = (field(numbers, key, int, where) for key in ("denominator", "records_observed"))
+        if not 0 <= observed <= denominator:
+            raise InputError(f"field {where}: records_observed {observed} is not between 0 and the denominator "
+                             f"{denominator}")
+    return lanes
+
+
+class CoverageCounted(Kind):
+    name = "coverage.counted"
+    observation = False
+
+    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+        """Raises: InputError naming the field."""
+        paper = _part(payload, "paper", str, checked)
+        if not checked:
+            _counted_lanes(payload)
+        return timestamp(payload, "observed_at", "payload"), paper, paper, ()
+
+    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+        return "" if payload["paper"] == paper_id else None  # one count in force: the latest
+
+    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+        draft.counted, draft.counted_at = payload, draft.effective(self.name, subject)
+
+    def account(self, old: dict | None, new: dict) -> str:
+        return f"counted on {instant_key(new['observed_at'])[:10]}: " + "; ".join(
+            self.page(new["lanes"][lane], lane) for lane in COUNTED_LANES)
+
+    def page(self, lane: dict, name: str) -> str:
+        """What one lane counted against what it itemized (or, for notices, checked)."""
+        if name == "standing_notices":
+            return f"notices checked on {lane['records_observed']} of {lane['denominator']} counted"
+        direction = "inbound" if name == "inbound_itemization" else "outbound"
+        return f"{direction} {lane['denominator']} counted, {lane['records_observed']} itemized"
+
+
 def table(*kinds: Kind) -> dict[str, Kind]:
     """The kinds by name, in the order given (the order `place` runs in and the vocabulary is listed in).
 
@@ -392,8 +380,8 @@ def table(*kinds: Kind) -> dict[str, Kind]:
 
 
 KIND = table(PaperSnapshot(), CitationObserved(), ResolutionRecorded(), NoticeChecked(), SourceChecked(),
-             MeasurementsChecked(), ObservationWithdrawn())
+             MeasurementsChecked(), ObservationWithdrawn(), CoverageCounted())
 (PAPER_SNAPSHOT, CITATION_OBSERVED, RESOLUTION_RECORDED, NOTICE_CHECKED, SOURCE_CHECKED, MEASUREMENTS_CHECKED,
- OBSERVATION_WITHDRAWN) = KIND
+ OBSERVATION_WITHDRAWN, COVERAGE_COUNTED) = KIND
 KINDS = tuple(KIND)
 OBSERVATION_KINDS = tuple(name for name, kind in KIND.items() if kind.observation)

@@ -18,7 +18,7 @@ from ledger.core.canonical import canonical
 from ledger.core.times import When
 from ledger.model import events
 from ledger.model.events import Fact, make_event, record_events
-from ledger.model.kinds import ENTRIES, KIND, Kind, table
+from ledger.model.kinds import COUNTED_LANES, ENTRIES, KIND, Kind, table
 from ledger.projections.history import history
 from ledger.projections.record import build_record
 from ledger.projections.text import render_text
@@ -27,17 +27,21 @@ from tests.helpers import seed_record
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTANTS = ("PAPER_SNAPSHOT", "CITATION_OBSERVED", "RESOLUTION_RECORDED", "NOTICE_CHECKED", "SOURCE_CHECKED",
-             "MEASUREMENTS_CHECKED", "OBSERVATION_WITHDRAWN")
+             "MEASUREMENTS_CHECKED", "OBSERVATION_WITHDRAWN", "COVERAGE_COUNTED")
 
 
 def seed_facts() -> list[Fact]:
     """Seed 004 taken apart into facts, as the store would hand them to a fold: every kind occurs. Its first
-    inbound observation was withdrawn in January and observed again since, so the record still lists it."""
+    inbound observation was withdrawn in January and observed again since, so the record still lists it; a
+    count of January counted nothing beyond what the ledger itemized then, so it changes no number."""
     oid = seed_record()["inbound"][0]["observation_id"]
     withdrawn = make_event(events.OBSERVATION_WITHDRAWN, {"observation_id": oid, "observed_at": "2026-01-05T00:00:00Z",
                                                           "reason": "reference extracted in error"})
+    nothing = {"denominator": 0, "records_observed": 0}
+    counted = make_event(events.COVERAGE_COUNTED, {"lanes": dict.fromkeys(COUNTED_LANES, nothing), "paper": PAPER_004,
+                                                   "observed_at": "2026-01-06T00:00:00Z"})
     return [Fact(seq, e.kind, e.subject, e.effective_at, e.effective_key, "2026-09-01T00:00:00.000000Z", e.payload)
-            for seq, e in enumerate([*record_events(seed_record()), withdrawn], start=1)]
+            for seq, e in enumerate([*record_events(seed_record()), withdrawn, counted], start=1)]
 
 
 def test_every_kind_defines_every_entry_in_its_own_class():
@@ -51,7 +55,7 @@ def test_every_kind_defines_every_entry_in_its_own_class():
 def test_the_vocabulary_is_the_table():
     assert events.KINDS == tuple(KIND) == ("paper.snapshot", "citation.observed", "resolution.recorded",
                                            "notice.checked", "source.checked", "measurements.checked",
-                                           "observation.withdrawn")
+                                           "observation.withdrawn", "coverage.counted")
     assert events.OBSERVATION_KINDS == ("citation.observed", "resolution.recorded", "notice.checked",
                                         "observation.withdrawn")
     assert [getattr(events, constant) for constant in CONSTANTS] == list(KIND)
@@ -148,6 +152,12 @@ def test_the_text_page_words_every_kind_the_page_shows(monkeypatch):
     pages = _spy(monkeypatch, "page")
     record = seed_record()
     record["external_citation_measurements"] = [{"citation_count": 3, "source": "openalex"}]
-    assert "openalex: 3 citations" in render_text(record)
+    listed = len(record["inbound"])
+    record["caps"]["inbound"] = listed  # as if the cap were the listing: the lane counts two past it
+    next(lane for lane in record["coverage"] if lane["lane"] == "inbound_itemization")["denominator"] = listed + 2
+    page = render_text(record)
+    assert "openalex: 3 citations" in page
+    assert (f"Past the page cap of {listed}: inbound {listed + 2} counted, {listed} itemized; the rest are known "
+            "only by count.") in page
     assert pages == {name for name, kind in KIND.items() if vars(type(kind))["page"] is not None}
 

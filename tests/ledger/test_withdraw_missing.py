@@ -12,7 +12,7 @@ from ledger.model.events import OBSERVATION_WITHDRAWN
 from ledger.projections.record import missing_observations
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
-from tests.helpers import write_record
+from tests.helpers import seed_record, write_record
 from tests.ledger.test_withdrawn import OID, without_first_inbound
 
 LATER = "2026-08-21T00:00:00Z"
@@ -67,14 +67,21 @@ def test_the_same_record_again_with_the_flag_appends_nothing(cli, later):
 
 
 def test_an_observation_past_the_page_cap_is_not_missing(cli, later):
-    # A record at its cap lists only what the cap lets it: what it leaves out is not missing.
+    # A record at its cap lists the first observations in page order: one after its last listed is past the
+    # cap, one before it (the first, here) is missing all the same.
     store = Store.open(cli.location)
     facts = store.paper_facts(PAPER_004)
     store.close()
     record = without_first_inbound(LATER)
     assert missing_observations(facts, record) == [OID]
     record["caps"]["inbound"] = len(record["inbound"])
-    assert missing_observations(facts, record) == []
+    assert missing_observations(facts, record) == [OID]
+    full = seed_record()
+    full["as_of"] = LATER
+    last = full["inbound"].pop()["observation_id"]
+    assert missing_observations(facts, full) == [last]
+    full["caps"]["inbound"] = len(full["inbound"])
+    assert missing_observations(facts, full) == []
 
 
 def test_the_flag_is_in_the_import_help(cli):

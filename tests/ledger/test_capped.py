@@ -1,0 +1,159 @@
+"""A record over the page cap (it lists 100 of the 110 inbound observations it counts), built by hand from seed 004
+(`tests.helpers.published`): it imports and rebuilds byte for byte, the ledger keeping the ten it was not shown as a
+count (coverage.counted), never as invented observations; the count yields to the full facts however they arrive.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ledger.core.canonical import canonical
+from ledger.model.events import CITATION_OBSERVED, COVERAGE_COUNTED, NOTICE_CHECKED
+from tests.conftest import AS_OF_004, PAPER_004, SEED_004
+from tests.helpers import SWEEP, citing_observation, event_line, published, redigest, seed_record, write_record
+
+CAPPED_AT = "2026-08-24T00:00:00Z"
+SYNTHETIC_AT = "2026-08-20T00:00:00Z"
+
+
+def everything() -> list[dict]:
+    """Seed 004's 12 inbound observations and 98 more (every other one with its notice checked): 110."""
+    return seed_record()["inbound"] + [citing_observation(n, SYNTHETIC_AT, checked=n % 2 == 0) for n in range(1, 99)]
+
+
+def hidden() -> list[dict]:
+    """The ten a record of all 110 does not list: the last in page order, 2608.00089 to 2608.00098."""
+    return [citing_observation(n, SYNTHETIC_AT, checked=n % 2 == 0) for n in range(89, 99)]
+
+
+def as_lines(observations: list[dict]) -> bytes:
+    lines = []
+    for obs in observations:
+        oid = obs["observation_id"]
+        lines.append(event_line(CITATION_OBSERVED, {"citation": obs["citation"], "observation_id": oid}))
+        if obs["standing_notice"]["reason"] != "not_checked":
+            lines.append(event_line(NOTICE_CHECKED, {"observation_id": oid, "standing_notice": obs["standing_notice"]},
+                                    SWEEP))
+    return b"".join(lines)
+
+
+def replay(cli, as_of: str) -> bytes:
+    result = cli("replay", "--paper", PAPER_004, "--as-of", as_of)
+    assert (result.exit_code, result.stderr) == (0, "")
+    return result.stdout_bytes
+
+
+def lanes(record: bytes) -> dict:
+    return {lane["lane"]: (lane["denominator"], lane["records_observed"]) for lane in json.loads(record)["coverage"]}
+
+
+@pytest.fixture
+def capped(cli, tmp_path) -> bytes:
+    """Seed 004, then its record as of 24 August over the cap; returns that record's bytes."""
+    record = published(CAPPED_AT, everything())
+    assert cli("init").exit_code == 0
+    assert cli("import", str(SEED_004)).exit_code == 0
+    result = cli("import", write_record(tmp_path / "capped.json", record))
+    assert (result.exit_code, result.stderr) == (0, "")
+    return canonical(record)
+
+
+def test_the_hand_built_record_is_over_the_cap():
+    record = published(CAPPED_AT, everything())
+    assert len(record["inbound"]) == 100
+    assert lanes(canonical(record))["inbound_itemization"] == (110, 100)
+    assert lanes(canonical(record))["standing_notices"] == (110, 12 + 49)
+    assert record["inbound"][-1]["citation"]["citing_paper"]["arxiv_id"] == "2608.00088"
+
+
+def test_a_capped_record_imports_and_rebuilds_byte_for_byte(cli, capped):
+    assert replay(cli, CAPPED_AT) == capped
+    assert replay(cli, AS_OF_004) == SEED_004.read_bytes()  # the count is not read before its time
+
+
+def test_the_ledger_keeps_the_count_not_invented_observations(cli, capped):
+    rows = [line.split("\t") for line in cli("history", PAPER_004).stdout.splitlines()]
+    observed = {row[4] for row in rows if row[3] == CITATION_OBSERVED}
+    assert len([row for row in rows if row[3] == CITATION_OBSERVED]) == 100  # 12 from the seed, 88 listed since
+    counts = [row for row in rows if row[3] == COVERAGE_COUNTED]
+    assert [(row[1], row[4]) for row in counts] == [
+        (CAPPED_AT, "counted on 2026-08-24: inbound 110 counted, 100 itemized; outbound 0 counted, 0 itemized; "
+                    "notices checked on 61 of 110 counted")]
+    assert not any("2608.00089" in account for account in observed)
+
+
+def test_the_count_stays_in_force_after_its_date(cli, capped):
+    later = json.loads(replay(cli, "2026-09-01"))
+    assert lanes(canonical(later))["inbound_itemization"] == (110, 100)
+    assert later["inbound"] == json.loads(capped)["inbound"]
+
+
+def test_the_missing_ten_arriving_later_leave_the_record_and_are_not_counted_twice(cli, capped, tmp_path):
+    path = tmp_path / "ten.jsonl"
+    path.write_bytes(as_lines(hidden()))
+    result = cli("import", str(path))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith("appended 15 events (0 already present)")  # 10 citations, 5 notice checks
+    assert replay(cli, CAPPED_AT) == capped
+    assert lanes(replay(cli, "2026-09-01"))["inbound_itemization"] == (110, 100)
+
+
+def test_the_missing_ten_arriving_earlier_leave_the_record_as_it_is(cli, tmp_path):
+    path = tmp_path / "ten.jsonl"
+    path.write_bytes(as_lines(hidden()))
+    record = published(CAPPED_AT, everything())
+    assert cli("init").exit_code == 0
+    assert cli("import", str(path)).exit_code == 0
+    result = cli("import", str(SEED_004), write_record(tmp_path / "capped.json", record))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert replay(cli, CAPPED_AT) == canonical(record)
+
+
+def test_a_new_observation_after_the_count_is_counted_on_top(cli, capped, tmp_path):
+    newer = citing_observation(500, "2026-08-28T00:00:00Z")
+    path = tmp_path / "new.jsonl"
+    path.write_bytes(as_lines([newer]))
+    assert cli("import", str(path)).exit_code == 0
+    assert replay(cli, CAPPED_AT) == capped
+    assert lanes(replay(cli, "2026-09-01"))["inbound_itemization"] == (111, 100)
+    assert lanes(replay(cli, "2026-09-01"))["standing_notices"] == (111, 62)
+
+
+def test_a_later_record_that_lists_all_it_counts_ends_the_count(cli, capped, tmp_path):
+    # 1 September: the 98 citing papers were withdrawn upstream; the record lists and counts the seed's 12.
+    record = published("2026-09-01T00:00:00Z", seed_record()["inbound"])
+    result = cli("import", "--withdraw-missing", write_record(tmp_path / "later.json", record))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith("appended 89 events (")  # 88 withdrawals and the record's count
+    assert replay(cli, "2026-09-01T00:00:00Z") == canonical(record)
+    assert replay(cli, CAPPED_AT) == capped
+    assert replay(cli, AS_OF_004) == SEED_004.read_bytes()
+
+
+def test_a_later_capped_record_that_drops_a_listed_one_takes_in_the_next(cli, capped, tmp_path):
+    # One listed citing paper withdrawn upstream: the record now lists 2608.00089, which the ledger never saw.
+    gone = citing_observation(5, SYNTHETIC_AT, checked=False)["observation_id"]
+    rest = [obs for obs in everything() if obs["observation_id"] != gone]
+    record = published("2026-09-01T00:00:00Z", rest)
+    assert record["inbound"][-1]["citation"]["citing_paper"]["arxiv_id"] == "2608.00089"
+    refused = cli("import", write_record(tmp_path / "later.json", record))
+    assert refused.exit_code == 2 and f"no longer lists observation(s) {gone} " in refused.stderr
+    result = cli("import", "--withdraw-missing", str(tmp_path / "later.json"))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert replay(cli, "2026-09-01T00:00:00Z") == canonical(record)
+    assert lanes(canonical(record))["inbound_itemization"] == (109, 100)
+    assert replay(cli, CAPPED_AT) == capped
+
+
+def test_a_record_listing_fewer_than_it_counts_under_its_cap_is_refused(cli, tmp_path):
+    record = published(CAPPED_AT, everything()[:50])
+    next(lane for lane in record["coverage"] if lane["lane"] == "inbound_itemization")["denominator"] = 60
+    assert cli("init").exit_code == 0
+    path = write_record(tmp_path / "short.json", redigest(record))
+    result = cli("import", path)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"ledger: {path}: field coverage[inbound_itemization].denominator: counts 60 inbound "
+                             "observations but the record lists 50, under its cap of 100\n")
+    assert cli("head").stdout.startswith("0 blake3:0000")  # nothing appended
