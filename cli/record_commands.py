@@ -241,20 +241,15 @@ def diff(
 ) -> None:
     """What changed in a paper's record between two dates."""
     begin, finish, known = when("--from", start), when("--to", end), when("--known-at", known_at)
-    facts = open_store(ctx).paper_facts(paper, known.key if known else None)
-    after = build_record(paper, facts, finish)
-    try:
-        before = build_record(paper, facts, begin)
-    except NotFoundError:
-        before = None
-    result = views.diff(before, after)
+    result = views.paper_diff(paper, open_store(ctx).paper_facts(paper, known.key if known else None), begin, finish)
     if json:
         write_json(result)
         return
     lines = [f"arXiv:{paper} from {begin.text} to {finish.text}",
              f"context_digest {result['from']['context_digest']} → {result['to']['context_digest']}"]
     lines += [f"added {o['observation_id']} ({o['direction']}) {o['digest']}" for o in result["added"]]
-    lines += [f"removed {o['observation_id']} ({o['direction']}) {o['digest']}" for o in result["removed"]]
+    lines += [f"removed {o['observation_id']} ({o['direction']}) {o['digest']}"
+              + (f": {o['account']}" if o["account"] else "") for o in result["removed"]]
     lines += [f"changed {o['observation_id']} ({o['direction']}) {'; '.join(o['details'])}; "
               f"{o['from_digest']} → {o['to_digest']}" for o in result["changed"]]
     lines += [f"coverage {c['lane']}: {_lane(c['from'])} → {_lane(c['to'])}" for c in result["coverage"]]

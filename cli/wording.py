@@ -63,9 +63,12 @@ def record_lines(check: RecordCheck) -> list[str]:
                     f"{_spans(history['windows'])})")
     else:  # passed without agreeing now: it agreed once, and late facts changed the rebuild since
         compared = (f"; agrees with what the ledger knew {_spans(history['windows'])} (its rebuild at the record's "
-                    f"as_of {history['as_of']}); {len(history['late_facts'])} late fact(s) recorded since changed "
-                    "that rebuild:")
+                    f"as_of {history['as_of']})")
         late = [f"{check.name}: late fact: {_late(row)}" for row in history["late_facts"]]
+    if check.counted:
+        compared += "; " + "; ".join(check.counted) + " (past the page cap: the rest are known only by count)"
+    if late:
+        compared += f"; {len(late)} late fact(s) recorded since changed that rebuild:"
     account = f"{check.name}: ok: {check.observations} observation digests and the context digest re-check{compared}"
     return [account] + late
 

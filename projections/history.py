@@ -19,7 +19,8 @@ from ledger.model.kinds import KIND
 from ledger.model.parts import changed_keys, resolution_label
 from ledger.model.standing_notices import describe_notice
 
-from ledger.projections.record import Fold, Mismatch
+from ledger.projections.record import Fold, Mismatch, build_record
+from ledger.projections.text import counted_words
 
 
 def account(kind: str, old: dict | None, new: dict) -> str:
@@ -62,13 +63,35 @@ def _part_changes(old: dict, new: dict) -> list[str]:
     return details
 
 
-def diff(before: dict | None, after: dict) -> dict:
-    """What changed between two rebuilds of one paper's record (`before` is None when it did not exist)."""
+def paper_diff(paper: str, facts: Iterable[Fact], start: When, end: When) -> dict:
+    """What changed in `paper`'s record from `start` to `end` (`diff`), built from its facts; an observation
+    that left the record is told by the last fact of it effective in between ("withdrawn on D: reason"), or
+    by the page cap it fell past.
+
+    Raises: NotFoundError when the paper has no record as of `end`."""
+    facts = list(facts)
+    after = build_record(paper, facts, end)
+    try:
+        before = build_record(paper, facts, start)
+    except NotFoundError:
+        before = None
+    between = (f for f in facts if start.key < f.effective_key <= end.key)
+    accounts = {row["subject"]: row["account"] for row in history(between)}
+    for direction in ("inbound", "outbound"):
+        if counted_words(after, direction) is not None:
+            for obs in (before or {}).get(direction, []):
+                accounts.setdefault(obs["observation_id"], f"past the page cap of {after['caps'][direction]}")
+    return diff(before, after, accounts)
+
+
+def diff(before: dict | None, after: dict, accounts: dict[str, str] | None = None) -> dict:
+    """What changed between two rebuilds of one paper's record (`before` is None when it did not exist); each
+    observation removed carries its entry of `accounts` (None when it has none): why it left."""
     old, new = _observations(before), _observations(after)
     added = [{"observation_id": k[0], "direction": k[1], "digest": new[k]["observation_digest"]}
              for k in sorted(new.keys() - old.keys())]
-    removed = [{"observation_id": k[0], "direction": k[1], "digest": old[k]["observation_digest"]}
-               for k in sorted(old.keys() - new.keys())]
+    removed = [{"observation_id": k[0], "direction": k[1], "digest": old[k]["observation_digest"],
+                "account": (accounts or {}).get(k[0])} for k in sorted(old.keys() - new.keys())]
     changed = []
     for k in sorted(old.keys() & new.keys()):
         if old[k]["observation_digest"] != new[k]["observation_digest"]:

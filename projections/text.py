@@ -11,7 +11,7 @@ from ledger.model.kinds import PAPER_SNAPSHOT, RESOLUTION_RECORDED
 from ledger.model.parts import UNTITLED, cited_label, spaced as _words
 from ledger.model.published import RESOLUTION_STATES
 
-__all__ = ["UNTITLED", "capped_words", "cited_label", "lane_words", "measurement_line", "notice_lines",
+__all__ = ["UNTITLED", "capped_words", "cited_label", "counted_words", "lane_words", "measurement_line", "notice_lines",
            "observation_words", "render_text", "state_words"]
 
 # The lane that counts each direction's observations, against which its listing is capped.
@@ -63,13 +63,20 @@ def _observation(obs: dict, direction: str) -> list[str]:
     return blocks
 
 
-def capped_words(record: dict, direction: str) -> str | None:
-    """The sentence a direction gets when its lane counts more observations than the record lists (over the
-    page cap: the rest are known only by count), else None."""
+def counted_words(record: dict, direction: str) -> str | None:
+    """What a direction's lane counts against what the record itemizes ("inbound 110 counted, 100 itemized"),
+    when it counts more than the record lists (over the page cap: the rest are known only by count), else None."""
     lane = next((lane for lane in record["coverage"] if lane["lane"] == CAPPED_LANES[direction]), None)
     if lane is None or lane["denominator"] <= len(record[direction]):
         return None
-    words = KIND[COVERAGE_COUNTED].page(lane, lane["lane"])
+    return KIND[COVERAGE_COUNTED].page(lane, lane["lane"])
+
+
+def capped_words(record: dict, direction: str) -> str | None:
+    """The page's sentence for a direction over the page cap (`counted_words`), else None."""
+    words = counted_words(record, direction)
+    if words is None:
+        return None
     return f"Past the page cap of {record['caps'].get(direction)}: {words}; the rest are known only by count."
 
 

@@ -31,7 +31,8 @@ from ledger.services.tilestore import read_tile
 from ledger.core.times import When
 from ledger.projections import history as views
 from ledger.projections.record import build_record
-from ledger.projections.text import lane_words, measurement_line, observation_words, state_words
+from ledger.projections.text import capped_words, counted_words, lane_words, measurement_line, observation_words
+from ledger.projections.text import state_words
 
 from ledger.web import urls
 
@@ -64,6 +65,10 @@ class Body:
 
 def _known(known_at: When | None) -> str | None:
     return known_at.key if known_at else None
+
+
+def _as_known(exc: NotFoundError, known_at: When | None) -> NotFoundError:
+    return NotFoundError(f"{exc} known at {known_at.text}" if known_at else str(exc))
 
 
 # -- the page form, as HTML ----------------------------------------------------------------------------
@@ -108,9 +113,9 @@ def _record_view(record: dict) -> dict:
         "measurements": [measurement_line(m, measurement_source) for m in record["external_citation_measurements"]],
         "sections": [  # the page form's order: outbound, then inbound
             ("outbound", "Outbound references", "No outbound references are displayed.",
-             [_observation(o, "outbound", i) for i, o in enumerate(record["outbound"])]),
+             [_observation(o, "outbound", i) for i, o in enumerate(record["outbound"])], capped_words(record, "outbound")),
             ("inbound", "Pith citing papers", "No inbound Pith citation observations are available.",
-             [_observation(o, "inbound", i) for i, o in enumerate(record["inbound"])]),
+             [_observation(o, "inbound", i) for i, o in enumerate(record["inbound"])], capped_words(record, "inbound")),
         ],
     }
 
@@ -150,7 +155,7 @@ class Site:
         try:
             return build_record(paper, facts, as_of)
         except NotFoundError as exc:
-            raise NotFoundError(f"{exc} known at {known_at.text}" if known_at else str(exc)) from None
+            raise _as_known(exc, known_at) from None
 
     def record_json(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None) -> Body:
         """Exactly `ledger replay --paper <id> --as-of <as_of> [--known-at]`. The ETag is the context digest:
@@ -193,6 +198,8 @@ class Site:
             "context_digest": record["context_digest"],
             "observations": [{"direction": d, "observation_digest": o["observation_digest"],
                               "observation_id": o["observation_id"]} for d in ("inbound", "outbound") for o in record[d]],
+            # Over the page cap, what the record counts but does not list is in no digest: the ledger says so.
+            "counted": [words for d in ("inbound", "outbound") if (words := counted_words(record, d)) is not None],
             "checkpoint": checkpoint, "verifier_key": verifier, "index": index, "evidence": bundle,
         }
 
@@ -221,13 +228,11 @@ class Site:
 
     def diff_json(self, paper: str, start: When, end: When, known_at: When | None = None) -> Body:
         """What `ledger diff <id> --from --to [--known-at] --json` prints."""
-        facts = self.facts(paper, known_at)
-        after = self.record(paper, end, known_at, facts)
         try:
-            before = build_record(paper, facts, start)
-        except NotFoundError:
-            before = None
-        return Body(canonical(views.diff(before, after)) + b"\n", JSON, SHORT)
+            found = views.paper_diff(paper, self.facts(paper, known_at), start, end)
+        except NotFoundError as exc:
+            raise _as_known(exc, known_at) from None
+        return Body(canonical(found) + b"\n", JSON, SHORT)
 
     def change_days(self, paper: str, facts: Iterable[Fact], as_of: When) -> list[tuple[str, bool]]:
         """(day, has its own page) for each UTC day on which an event of the paper is effective, up to

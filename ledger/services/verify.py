@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ledger.projections.history import agreement
+from ledger.projections.text import counted_words
 
 from ledger.core.canonical import parse_json
 from ledger.log.chain import verify_entries
@@ -46,6 +47,7 @@ class RecordCheck(NamedTuple):
     problems: list[str]
     history: dict | None
     ledger: bool
+    counted: tuple[str, ...] = ()  # per direction over the page cap: "inbound 110 counted, 100 itemized"
 
 
 def compare_record(name: str, data: bytes, store: Store | None, strict: bool = False) -> RecordCheck:
@@ -77,7 +79,8 @@ def compare_record(name: str, data: bytes, store: Store | None, strict: bool = F
                     problems.append(f"history: under --strict it must be today's rebuild; it is what the ledger "
                                     f"knew {_spans(windows)}, and {len(found.late)} late fact(s) changed it")
     count = len(record["inbound"]) + len(record["outbound"])
-    return RecordCheck(name, paper, count, [f"{name}: {p}" for p in problems], history, store is not None)
+    counted = tuple(words for d in ("inbound", "outbound") if (words := counted_words(record, d)) is not None)
+    return RecordCheck(name, paper, count, [f"{name}: {p}" for p in problems], history, store is not None, counted)
 
 
 def _spans(windows: list[dict]) -> str:

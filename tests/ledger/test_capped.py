@@ -5,6 +5,7 @@ count (coverage.counted), never as invented observations; the count yields to th
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -157,3 +158,58 @@ def test_a_record_listing_fewer_than_it_counts_under_its_cap_is_refused(cli, tmp
     assert result.stderr == (f"ledger: {path}: field coverage[inbound_itemization].denominator: counts 60 inbound "
                              "observations but the record lists 50, under its cap of 100\n")
     assert cli("head").stdout.startswith("0 blake3:0000")  # nothing appended
+
+
+def test_verify_says_what_is_counted_and_what_itemized(cli, capped, tmp_path):
+    path = tmp_path / "capped.json"
+    path.write_bytes(capped)
+    result = cli("verify", str(path))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith(f"{path}: ok: 100 observation digests and the context digest re-check; agrees "
+                                    f"with the ledger's history at {CAPPED_AT} (what the ledger knew from ")
+    assert result.stdout.endswith("on); inbound 110 counted, 100 itemized (past the page cap: the rest are known "
+                                  "only by count)\n")
+
+
+def test_the_text_page_says_what_is_past_the_cap(cli, capped):
+    result = cli("replay", "--paper", PAPER_004, "--as-of", CAPPED_AT, "--format", "text")
+    assert (result.exit_code, result.stderr) == (0, "")
+    blocks = result.stdout.split("\n\n")
+    assert blocks[-1] == ("Past the page cap of 100: inbound 110 counted, 100 itemized; the rest are known only by "
+                          "count.")  # the page form ends without a newline
+    assert "measured 100 of 110 inbound itemization" in blocks
+
+
+def test_the_pages_say_what_is_past_the_cap(cli, capped):
+    from fastapi.testclient import TestClient
+
+    from ledger.log.signed_notes import generate_signer
+    from ledger.web.app import create_app
+    from ledger.web.urls import integrity_url, record_url
+
+    client = TestClient(create_app(cli.location, generate_signer("example.org/ledger")))
+    words = "inbound 110 counted, 100 itemized"
+    page = client.get(record_url(PAPER_004, CAPPED_AT)).text
+    assert f'<p class="capped">Past the page cap of 100: {words}; the rest are known only by count.</p>' in page
+    integrity = client.get(integrity_url(PAPER_004, CAPPED_AT, html=False)).json()
+    assert integrity["counted"] == [words] and len(integrity["observations"]) == 100
+    assert f"Past the page cap: {words}." in client.get(integrity_url(PAPER_004, CAPPED_AT)).text
+    assert client.get(integrity_url(PAPER_004, AS_OF_004, html=False)).json()["counted"] == []
+
+
+def test_a_bundle_holds_the_count_and_one_without_it_is_incomplete(cli, capped, tmp_path, monkeypatch):
+    from tests.cli.test_completeness import check, refused
+
+    monkeypatch.chdir(tmp_path)
+    assert cli("keygen", "example.org/ledger").exit_code == 0
+    made = cli("replay", "--paper", PAPER_004, "--as-of", CAPPED_AT, "--evidence", "b.json", "--key", "ledger.key")
+    assert made.exit_code == 0, made.stderr
+    bundle = json.loads((tmp_path / "b.json").read_bytes())
+    assert bundle["record"] == json.loads(capped)
+    kinds = [json.loads(base64.b64decode(event["leaf"]))["kind"] for event in bundle["events"]]
+    assert kinds.count(COVERAGE_COUNTED) == 1 and kinds.count(CITATION_OBSERVED) == 100
+    whole = check(cli, tmp_path, bundle)
+    assert whole.exit_code == 0, whole.stderr
+    assert f"complete: the signed paper index counts {len(kinds)} events" in whole.stdout
+    del bundle["events"][kinds.index(COVERAGE_COUNTED)]
+    refused(check(cli, tmp_path, bundle), "missing from the bundle: 1 event")
