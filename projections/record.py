@@ -17,7 +17,7 @@ from ledger.core.canonical import canonical_parsed, loads_finite
 from ledger.core.errors import NotFoundError
 from ledger.model.standing_notices import CHECK_FAILED
 from ledger.model.events import Fact, latest, NO_MEASUREMENT_SOURCE, NOT_CHECKED, UNRESOLVED
-from ledger.model.kinds import KIND, Draft  # what each kind's facts mean to a record: its slot and its place
+from ledger.model.kinds import COUNTING_LANE, KIND, Draft  # what each kind means to a record
 from ledger.model.paths import EVIDENCE, INTEGRITY, PAPER, RECORD, fill
 from ledger.model.published import RESOLUTION_STATES, context_digest, observation_digest
 from ledger.core.times import When, long_date
@@ -154,17 +154,9 @@ class Tally:
     observations: int  # inbound + outbound: an observation of a paper citing itself counts in both
     checked: int  # of those, with a notice check that did not fail at its source
 
-    def plus(self, other: Tally) -> Tally:
-        return Tally(self.inbound + other.inbound, self.outbound + other.outbound,
-                     self.observations + other.observations, self.checked + other.checked)
-
-    def beyond(self, other: Tally) -> Tally:
-        """What this has more of than `other`, lane by lane (never below zero)."""
-        return Tally(max(0, self.inbound - other.inbound), max(0, self.outbound - other.outbound),
-                     max(0, self.observations - other.observations), max(0, self.checked - other.checked))
-
-
-NOTHING = Tally(0, 0, 0, 0)
+    def plus(self, other: Tally, sign: int = 1) -> Tally:
+        return Tally(self.inbound + sign * other.inbound, self.outbound + sign * other.outbound,
+                     self.observations + sign * other.observations, self.checked + sign * other.checked)
 
 
 def _tally(draft: Draft) -> Tally:
@@ -184,14 +176,19 @@ def _cites(citation: dict, paper_id: str) -> bool:
     return cited is not None and cited["arxiv_id"] == paper_id
 
 
-def _beyond(counted: dict | None, base: Draft) -> Tally:
-    """What a count has beyond what the ledger itemized at the count's time (`base`): never below zero."""
-    if counted is None:
-        return NOTHING
-    lanes = counted["lanes"]
+def _total(draft: Draft, base: Draft, shown_in: int, shown_out: int) -> Tally:
+    """What the lanes count. With a count in force (what a record over the page cap counted at its time,
+    `base` the draft then): the count, moved by what the ledger's own count moved since; a lane never
+    counts fewer than it itemizes."""
+    ours = _tally(draft)
+    if draft.counted is None:
+        return ours
+    lanes = draft.counted["lanes"]
     said = Tally(lanes["inbound_itemization"]["denominator"], lanes["reference_resolution"]["denominator"],
                  lanes["standing_notices"]["denominator"], lanes["standing_notices"]["records_observed"])
-    return said.beyond(_tally(base))
+    moved = said.plus(ours).plus(_tally(base), -1)
+    return Tally(max(shown_in, moved.inbound), max(shown_out, moved.outbound),
+                 max(shown_in + shown_out, moved.observations), max(0, moved.checked))
 
 
 def _coverage(total: Tally, shown_in: list[dict], shown_out: list[dict], sources: list[dict],
@@ -210,16 +207,13 @@ def _coverage(total: Tally, shown_in: list[dict], shown_out: list[dict], sources
 
 
 def _assemble(draft: Draft, base: Draft, as_of: str) -> dict:
-    """The record of `draft`; `base` is the draft at the time of the count in force (the same when none).
-
-    A count (coverage.counted, a record over the page cap) says how many a lane counted at its time; the
-    rebuild shows what the ledger counts now plus what that count had beyond the ledger's then."""
+    """The record of `draft`; `base` is the draft at the time of the count in force (the same when none)."""
     paper_id = draft.paper_id
     if draft.paper is None:
         raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
     inbound, outbound = _directions(draft)
     shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
-    total = _tally(draft).plus(_beyond(draft.counted, base))
+    total = _total(draft, base, len(shown_in), len(shown_out))
     sources = sorted(draft.sources, key=lambda s: s["source"])
     counts = dict.fromkeys(RESOLUTION_STATES, 0)
     for obs in shown_out:
@@ -279,18 +273,27 @@ def rebuild_mismatch(facts: Iterable[Fact], record: dict) -> Mismatch | None:
     return None if canonical_parsed(rebuilt) == canonical_parsed(record) else Mismatch(rebuilt, record)
 
 
+def counted_past_cap(record: dict, direction: str) -> dict | None:
+    """The lane of `direction` when it counts more observations than `record` lists there (over the page
+    cap: the rest are known only by count), else None. Takes any record `check_record` accepted."""
+    lane = next((lane for lane in record["coverage"] if lane["lane"] == COUNTING_LANE[direction]), None)
+    if lane is None or type(lane.get("denominator")) is not int or lane["denominator"] <= len(record[direction]):
+        return None
+    return lane
+
+
 def missing_observations(facts: Iterable[Fact], record: dict) -> list[str]:
     """The observations the ledger's rebuild from `facts` at `record`'s as_of lists that the record does not;
-    page order, inbound first. In a direction where the record lists its cap, only those that would come
-    before its last listed one are missing: one after it is past the cap. Needs no snapshot of the paper."""
+    page order, inbound first. In a direction where the record counts more than it lists (over its page cap),
+    only those that would come before its last listed one are missing: one after it is past the cap. Needs no
+    snapshot of the paper."""
     fold = _folded(record["paper"]["arxiv_id"], facts, When.at(record["as_of"]))
     inbound, outbound = _directions(fold.draft())
     missing: list[str] = []
     for direction, ours in (("inbound", inbound), ("outbound", outbound)):
         theirs, order = record[direction], PAGE_ORDER[direction]
         listed = {obs["observation_id"] for obs in theirs}
-        cap = record["caps"].get(direction)
-        capped = bool(theirs) and type(cap) is int and len(theirs) >= cap
+        capped = bool(theirs) and counted_past_cap(record, direction) is not None
         missing += [obs["observation_id"] for obs in ours
                     if obs["observation_id"] not in listed and obs["observation_id"] not in missing
                     and not (capped and order(obs) > order(theirs[-1]))]

@@ -10,12 +10,11 @@ from ledger.model.kinds import CITATION_OBSERVED, COVERAGE_COUNTED, KIND, MEASUR
 from ledger.model.kinds import PAPER_SNAPSHOT, RESOLUTION_RECORDED
 from ledger.model.parts import UNTITLED, cited_label, spaced as _words
 from ledger.model.published import RESOLUTION_STATES
+from ledger.projections.record import counted_past_cap
 
 __all__ = ["UNTITLED", "capped_words", "cited_label", "counted_words", "lane_words", "measurement_line", "notice_lines",
            "observation_words", "render_text", "state_words"]
 
-# The lane that counts each direction's observations, against which its listing is capped.
-CAPPED_LANES = {"outbound": "reference_resolution", "inbound": "inbound_itemization"}
 
 
 def notice_lines(notice: dict) -> tuple[list[str], str | None]:
@@ -66,10 +65,8 @@ def _observation(obs: dict, direction: str) -> list[str]:
 def counted_words(record: dict, direction: str) -> str | None:
     """What a direction's lane counts against what the record itemizes ("inbound 110 counted, 100 itemized"),
     when it counts more than the record lists (over the page cap: the rest are known only by count), else None."""
-    lane = next((lane for lane in record["coverage"] if lane["lane"] == CAPPED_LANES[direction]), None)
-    if lane is None or lane["denominator"] <= len(record[direction]):
-        return None
-    return KIND[COVERAGE_COUNTED].page(lane, lane["lane"])
+    lane = counted_past_cap(record, direction)
+    return None if lane is None else KIND[COVERAGE_COUNTED].page(lane, lane["lane"])
 
 
 def capped_words(record: dict, direction: str) -> str | None:

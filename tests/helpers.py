@@ -43,11 +43,11 @@ SWEEP = "2026-08-09T06:31:02.800959+00:00"  # seed 004's standing-notices sweep
 PAGE_CAP = 100
 
 
-def citing_observation(n: int, observed_at: str, checked: bool = True) -> dict:
-    """Seed 004's first inbound observation, as if cited by synthetic paper 2608.n, observed at `observed_at`;
+def citing_observation(n: int, observed_at: str, checked: bool = True, month: str = "2608") -> dict:
+    """Seed 004's first inbound observation, as if cited by synthetic paper `month`.n, observed at `observed_at`;
     its notice is the seed's (checked at the sweep) or, unless `checked`, not checked."""
     obs = copy.deepcopy(json.loads(SEED_004.read_bytes())["inbound"][0])
-    arxiv_id = f"2608.{n:05d}"
+    arxiv_id = f"{month}.{n:05d}"
     obs["citation"]["citing_paper"].update(arxiv_id=arxiv_id, title=f"Citing paper {n}")
     obs["citation"]["source_observed_at"] = observed_at
     obs["links"]["citing_paper"] = f"/paper/{arxiv_id}"

@@ -18,6 +18,7 @@ from ledger.core.times import instant_key
 from ledger.model.kinds import (  # the vocabulary lives in the kinds table; importable from here as before
     CITATION_OBSERVED,
     COUNTED_LANES,
+    COUNTING_LANE,
     COVERAGE_COUNTED,
     KIND,
     KINDS,
@@ -160,9 +161,8 @@ def record_count(record: dict, force: bool = False) -> Event | None:
         if name not in lanes:
             return None  # a record without the lane does not rebuild: the comparison names it
         counted[name] = {key: lanes[name].get(key) for key in ("denominator", "records_observed")}
-    listing = {"inbound_itemization": "inbound", "reference_resolution": "outbound"}
     over = []
-    for name, direction in listing.items():
+    for direction, name in COUNTING_LANE.items():
         denominator, listed = counted[name]["denominator"], len(record[direction])
         if type(denominator) is int and denominator > listed:
             cap = record["caps"].get(direction)

@@ -315,6 +315,8 @@ class ObservationWithdrawn(Kind):
 
 
 COUNTED_LANES = ("inbound_itemization", "reference_resolution", "standing_notices")
+# The lane that counts each direction's observations: a record over its page cap counts more than it lists.
+COUNTING_LANE = {"inbound": "inbound_itemization", "outbound": "reference_resolution"}
 
 
 def _counted_lanes(payload: dict) -> dict:

@@ -67,8 +67,9 @@ def test_the_same_record_again_with_the_flag_appends_nothing(cli, later):
 
 
 def test_an_observation_past_the_page_cap_is_not_missing(cli, later):
-    # A record at its cap lists the first observations in page order: one after its last listed is past the
-    # cap, one before it (the first, here) is missing all the same.
+    # A record over its cap (it counts more than it lists) lists the first observations in page order: one
+    # after its last listed is past the cap; one before it (the first, here) is missing all the same, and so
+    # is every one not listed by a record at its cap that counts no more than it lists.
     store = Store.open(cli.location)
     facts = store.paper_facts(PAPER_004)
     store.close()
@@ -79,8 +80,11 @@ def test_an_observation_past_the_page_cap_is_not_missing(cli, later):
     full = seed_record()
     full["as_of"] = LATER
     last = full["inbound"].pop()["observation_id"]
-    assert missing_observations(facts, full) == [last]
     full["caps"]["inbound"] = len(full["inbound"])
+    itemized = next(lane for lane in full["coverage"] if lane["lane"] == "inbound_itemization")
+    itemized["denominator"] = len(full["inbound"])
+    assert missing_observations(facts, full) == [last]
+    itemized["denominator"] += 1
     assert missing_observations(facts, full) == []
 
 
