@@ -133,7 +133,11 @@ def _apply(writer: Writer, item: Parsed, firsts: dict[str, int], how: Attempt,
     look_up = how is Attempt.LOOK_UP
     appended = present = 0
     if item.entries:
+        head = writer.seq
         appended, present = _append_entries(writer, item.name, item.entries, look_up)
+        # An exported line is checked as a new fact would be: a log may withdraw what no line observed.
+        withdrawals.extend((item.name, line, event) for line, entry, event in item.entries
+                           if entry.seq > head and event.kind == OBSERVATION_WITHDRAWN)
     # The seq the input's first new fact takes, after its log lines: an input's units come together, in order.
     own_from = firsts.setdefault(item.name, writer.seq + 1)
     if item.last:

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from ledger.core.canonical import canonical
-from ledger.model.events import CITATION_OBSERVED, COVERAGE_COUNTED, NOTICE_CHECKED
+from ledger.model.events import CITATION_OBSERVED, COVERAGE_COUNTED, NOTICE_CHECKED, RESOLUTION_RECORDED
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import SWEEP, citing_observation, event_line, published, redigest, seed_record, write_record
 
@@ -34,6 +34,7 @@ def as_lines(observations: list[dict]) -> bytes:
     for obs in observations:
         oid = obs["observation_id"]
         lines.append(event_line(CITATION_OBSERVED, {"citation": obs["citation"], "observation_id": oid}))
+        lines.append(event_line(RESOLUTION_RECORDED, {"observation_id": oid, "resolution": obs["resolution"]}))
         if obs["standing_notice"]["reason"] != "not_checked":
             lines.append(event_line(NOTICE_CHECKED, {"observation_id": oid, "standing_notice": obs["standing_notice"]},
                                     SWEEP))
@@ -96,9 +97,21 @@ def test_the_missing_ten_arriving_later_leave_the_record_and_are_not_counted_twi
     path.write_bytes(as_lines(hidden()))
     result = cli("import", str(path))
     assert (result.exit_code, result.stderr) == (0, "")
-    assert result.stdout.startswith("appended 15 events (0 already present)")  # 10 citations, 5 notice checks
+    assert result.stdout.startswith("appended 25 events (0 already present)")  # 10 citations and resolutions, 5 checks
     assert replay(cli, CAPPED_AT) == capped
     assert lanes(replay(cli, "2026-09-01"))["inbound_itemization"] == (110, 100)
+
+
+def test_with_every_fact_in_the_ledger_the_count_says_what_the_facts_say(cli, capped, tmp_path):
+    # The ten arrive; from then on the rebuild is the one a ledger holding only the 110 as event lines gives.
+    (tmp_path / "ten.jsonl").write_bytes(as_lines(hidden()))
+    assert cli("import", str(tmp_path / "ten.jsonl")).exit_code == 0
+    (tmp_path / "all.jsonl").write_bytes(as_lines(everything()[12:]))
+    full = type(cli)(str(tmp_path / "full.db"))
+    assert full("init").exit_code == 0
+    assert full("import", str(SEED_004), str(tmp_path / "all.jsonl")).exit_code == 0
+    for as_of in (CAPPED_AT, "2026-09-01"):
+        assert replay(cli, as_of) == replay(full, as_of)
 
 
 def test_the_missing_ten_arriving_earlier_leave_the_record_as_it_is(cli, tmp_path):
@@ -185,7 +198,7 @@ def test_the_pages_say_what_is_past_the_cap(cli, capped):
 
     from ledger.log.signed_notes import generate_signer
     from ledger.web.app import create_app
-    from ledger.web.urls import integrity_url, record_url
+    from ledger.web.urls import integrity_url, page_url, record_url
 
     client = TestClient(create_app(cli.location, generate_signer("example.org/ledger")))
     words = "inbound 110 counted, 100 itemized"
@@ -195,6 +208,8 @@ def test_the_pages_say_what_is_past_the_cap(cli, capped):
     assert integrity["counted"] == [words] and len(integrity["observations"]) == 100
     assert f"Past the page cap: {words}." in client.get(integrity_url(PAPER_004, CAPPED_AT)).text
     assert client.get(integrity_url(PAPER_004, AS_OF_004, html=False)).json()["counted"] == []
+    paper = client.get(page_url(PAPER_004, CAPPED_AT)).text  # its history table has the count's line
+    assert f"<td>counted on 2026-08-24: {words}; outbound 0 counted, 0 itemized; notices checked on 61 of 110 counted</td>" in paper
 
 
 def test_a_bundle_holds_the_count_and_one_without_it_is_incomplete(cli, capped, tmp_path, monkeypatch):
@@ -213,3 +228,31 @@ def test_a_bundle_holds_the_count_and_one_without_it_is_incomplete(cli, capped, 
     assert f"complete: the signed paper index counts {len(kinds)} events" in whole.stdout
     del bundle["events"][kinds.index(COVERAGE_COUNTED)]
     refused(check(cli, tmp_path, bundle), "missing from the bundle: 1 event")
+
+
+def _count(**changes) -> dict:
+    lanes = {"inbound_itemization": {"denominator": 110, "records_observed": 100},
+             "reference_resolution": {"denominator": 0, "records_observed": 0},
+             "standing_notices": {"denominator": 110, "records_observed": 61}}
+    return {"lanes": lanes, "observed_at": CAPPED_AT, "paper": PAPER_004, **changes}
+
+
+@pytest.mark.parametrize("payload, error", [
+    ({"observed_at": CAPPED_AT, "paper": PAPER_004}, "field payload.lanes: missing"),
+    (_count(observed_at=None), "field payload.observed_at: expected a string, found null"),
+    (_count(lanes={"inbound_itemization": {"denominator": 1, "records_observed": 1}}),
+     "field payload.lanes: expected the lanes inbound_itemization, reference_resolution, standing_notices, found "
+     "inbound_itemization"),
+    (_count(lanes={**_count()["lanes"], "standing_notices": {"denominator": 3, "records_observed": 5}}),
+     "field payload.lanes.standing_notices: records_observed 5 is not between 0 and the denominator 3"),
+    (_count(lanes={**_count()["lanes"], "inbound_itemization": {"denominator": "110", "records_observed": 100}}),
+     "field payload.lanes.inbound_itemization.denominator: expected an integer, found a string"),
+])
+def test_a_bad_count_line_is_refused_naming_the_field(cli, tmp_path, payload, error):
+    assert cli("init").exit_code == 0
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(event_line(COVERAGE_COUNTED, payload))
+    result = cli("import", str(path))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"ledger: {path}: line 1: {error}\n"
+    assert cli("head").stdout.startswith("0 ")  # nothing appended

@@ -105,3 +105,22 @@ def test_diff_says_an_observation_fell_past_the_page_cap(cli, tmp_path):
     found = json.loads(result.stdout)
     assert [(o["observation_id"], o["account"]) for o in found["removed"]] == [(pushed, "past the page cap of 100")]
     assert [o["observation_id"] for o in found["added"]] == [early["observation_id"]]
+
+
+def test_exported_and_imported_again_the_corrections_rebuild_the_same(cli, late_withdrawal, tmp_path):
+    # The log of a ledger holding a withdrawal and a count, as exported lines: their hashes re-checked on the way in.
+    capped = published(CAPPED_AT, [obs for obs in everything() if obs["observation_id"] != OID])  # 109 counted
+    with freeze_time("2026-08-26T00:00:00Z"):
+        assert cli("import", write_record(tmp_path / "capped.json", capped)).exit_code == 0
+    log = tmp_path / "ledger.log"
+    log.write_bytes(cli("export").stdout_bytes)
+    again = type(cli)(str(tmp_path / "again.db"))
+    assert again("init").exit_code == 0
+    result = again("import", str(log))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert again("head").stdout == cli("head").stdout
+    for as_of in (PUBLISHED_AT, CAPPED_AT, "2026-09-01"):
+        assert canonical(replay(again, as_of)) == canonical(replay(cli, as_of))
+    assert canonical(replay(again, CAPPED_AT)) == canonical(capped)
+    assert canonical(replay(again, PUBLISHED_AT)) != late_withdrawal.read_bytes()  # the withdrawal came along
+    assert canonical(replay(again, PUBLISHED_AT, "2026-08-24")) == late_withdrawal.read_bytes()

@@ -101,6 +101,19 @@ def test_history_accounts_for_the_withdrawal(withdrawn):
                                                 f"withdrawn on 2026-08-20: {REASON}")
 
 
+def test_the_paper_page_and_the_record_page_show_the_withdrawal(withdrawn):
+    from fastapi.testclient import TestClient
+
+    from ledger.web.app import create_app
+    from ledger.web.urls import page_url, record_url
+
+    client = TestClient(create_app(withdrawn.location))
+    paper = client.get(page_url(PAPER_004, "2026-08-21")).text
+    assert f"<td>{OBSERVATION_WITHDRAWN}</td><td>{OID}</td><td>withdrawn on 2026-08-20: {REASON}</td>" in paper
+    assert OID not in client.get(record_url(PAPER_004, "2026-08-21")).text
+    assert OID in client.get(record_url(PAPER_004, "2026-08-19")).text
+
+
 def test_the_same_withdrawal_twice_is_the_same_fact(withdrawn, tmp_path):
     result = withdrawn("import", write_lines(tmp_path / "w.jsonl", event_line(OBSERVATION_WITHDRAWN, withdrawal())))
     assert (result.exit_code, result.stderr) == (0, "")
@@ -179,3 +192,22 @@ def test_a_withdrawal_is_an_event_of_its_paper_and_a_bundle_without_it_is_incomp
     assert whole.exit_code == 0 and "complete: the signed paper index counts 41 events" in whole.stdout
     del bundle["events"][-1]
     refused(check(withdrawn, tmp_path, bundle), "missing from the bundle: 1 event after seq 40")
+
+
+def test_a_log_that_withdraws_what_it_never_observed_is_refused(cli, tmp_path):
+    # Hashes that re-compute do not make a withdrawal of nothing acceptable: exported lines are checked as facts.
+    from ledger.core.canonical import canonical
+    from ledger.log.chain import GENESIS, Entry, seal
+    from ledger.log.export import export_line
+
+    payload = canonical(withdrawal())
+    recorded = "2026-08-25T00:00:00.000000Z"
+    _, digest, chain = seal(GENESIS, 1, OBSERVATION_WITHDRAWN, WITHDRAWN_AT, recorded, payload)
+    log = tmp_path / "forged.log"
+    log.write_bytes(export_line(Entry(1, OBSERVATION_WITHDRAWN, WITHDRAWN_AT, recorded, payload, digest, chain)))
+    assert cli("init").exit_code == 0
+    result = cli("import", str(log))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"ledger: {log}: line 1: field payload.observation_id: observation {OID} is not in this "
+                             "ledger: there is nothing to withdraw\n")
+    assert cli("head").stdout.startswith("0 ")  # nothing appended
