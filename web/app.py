@@ -305,8 +305,8 @@ def create_app(source: Store | str, signer: Signer | None = None) -> FastAPI:
 def from_environment() -> FastAPI:
     """The app for `ledger serve --workers N`: each worker process builds it from the environment the
     command set (LEDGER_SERVE_DB, LEDGER_SERVE_KEY)."""
-    from ledger.log.signed_notes import parse_signer
+    from ledger.services.keys import load_signer
 
     key = os.environ.get("LEDGER_SERVE_KEY")
-    signer = parse_signer(open(key, encoding="utf-8").read()) if key else None
+    signer = load_signer(key) if key else None
     return create_app(os.environ["LEDGER_SERVE_DB"], signer)

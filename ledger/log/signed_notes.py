@@ -34,7 +34,8 @@ def _b64decode(text: str, what: str) -> bytes:
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
-        raise InputError(f"{what}: not base64: {text!r}") from None
+        # The text is not echoed: it may be (part of) a key, and errors end up in terminal logs.
+        raise InputError(f"{what}: not base64 ({len(text)} characters)") from None
 
 
 def key_id(name: str, public: bytes) -> bytes:
@@ -89,6 +90,8 @@ def parse_signer(text: str) -> Signer:
     Raises: InputError when it is not one."""
     parts = text.strip().split("+", 4)  # the base64 key itself may contain '+'
     if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
+        if len(text.strip().split("+", 2)) == 3:
+            raise InputError("holds a verifier key (<name>+<id>+<key>), not a signing key (PRIVATE+KEY+...)")
         raise InputError("signer key: expected PRIVATE+KEY+<name>+<id>+<key>")
     raw = _b64decode(parts[4], "signer key")
     if len(raw) != 33 or raw[0] != ED25519:
@@ -102,6 +105,9 @@ def parse_signer(text: str) -> Signer:
 def parse_verifier(text: str) -> Verifier:
     """A verifier key from its text form.
     Raises: InputError when it is not one."""
+    if text.strip().startswith("PRIVATE+KEY+"):
+        raise InputError("holds a signing key (PRIVATE+KEY+...), not a verifier key: give the .vkey that "
+                         "`ledger keygen` wrote beside it")
     parts = text.strip().split("+", 2)  # the base64 key itself may contain '+'
     if len(parts) != 3:
         raise InputError("verifier key: expected <name>+<id>+<key>")

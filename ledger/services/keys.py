@@ -4,6 +4,7 @@ one reader of key files for the command line and the Python API.
 
 from __future__ import annotations
 
+import os
 from typing import Callable, TypeVar
 
 from ledger.core.errors import InputError
@@ -11,6 +12,11 @@ from ledger.core.inputs import decode_input, read_input
 from ledger.log.signed_notes import Signer, Verifier, parse_signer, parse_verifier
 
 Key = TypeVar("Key", Signer, Verifier)
+
+
+def _looks_like_key(name: str) -> bool:
+    # What is not a file but reads as key text is never echoed: an error naming it would print the key.
+    return not os.path.exists(name) and name.count("+") >= 2
 
 
 def _load_key(name: str, parse: Callable[[str], Key], expected: str) -> Key:
@@ -23,11 +29,20 @@ def _load_key(name: str, parse: Callable[[str], Key], expected: str) -> Key:
 
 def load_signer(name: str) -> Signer:
     """The signing key in the file `name` (`ledger keygen` writes one).
-    Raises: InputError naming the file."""
+    Raises: InputError naming the file (a key's text is never repeated in it)."""
+    if _looks_like_key(name):
+        raise InputError("the signing key was given as text: give the file that holds it (key text on a command "
+                         "line stays in the shell's history)")
     return _load_key(name, parse_signer, "a signing key")
 
 
 def load_verifier(name: str) -> Verifier:
-    """The verifier key in the file `name`.
-    Raises: InputError naming the file."""
+    """The verifier key in the file `name`, or `name` itself when it is no file but a verifier key's text
+    (`<name>+<id>+<key>`, as `ledger keygen` prints it).
+    Raises: InputError naming the file (a key's text is never repeated in it)."""
+    if _looks_like_key(name):
+        try:
+            return parse_verifier(name)
+        except InputError as exc:
+            raise InputError(f"verifier key given as text: {exc}") from None
     return _load_key(name, parse_verifier, "a verifier key")
