@@ -18,7 +18,7 @@ from typer.core import TyperGroup
 from ledger import __version__
 from ledger.cli import log_commands, proof_commands, publish_commands, record_commands
 from ledger.cli.common import DEFAULT_DB
-from ledger.core.errors import IntegrityError, LedgerError
+from ledger.core.errors import LedgerError
 
 
 class LedgerGroup(TyperGroup):
@@ -28,8 +28,7 @@ class LedgerGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except LedgerError as exc:
-            problems = exc.problems if isinstance(exc, IntegrityError) else [str(exc)]
-            for problem in problems:
+            for problem in exc.problems:
                 typer.echo(f"ledger: {problem}", err=True)
             if ctx.obj and ctx.obj.get("verbose"):
                 traceback.print_exc()

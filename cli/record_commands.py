@@ -17,7 +17,7 @@ from ledger.core.canonical import canonical
 from ledger.log.chain import hex_hash
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.importing.importer import import_files
-from ledger.core.inputs import read_input
+from ledger.core.inputs import input_files, read_input
 from ledger.importing.logfile import is_exported_log, log_entries
 from ledger.services.proofs import evidence_bundle
 from ledger.services.replay import render_records, shared
@@ -86,16 +86,24 @@ def replay(
         raise InputError(f"--format: expected json or text, found {fmt!r}")
     at, known = when("--as-of", as_of), when("--known-at", known_at)
     known_key = known.key if known else None
-    store = open_store(ctx)
     if evidence is not None:
         if paper is None or key is None:
             raise InputError("--evidence: needs --paper and --key")
-        bundle = evidence_bundle(store, paper, at, load_signer(key), known_key)
+        if stats or jobs > 1:
+            raise InputError("--evidence: --stats and --jobs do not apply to a bundle")
+        signer = load_signer(key)
+        bundle = evidence_bundle(open_store(ctx), paper, at, signer, known_key)
         _write(evidence, canonical(bundle))
         typer.echo(f"wrote {evidence}: every event of arXiv:{paper} in the log of size {bundle['index']['tree_size']} "
                    f"({len(bundle['events'])}), each with its inclusion proofs, the paper index proof and a signed "
                    "checkpoint")
+        if out is not None:  # the record the bundle rebuilds, as --out writes it without --evidence
+            _write(out, _render(bundle["record"], fmt))
+            typer.echo(f"wrote {out}: the record of arXiv:{paper} as of {bundle['record']['as_of']}")
         return
+    if key is not None:
+        raise InputError("--key: only with --evidence (it signs the bundle's checkpoint)")
+    store = open_store(ctx)
     started, store.statements = time.perf_counter(), 0
     known_note = f" known at {known.text}" if known else ""  # why nothing may be found
     if paper is not None:
@@ -114,7 +122,7 @@ def replay(
             typer.echo(f"statements: {store.statements}, events read: {len(facts)}, time: {elapsed:.1f} ms", err=True)
         return
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        _folder(out)
     if jobs > 1 and not shared(store):
         jobs = 1  # an exported log, loaded into this process's memory: no worker could open it
     if jobs > 1:  # workers fork before their parent's connection exists; each opens its own
@@ -146,6 +154,17 @@ def _emit(out: Path | None, fmt: str, arxiv_id: str, record: dict) -> bytes | No
         return data + b"\n"
     _write(out / f"{arxiv_id}{'.json' if fmt == 'json' else '.txt'}", data)
     return None
+
+
+def _folder(path: Path) -> None:
+    """`--out` of every paper: a folder, made if missing."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--out {path}: exists and is not a folder (without --paper, --out is a folder: one file "
+                         "per paper)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out {path}: cannot make the folder: {exc.strerror}") from None
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -182,12 +201,17 @@ def verify(
     if evidence is not None:
         if verifier_key is None:
             raise InputError("--evidence: needs --verifier-key")
+        if records or strict:
+            raise InputError("--evidence: checks one bundle, nothing else: verify RECORD files (or --strict) in "
+                             "another run")
         bundle = load_json(evidence, read_input(evidence))
         proved = verify_bundle(bundle, load_verifier(verifier_key), evidence)
         account = bundle_account(proved)
         complete = True if proved.indexed is not None else None  # None: a bundle from before the index proves none
         _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
         return
+    if verifier_key is not None:
+        raise InputError("--verifier-key: only with --evidence or --index")
     location = db_location(ctx)
     if not records:
         if is_exported_log(location):
@@ -197,18 +221,31 @@ def verify(
             account = chain_account(verify_chain(store.entries(), progress))
         _say(json, {"ok": True, "checked": "chain", "account": account}, account)
         return
-    store = _store_if_any(ctx)
-    checks = [compare_record(name, read_input(name), store, strict) for name in records]
+    _verify_records(input_files(records, (".json",)), _store_if_any(ctx), strict, json)
+
+
+def _verify_records(names: list[str], store: Store | None, strict: bool, json: bool) -> None:
+    """Every record that can be read is checked and reported, in order; then the problems, and the worst
+    exit code: 2 when a file could not be read as a record, else 1 when a check failed."""
+    checks, unread = [], []
+    for name in names:
+        try:
+            checks.append(compare_record(name, read_input(name), store, strict))
+        except InputError as exc:
+            unread.append((name, str(exc)))
     lines = [record_lines(check) for check in checks]
     if json:
         write_json([{"file": c.name, "ok": not c.problems, "history": c.history,
                      **({"problems": c.problems} if c.problems else {"account": said[0]})}
-                    for c, said in zip(checks, lines)])
+                    for c, said in zip(checks, lines)]
+                   + [{"file": name, "ok": False, "history": None, "problems": [problem]} for name, problem in unread])
     else:
         for said in lines:
             for line in said:
                 typer.echo(line)
     failures = [problem for check in checks for problem in check.problems]
+    if unread:
+        raise InputError(f"{len(unread)} file(s) not read", failures + [problem for _, problem in unread])
     if failures:
         raise IntegrityError(f"{len(failures)} problem(s)", failures)
 

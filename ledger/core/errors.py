@@ -7,9 +7,14 @@ observation or sequence number. This module must never import anything heavier t
 
 
 class LedgerError(Exception):
-    """Base of every error the ledger raises on purpose."""
+    """Base of every error the ledger raises on purpose. `problems` lists every finding, one line each,
+    when there are several (the message then sums them up)."""
 
     exit_code = 3
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = problems or [message]
 
 
 class InputError(LedgerError):
@@ -19,16 +24,9 @@ class InputError(LedgerError):
 
 
 class IntegrityError(LedgerError):
-    """A digest or chain hash does not re-compute, or a record disagrees with history. Exit 1.
-
-    `problems` lists every finding, one line each, when there are several.
-    """
+    """A digest or chain hash does not re-compute, or a record disagrees with history. Exit 1."""
 
     exit_code = 1
-
-    def __init__(self, message: str, problems: list[str] | None = None):
-        super().__init__(message)
-        self.problems = problems or [message]
 
 
 class NotFoundError(LedgerError):

@@ -27,9 +27,9 @@ _PATTERN_SPAN = 64  # the longest match `scan_file` finds across two blocks
 INPUT_SUFFIXES = (".json", ".jsonl")  # what a directory given as an input stands for
 
 
-def input_files(names: list[str]) -> list[str]:
-    """The inputs `names` stand for: a file (or `-`) itself, and a directory the `.json` and `.jsonl` files
-    below it, at any depth, in the order of their paths; hidden files and folders are passed over. So a
+def input_files(names: list[str], suffixes: tuple[str, ...] = INPUT_SUFFIXES) -> list[str]:
+    """The inputs `names` stand for: a file (or `-`) itself, and a directory the files below it whose names
+    end in `suffixes` (`.json` and `.jsonl`), at any depth, in the order of their paths; hidden files and folders are passed over. So a
     corpus of more files than a command line holds (about 60,000 paths) can be named, and a folder that
     `replay --out` wrote is imported as it stands.
     Raises: InputError naming a directory that cannot be read, or that holds no such file."""
@@ -45,9 +45,9 @@ def input_files(names: list[str]) -> list[str]:
         for folder, folders, children in os.walk(name, onerror=unreadable):
             folders[:] = [child for child in folders if not child.startswith(".")]
             files += [os.path.join(folder, child) for child in children
-                      if child.endswith(INPUT_SUFFIXES) and not child.startswith(".")]
+                      if child.endswith(suffixes) and not child.startswith(".")]
         if not files:
-            raise InputError(f"{name}: a directory with no {' or '.join(INPUT_SUFFIXES)} file in it")
+            raise InputError(f"{name}: a directory with no {' or '.join(suffixes)} file in it")
         found += sorted(files)
     return found
 

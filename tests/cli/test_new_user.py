@@ -1,0 +1,88 @@
+"""The command line as a new user meets it: each case asserts the exit code, stdout and stderr separately.
+Output files that were not asked for, or options that would be ignored, are refused rather than dropped; every
+record that can be read is reported before the worst exit code.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import AS_OF_004, PAPER_004, SEED_004
+
+
+@pytest.fixture
+def seeded(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli("init").exit_code == 0
+    assert cli("import", str(SEED_004)).exit_code == 0
+    return cli
+
+
+def outcome(result) -> tuple[int, str, str]:
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_replay_out_onto_a_file_is_refused_in_one_line(seeded, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    assert outcome(seeded("replay", "--as-of", "2026-08-24", "--out", "notes.txt")) == (
+        2, "", "ledger: --out notes.txt: exists and is not a folder (without --paper, --out is a folder: one file per "
+               "paper)\n")
+    assert outcome(seeded("replay", "--as-of", "2026-08-24", "--out", "notes.txt/sub")) == (
+        2, "", "ledger: --out notes.txt/sub: cannot make the folder: Not a directory\n")
+    assert outcome(seeded("replay", "--as-of", "2026-08-24", "--paper", PAPER_004, "--out", "notes.txt/sub")) == (
+        2, "", "ledger: notes.txt/sub: cannot write: Not a directory\n")
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_replay_evidence_with_out_writes_both(seeded, tmp_path):
+    assert seeded("keygen", "example.org/ledger").exit_code == 0
+    result = seeded("replay", "--paper", PAPER_004, "--as-of", AS_OF_004, "--evidence", "b.json", "--key", "ledger.key",
+                    "--out", "rec.json")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.splitlines()[1] == f"wrote rec.json: the record of arXiv:{PAPER_004} as of {AS_OF_004}"
+    assert (tmp_path / "rec.json").read_bytes() == SEED_004.read_bytes()
+    assert json.loads((tmp_path / "b.json").read_bytes())["record"] == json.loads(SEED_004.read_bytes())
+
+
+@pytest.mark.parametrize("args, stderr", [
+    (["replay", "--as-of", "2026-08-24", "--key", "ledger.key"],
+     "ledger: --key: only with --evidence (it signs the bundle's checkpoint)\n"),
+    (["replay", "--paper", PAPER_004, "--as-of", "2026-08-24", "--evidence", "b.json", "--key", "ledger.key", "--stats"],
+     "ledger: --evidence: --stats and --jobs do not apply to a bundle\n"),
+    (["verify", "--evidence", "b.json", "--verifier-key", "ledger.vkey", str(SEED_004)],
+     "ledger: --evidence: checks one bundle, nothing else: verify RECORD files (or --strict) in another run\n"),
+    (["verify", str(SEED_004), "--verifier-key", "ledger.vkey"],
+     "ledger: --verifier-key: only with --evidence or --index\n"),
+])
+def test_an_option_that_would_be_ignored_is_refused(seeded, tmp_path, args, stderr):
+    assert seeded("keygen", "example.org/ledger").exit_code == 0
+    assert outcome(seeded(*args)) == (2, "", stderr)
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_verify_reports_every_record_it_read_before_the_worst_code(seeded, tmp_path):
+    (tmp_path / "a.json").write_bytes(SEED_004.read_bytes())
+    record = json.loads(SEED_004.read_bytes())
+    record["thesis"] += " "
+    (tmp_path / "tampered.json").write_text(json.dumps(record))
+    code, stdout, stderr = outcome(seeded("verify", "a.json", "missing.json", "tampered.json"))
+    assert code == 2  # a file not read is worse than a check that failed
+    assert stdout.startswith("a.json: ok: 12 observation digests and the context digest re-check; agrees ")
+    assert stdout.count("\n") == 1
+    lines = stderr.splitlines()
+    assert lines[0].startswith("ledger: tampered.json: context_digest: published sha256:")
+    assert lines[-1] == "ledger: missing.json: no such file"
+    assert outcome(seeded("verify", "a.json", "tampered.json"))[0] == 1
+
+
+def test_verify_takes_a_folder_as_import_does(seeded, tmp_path):
+    (tmp_path / "records" / "deep").mkdir(parents=True)
+    (tmp_path / "records" / "deep" / "a.json").write_bytes(SEED_004.read_bytes())
+    (tmp_path / "records" / "notes.txt").write_text("not a record\n")
+    code, stdout, stderr = outcome(seeded("verify", "records"))
+    assert (code, stderr) == (0, "")
+    assert stdout.startswith("records/deep/a.json: ok: 12 observation digests") and stdout.count("\n") == 1
+    (tmp_path / "empty").mkdir()
+    assert outcome(seeded("verify", "empty")) == (2, "", "ledger: empty: a directory with no .json file in it\n")
