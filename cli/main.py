@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -21,8 +21,64 @@ from ledger.cli.common import DEFAULT_DB
 from ledger.core.errors import LedgerError
 
 
+GLOBAL_FLAGS, GLOBAL_VALUED = ("-v", "--verbose"), ("--db",)
+# Click's error types as this typer has them (typer 0.28 carries its own copy of click): found from typer's own.
+_CLICK = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
+UsageError, ClickException = _CLICK["UsageError"], _CLICK["ClickException"]
+NoArgsIsHelp = getattr(sys.modules[UsageError.__module__], "NoArgsIsHelpError", ())
+
+
+def hoisted(args: list[str]) -> list[str]:
+    """`args` with the global options given after the command (`ledger head --db x -v`) moved before it, where
+    the group reads them; nothing after `--` moves."""
+    index = 0
+    while index < len(args) and args[index].startswith("-") and args[index] != "--":  # options before the command
+        index += 2 if args[index] in GLOBAL_VALUED else 1
+    head, rest, moved = args[: index + 1], args[index + 1:], []
+    kept: list[str] = []
+    position = 0
+    while position < len(rest):
+        token = rest[position]
+        if token == "--":
+            kept += rest[position:]
+            break
+        if token in GLOBAL_FLAGS or token.startswith(tuple(f"{name}=" for name in GLOBAL_VALUED)):
+            moved.append(token)
+        elif token in GLOBAL_VALUED and position + 1 < len(rest):
+            moved += rest[position: position + 2]
+            position += 1
+        else:
+            kept.append(token)
+        position += 1
+    return moved + head + kept if moved else args
+
+
 class LedgerGroup(TyperGroup):
-    """Maps every LedgerError to its exit code; nothing else in the CLI decides an exit code."""
+    """Maps every LedgerError to its exit code, and every usage error to one line and exit 2; nothing else in
+    the CLI decides an exit code."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        argv = hoisted(list(sys.argv[1:] if args is None else args))
+        try:
+            code = super().main(args=argv, prog_name=prog_name or "ledger", complete_var=complete_var,
+                                standalone_mode=False, **extra)
+        except NoArgsIsHelp:  # typer has printed the help already
+            code = 2
+        except UsageError as exc:  # an unknown option, a missing argument, a bad value
+            where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            typer.echo(f"ledger: {exc.format_message()}{where}", err=True)
+            code = exc.exit_code
+        except ClickException as exc:
+            typer.echo(f"ledger: {exc.format_message()}", err=True)
+            code = exc.exit_code
+        except typer.Abort:
+            typer.echo("ledger: aborted", err=True)
+            code = 1
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
 
     def invoke(self, ctx: typer.Context):
         try:
@@ -49,7 +105,7 @@ class LedgerGroup(TyperGroup):
 
 app = typer.Typer(
     cls=LedgerGroup,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="An event-sourced, hash-chained ledger behind Paper Citation Records.",

@@ -89,6 +89,9 @@ def parse_when(text: str) -> tuple[str, str]:
         end = datetime.combine(day, time(23, 59, 59, 999999), tzinfo=timezone.utc)
         written = format_utc(end)
         return written, written
+    if not isinstance(text, str) or not _INSTANT.fullmatch(text):
+        raise TimeError(f"expected a date YYYY-MM-DD or an RFC 3339 timestamp with offset (2026-08-09, "
+                        f"2026-08-09T16:41:00Z), found {text!r}")
     return text, instant_key(text)
 
 

@@ -23,8 +23,7 @@ from ledger.core.errors import InputError, StoreError
 from ledger.log.chain import Entry
 from ledger.log.paper_index import log_event
 from ledger.model.events import Fact
-from ledger.storage.backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for
-from ledger.storage.backends.sqlite import file_of
+from ledger.storage.backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for, database_url, shown_location, sqlite_path
 from ledger.storage.cursor import Cursor
 from ledger.storage.index_keeping import CHUNK, Edge as IndexEdge, catch_up
 from ledger.storage.index_reads import Nodes, root_at
@@ -35,15 +34,7 @@ if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made: `init`, `upg
     from sqlalchemy.engine import Engine
 
 
-def database_url(location: str) -> str:
-    """`--db` takes a SQLAlchemy URL or a path to a SQLite file; the URL either way."""
-    return location if "://" in location else f"sqlite:///{location}"
-
-
-def sqlite_path(location: str) -> str | None:
-    """The file behind a `--db` location when it names a SQLite file (None for a server or an in-memory
-    database)."""
-    return file_of(database_url(location))
+_A_FOLDER = "{path}: is a folder; --db names the ledger's file (e.g. {path}/ledger.db)"
 
 
 class Store:
@@ -51,6 +42,7 @@ class Store:
 
     def __init__(self, url: str, backend: Backend):
         self.url = url
+        self.shown = shown_location(url)  # what errors name: never a password
         self.backend = backend
         self._engine: Engine | None = None
         self.dialect = backend.name
@@ -87,8 +79,13 @@ class Store:
                 self._engine = self.backend.engine(self.url)
             except InputError:
                 raise
-            except Exception as exc:  # bad URL, missing driver
-                raise InputError(f"--db {self.url}: cannot open: {exc}") from None
+            except ModuleNotFoundError as exc:
+                if (exc.name or "").startswith("psycopg"):
+                    raise InputError(f"--db {self.shown}: PostgreSQL needs the psycopg driver: pip install "
+                                     "'ledger[postgres]'") from None
+                raise InputError(f"--db {self.shown}: cannot open: {exc}") from None
+            except Exception as exc:  # bad URL, another missing driver
+                raise InputError(f"--db {self.shown}: cannot open: {exc}") from None
         return self._engine
 
     @classmethod
@@ -96,6 +93,8 @@ class Store:
         """Create an empty ledger at `location`.
         Raises: InputError when one (or a file) is already there, StoreError when the database cannot be reached."""
         path = sqlite_path(location)
+        if path is not None and os.path.isdir(path):
+            raise InputError(_A_FOLDER.format(path=path))
         if path is not None and os.path.exists(path):
             raise InputError(f"{path}: already exists; a ledger is created only once")
         from sqlmodel import SQLModel  # here only: loading the tables costs every other command its start-up
@@ -106,7 +105,7 @@ class Store:
         with store._failures("create"):
             with store.engine.connect() as conn, conn.begin():
                 if store.backend.holds_ledger(conn):
-                    raise InputError(f"{store.url}: already holds a ledger")
+                    raise InputError(f"{store.shown}: already holds a ledger")
                 SQLModel.metadata.create_all(conn, tables=TABLES)
                 for ddl in store.backend.guards:
                     conn.exec_driver_sql(ddl)
@@ -126,6 +125,8 @@ class Store:
         """A store on a database that must exist already (a SQLite file is never created here).
         Raises: InputError when there is no such file or the location cannot be opened."""
         path = sqlite_path(location)
+        if path is not None and os.path.isdir(path):
+            raise InputError(_A_FOLDER.format(path=path))
         if path is not None and not os.path.isfile(path):
             raise InputError(f"{path}: no ledger here; create one with `ledger init`")
         return cls._connect(database_url(location))
@@ -187,7 +188,7 @@ class Store:
         if found != SCHEMA_VERSION:
             found = "none" if found is None else found
             hint = "; bring it to this version with `ledger upgrade`" if found == "1" else ""
-            raise InputError(f"{self.url}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}"
+            raise InputError(f"{self.shown}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}"
                              f"{hint}")
 
     def _schema_version(self) -> str | None:
@@ -199,7 +200,7 @@ class Store:
             except self.backend.dbapi.Error as exc:
                 if self.backend.is_locked(exc) or self.backend.is_not_a_database(exc):
                     raise
-                raise InputError(f"{self.url}: not a ledger (no ledger_meta table)") from None
+                raise InputError(f"{self.shown}: not a ledger (no ledger_meta table)") from None
         return None if row is None else row[0]
 
     def close(self) -> None:
@@ -219,11 +220,11 @@ class Store:
             original = getattr(exc, "orig", None) or exc
             message = (str(original).strip().splitlines() or [type(original).__name__])[0]
             if self.backend.is_locked(original):
-                raise StoreError(f"{self.url}: locked by another writer for more than "
+                raise StoreError(f"{self.shown}: locked by another writer for more than "
                                  f"{LOCK_TIMEOUT_SECONDS:g}s ({doing})") from None
             if self.backend.is_not_a_database(original):
-                raise InputError(f"{self.url}: not a ledger ({message})") from None
-            raise StoreError(f"{self.url}: cannot {doing}: {message}") from None
+                raise InputError(f"{self.shown}: not a ledger ({message})") from None
+            raise StoreError(f"{self.shown}: cannot {doing}: {message}") from None
 
     def _driver_errors(self) -> tuple[type, ...]:
         """The driver's errors, and SQLAlchemy's wrapper of them when SQLAlchemy is loaded."""
@@ -336,7 +337,7 @@ class Store:
         with self._connection("append", self.backend.begin_write) as cursor:
             if not self._fact_key_checked:
                 if cursor.execute(self.backend.fact_key_present).fetchone() is None:
-                    raise StoreError(f"{self.url}: the events table lost its unique fact key (subject, kind, "
+                    raise StoreError(f"{self.shown}: the events table lost its unique fact key (subject, kind, "
                                      "effective_key): appends could no longer refuse a repeated fact; nothing appended")
                 self._fact_key_checked = True
             edge, self._edge = self._edge, None  # until this transaction commits

@@ -100,9 +100,9 @@ def test_replay_stats_reports_the_statement_budget(imported):
 
 
 @pytest.mark.parametrize("args, problem", [
-    (["replay", "--as-of", "yesterday", "--paper", PAPER_004], "--as-of: expected an RFC 3339 timestamp"),
+    (["replay", "--as-of", "yesterday", "--paper", PAPER_004], "--as-of: expected a date YYYY-MM-DD or an RFC 3339 timestamp"),
     (["replay", "--as-of", "2026-02-30", "--paper", PAPER_004], "--as-of: not a valid date"),
-    (["replay", "--as-of", "2026-08-09T10:00:00", "--paper", PAPER_004], "--as-of: expected an RFC 3339"),
+    (["replay", "--as-of", "2026-08-09T10:00:00", "--paper", PAPER_004], "--as-of: expected a date YYYY-MM-DD or an RFC 3339"),
     (["replay", "--as-of", "2026-08-09", "--format", "pdf"], "--format: expected json or text"),
 ])
 def test_bad_arguments_exit_2(imported, args, problem):
@@ -388,7 +388,7 @@ def test_a_sqlite_file_another_process_holds_locked_exits_3_for_readers_and_writ
             done = run_ledger("--db", db, *args, env={"LEDGER_LOCK_TIMEOUT": "1"})
             assert time.monotonic() - started >= 1  # it waited for the lock, then gave up
             assert (done.returncode, done.stdout) == (3, b""), done.stderr
-            assert done.stderr == f"ledger: sqlite:///{db}: locked by another writer for more than 1s (read)\n".encode()
+            assert done.stderr == f"ledger: {db}: locked by another writer for more than 1s (read)\n".encode()
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -401,7 +401,7 @@ def test_a_file_of_junk_bytes_is_not_a_ledger_exit_2_and_is_left_alone(tmp_path)
     for args in (["head"], ["import", str(SEED_004)], ["verify"]):
         done = run_ledger("--db", str(junk), *args)
         assert (done.returncode, done.stdout) == (2, b""), done.stderr
-        assert done.stderr == f"ledger: sqlite:///{junk}: not a ledger (file is not a database)\n".encode()
+        assert done.stderr == f"ledger: {junk}: not a ledger (file is not a database)\n".encode()
     assert junk.read_bytes() == bytes(range(256)) * 64
 
 

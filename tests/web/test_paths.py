@@ -286,9 +286,9 @@ def one_line_error(response, status: int) -> str:
 
 
 @pytest.mark.parametrize("path, params, fragment", [
-    (f"/paper/{PAPER_004}/citation-record.json", {"as_of": "yesterday"}, "as_of: expected an RFC 3339 timestamp"),
+    (f"/paper/{PAPER_004}/citation-record.json", {"as_of": "yesterday"}, "as_of: expected a date YYYY-MM-DD or an RFC 3339 timestamp"),
     (f"/paper/{PAPER_004}/citation-record.json", {"as_of": "2026-02-30"}, "as_of: not a valid date"),
-    (f"/paper/{PAPER_004}/citation-record.json", {"known_at": "2026-08-09T10:00:00"}, "known_at: expected an RFC 3339"),
+    (f"/paper/{PAPER_004}/citation-record.json", {"known_at": "2026-08-09T10:00:00"}, "known_at: expected a date YYYY-MM-DD or an RFC 3339"),
     (f"/paper/{PAPER_004}/citation-record.json", {"asof": "2026-08-09"}, "unknown query parameter 'asof'"),
     (f"/paper/{PAPER_004}/citation-record.json", {"as_of": "x" * 201}, "as_of: String should have at most 200"),
     (f"/paper/{PAPER_004}/diff.json", {"from": "2026-08-01"}, "to: Field required"),

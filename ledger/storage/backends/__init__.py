@@ -8,10 +8,12 @@ code, never by message text). Every backend passes the same contract suite (`tes
 
 from __future__ import annotations
 
+import re
+
 from ledger.core.errors import InputError
 from ledger.storage.backends.base import LOCK_TIMEOUT_SECONDS, Backend
 from ledger.storage.backends.postgres import PostgreSQL
-from ledger.storage.backends.sqlite import SQLite
+from ledger.storage.backends.sqlite import SQLite, file_of
 
 __all__ = ["LOCK_TIMEOUT_SECONDS", "Backend", "PostgreSQL", "SQLite", "backend_for"]
 
@@ -24,3 +26,19 @@ def backend_for(url: str) -> Backend:
     if url.startswith("postgresql"):
         return PostgreSQL()
     raise InputError(f"--db {url}: not a SQLite file or a postgresql:// URL")
+
+
+def database_url(location: str) -> str:
+    """`--db` takes a SQLAlchemy URL or a path to a SQLite file; the URL either way."""
+    return location if "://" in location else f"sqlite:///{location}"
+
+
+def shown_location(url: str) -> str:
+    """A database as errors name it: a SQLite file by its path, a server by its URL without the password."""
+    return file_of(url) or re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:***@", url)
+
+
+def sqlite_path(location: str) -> str | None:
+    """The file behind a `--db` location when it names a SQLite file (None for a server or an in-memory
+    database)."""
+    return file_of(database_url(location))
