@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ledger.core.errors import InputError
 from ledger.importing.importer import import_files
+from ledger.projections.history import diff
 from ledger.projections.record import first_difference, shown_apart
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004, Cli
 from tests.helpers import event_line, redigest, seed_record, write_record
@@ -87,6 +88,73 @@ def test_two_distinct_json_values_are_never_shown_alike(ours, theirs):
     if ours != theirs:
         shown = shown_apart(ours, theirs)
         assert shown[0] != shown[1]
+
+
+def _quiet_later(record: dict) -> dict:
+    """The seed record, one sweep later: QUIET's crossref receipt moved, nothing else it reads as changed."""
+    later = copy.deepcopy(record)
+    target = next(o for o in later["inbound"] if o["observation_id"] == QUIET)
+    target["standing_notice"]["source_receipts"] = RECEIPTS
+    later["paper"].update(latest_version=2, snapshot_observed_at="2026-08-20T00:00:00Z")
+    return redigest(later)
+
+
+def test_a_notice_that_reads_the_same_names_the_receipts_that_moved():
+    before = seed_record()
+    found = diff(before, _quiet_later(before))
+    [changed] = found["changed"]
+    assert (changed["observation_id"], changed["parts"]) == (QUIET, ["standing_notice"])
+    assert changed["details"] == [f"standing_notice: receipts crossref 2026-08-09T06:31:02.800959+00:00 → {SWEPT}"]
+    assert found["fields"] == ["paper"]
+    assert found["field_details"] == [
+        'paper: latest_version 1 → 2; snapshot_observed_at "2026-07-06T18:53:22.585501Z" → "2026-08-20T00:00:00Z"']
+
+
+def test_a_notice_that_reads_differently_is_told_as_before():
+    before = seed_record()
+    after = copy.deepcopy(before)
+    target = next(o for o in after["inbound"] if o["observation_id"] == QUIET)
+    target["standing_notice"].update(source_receipts=RECEIPTS[:1], observation="checked again")
+    [changed] = diff(before, redigest(after))["changed"]
+    assert changed["details"] == ["standing_notice: measured: no event (crossref, retraction_watch) → "
+                                  "measured: no event (crossref)"]
+
+
+def test_other_parts_and_fields_name_what_changed_inside_them():
+    before = seed_record()
+    after = copy.deepcopy(before)
+    target = next(o for o in after["inbound"] if o["observation_id"] == CITING)
+    target["citation"]["citing_paper"]["title"] += "."
+    target["resolution"]["observed_at"] = "2026-08-20T00:00:00Z"
+    after["paper"]["title"] += "."
+    after["standing_sources"][1]["observed_at"] = SWEPT
+    found = diff(before, redigest(after))
+    [changed] = found["changed"]
+    assert changed["details"] == ["citation: changed citing_paper", "resolution: changed observed_at"]
+    assert found["field_details"] == [
+        'paper: title "…structures: A Survey" → "…structures: A Survey."',
+        f"standing_sources: retraction_watch 2026-08-09T06:30:57.326959+00:00 → {SWEPT}"]
+
+
+def test_the_diff_command_prints_what_changed_inside(cli, tmp_path):
+    record = seed_record()
+    sweep = dict(next(o for o in record["inbound"] if o["observation_id"] == QUIET)["standing_notice"],
+                 source_receipts=RECEIPTS)
+    paper = dict(record["paper"], latest_version=2, snapshot_observed_at="2026-08-20T00:00:00Z")
+    (tmp_path / "later.jsonl").write_bytes(
+        event_line("paper.snapshot", paper, "2026-08-20T00:00:00Z")
+        + event_line("notice.checked", {"observation_id": QUIET, "standing_notice": sweep}, SWEPT))
+    assert cli("init").exit_code == 0
+    assert cli("import", str(SEED_004), str(tmp_path / "later.jsonl")).exit_code == 0
+    result = cli("diff", PAPER_004, "--from", AS_OF_004, "--to", "2026-08-23")
+    assert (result.exit_code, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert lines[2].startswith(f"changed {QUIET} (inbound) standing_notice: receipts crossref "
+                               f"2026-08-09T06:31:02.800959+00:00 → {SWEPT}; sha256:")
+    assert lines[3:] == [
+        'paper: latest_version 1 → 2; snapshot_observed_at "2026-07-06T18:53:22.585501Z" → "2026-08-20T00:00:00Z"']
+    found = json.loads(cli("diff", PAPER_004, "--from", AS_OF_004, "--to", "2026-08-23", "--json").stdout)
+    assert (found["fields"], found["field_details"]) == (["paper"], lines[3:])
 
 
 def test_verify_shows_the_full_stop_a_citing_title_gained(cli, tmp_path):
