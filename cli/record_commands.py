@@ -290,7 +290,7 @@ def diff(
     lines += [f"changed {o['observation_id']} ({o['direction']}) {'; '.join(o['details'])}; "
               f"{o['from_digest']} → {o['to_digest']}" for o in result["changed"]]
     lines += [f"coverage {c['lane']}: {_lane(c['from'])} → {_lane(c['to'])}" for c in result["coverage"]]
-    lines += [f"{name} changed" for name in result["fields"]]
+    lines += result["field_details"]
     if len(lines) == 2 and result["from"]["context_digest"] == result["to"]["context_digest"]:
         lines.append("no change")
     typer.echo("\n".join(lines))

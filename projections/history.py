@@ -16,10 +16,10 @@ from ledger.core.times import When
 
 from ledger.model.events import Fact
 from ledger.model.kinds import KIND
-from ledger.model.parts import changed_keys, resolution_label
+from ledger.model.parts import resolution_label
 from ledger.model.standing_notices import describe_notice
 
-from ledger.projections.record import Fold, Mismatch, build_record
+from ledger.projections.record import Fold, Mismatch, build_record, shown_apart
 from ledger.projections.text import counted_words
 
 
@@ -48,7 +48,8 @@ def _observations(record: dict | None) -> dict[tuple[str, str], dict]:
     return {(o["observation_id"], d): o for d in ("inbound", "outbound") for o in record[d]}
 
 
-# Parts of an observation whose change reads as a transition between two states; others name changed keys.
+# Parts of an observation whose change reads as a transition between two states; the others, and a change
+# whose two states read the same, say what changed inside the part.
 _TRANSITIONS = {"resolution": resolution_label, "standing_notice": describe_notice}
 
 
@@ -58,9 +59,51 @@ def _part_changes(old: dict, new: dict) -> list[str]:
         if old[part] == new[part]:
             continue
         words = _TRANSITIONS.get(part)
-        details.append(f"{part}: {words(old[part])} → {words(new[part])}" if words
-                       else f"{part}: changed {changed_keys(old[part], new[part])}")
+        if words and words(old[part]) != words(new[part]):
+            details.append(f"{part}: {words(old[part])} → {words(new[part])}")
+        else:  # two states that read the same: say what changed inside the part instead
+            details.append(f"{part}: {_inside(old[part], new[part])}")
     return details
+
+
+def _inside(old: dict, new: dict) -> str:
+    """What differs between two versions of a part: the receipt times that moved, then the other keys."""
+    keys, said = _changed(old, new), []
+    times = _by_source(old.get("source_receipts") or [], new.get("source_receipts") or [])
+    if times and "source_receipts" in keys:
+        said.append("receipts " + ", ".join(times))
+        keys.remove("source_receipts")
+    return "; ".join(said + ([f"changed {', '.join(keys)}"] if keys else []))
+
+
+def _changed(old: dict, new: dict) -> list[str]:
+    return [k for k in sorted(set(old) | set(new)) if k not in old or k not in new or old[k] != new[k]]
+
+
+def _by_source(old: list, new: list) -> list[str]:
+    """`source A → B` for each source whose time differs between two lists of {source, observed_at}."""
+    was, now = ({r.get("source"): r.get("observed_at") for r in side if isinstance(r, dict)} for side in (old, new))
+    return [f"{source} {_when(was, source)} → {_when(now, source)}"
+            for source in sorted(set(was) | set(now), key=str) if _when(was, source) != _when(now, source)]
+
+
+def _when(times: dict, source: object) -> str:
+    return "none" if source not in times else str(times[source]) if times[source] is not None else "null"
+
+
+def _field_change(key: str, old: object, new: object) -> str:
+    """What changed in a top-level field of the record: its changed keys (`paper`), the sources whose time
+    moved (`standing_sources`), else the two values where they differ."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return f"{key}: " + "; ".join("{} {} → {}".format(k, *_sides(old, new, k)) for k in _changed(old, new))
+    times = _by_source(old, new) if key == "standing_sources" and isinstance(old, list) else []
+    return f"{key}: " + (", ".join(times) if times else "{} → {}".format(*shown_apart(old, new)))
+
+
+def _sides(old: dict, new: dict, k: str) -> tuple[str, ...]:
+    if k in old and k in new:
+        return shown_apart(old[k], new[k])
+    return tuple(shown_apart(side[k], None)[0] if k in side else "none" for side in (old, new))
 
 
 def paper_diff(paper: str, facts: Iterable[Fact], start: When, end: When) -> dict:
@@ -86,7 +129,8 @@ def paper_diff(paper: str, facts: Iterable[Fact], start: When, end: When) -> dic
 
 def diff(before: dict | None, after: dict, accounts: dict[str, str] | None = None) -> dict:
     """What changed between two rebuilds of one paper's record (`before` is None when it did not exist); each
-    observation removed carries its entry of `accounts` (None when it has none): why it left."""
+    observation removed carries its entry of `accounts` (None when it has none): why it left. `fields` names
+    the top-level fields that changed, `field_details` says in one line each what changed inside them."""
     old, new = _observations(before), _observations(after)
     added = [{"observation_id": k[0], "direction": k[1], "digest": new[k]["observation_digest"]}
              for k in sorted(new.keys() - old.keys())]
@@ -107,12 +151,14 @@ def diff(before: dict | None, after: dict, accounts: dict[str, str] | None = Non
             coverage.append({"lane": lane["lane"], "from": was, "to": lane})
     fields = [key for key in ("paper", "standing_sources", "external_citation_measurements")
               if (before or {}).get(key) != after[key]]
+    field_details = [_field_change(key, (before or {}).get(key), after[key]) for key in fields]
     return {
         "paper": after["paper"]["arxiv_id"],
         "from": {"as_of": before["as_of"] if before else None,
                  "context_digest": before["context_digest"] if before else None},
         "to": {"as_of": after["as_of"], "context_digest": after["context_digest"]},
         "added": added, "removed": removed, "changed": changed, "coverage": coverage, "fields": fields,
+        "field_details": field_details,
     }
 
 

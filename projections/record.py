@@ -323,9 +323,12 @@ def history_differences(rebuilt: dict, record: dict) -> list[str]:
 
 
 def first_difference(expected: object, found: object, path: str = "") -> str | None:
-    """The first place two JSON values differ, in canonical key order (digests last); None when equal."""
-    if type(expected) is not type(found):
-        return f"{path or 'record'}: ledger has {_show(expected)}, record has {_show(found)}"
+    """The first place two JSON values differ, in canonical key order (digests last); None when equal. Two
+    differing values are shown as `shown_apart` shows them."""
+    if type(expected) is not type(found) or not isinstance(expected, (dict, list)):
+        if type(expected) is type(found) and expected == found:
+            return None
+        return f"{path or 'record'}: ledger has %s, record has %s" % shown_apart(expected, found)
     if isinstance(expected, dict):
         # Digests differ whenever anything else does; name the cause, not its consequence.
         for key in sorted(set(expected) | set(found), key=lambda k: (k.endswith("_digest"), k)):
@@ -348,12 +351,46 @@ def first_difference(expected: object, found: object, path: str = "") -> str | N
                 return difference
         if len(expected) != len(found):
             return f"{path}: ledger has {len(expected)} items, record has {len(found)}"
-        return None
-    if expected != found:
-        return f"{path}: ledger has {_show(expected)}, record has {_show(found)}"
     return None
 
 
+_WHOLE = 60  # a value whose JSON is at most this long is shown whole
+_CONTEXT = 20  # characters kept either side of where two long values differ, as in a diff's hunk
+_SPAN = 40  # of the differing part itself: more than _CONTEXT + 1, so two shown sides never read the same
+
+
+def shown_apart(a: object, b: object) -> tuple[str, str]:
+    """Two JSON values that differ, as two strings that differ: whole when both are short, else the part where
+    they differ with a little context, the prefix and suffix they share elided with "…" alike on both sides.
+    Strings keep their JSON quotes and escapes, so whitespace and a final "." show."""
+    whole = _json(a), _json(b)
+    if max(map(len, whole)) <= _WHOLE:
+        return whole
+    strings = isinstance(a, str) and isinstance(b, str)
+    x, y = (a, b) if strings else whole
+    same = next((i for i, (m, n) in enumerate(zip(x, y)) if m != n), min(len(x), len(y)))
+    tail = next((i for i, (m, n) in enumerate(zip(reversed(x[same:]), reversed(y[same:]))) if m != n),
+                min(len(x), len(y)) - same)
+    start = max(0, same - _CONTEXT)
+    sides = []
+    for text in (x, y):
+        cut = len(text) - tail
+        middle = text[same:cut]
+        after = ((_text(middle[:_SPAN], strings), "…") if len(middle) > _SPAN else
+                 (_text(text[same:cut + _CONTEXT], strings), "…" if tail > _CONTEXT else ""))
+        side = ("…" if start else "") + _text(text[start:same], strings) + "".join(after)
+        sides.append(f'"{side}"' if strings else side)
+    return sides[0], sides[1]
+
+
+def _json(value: object) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _text(piece: str, escaped: bool) -> str:
+    return _json(piece)[1:-1] if escaped else piece
+
+
 def _show(value: object) -> str:
-    text = orjson.dumps(value).decode()
-    return text if len(text) <= 80 else text[:77] + "..."
+    text = _json(value)
+    return text if len(text) <= _WHOLE else text[:_WHOLE - 1] + "…"
