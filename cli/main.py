@@ -61,7 +61,7 @@ class LedgerGroup(TyperGroup):
              standalone_mode: bool = True, **extra: Any) -> Any:
         argv = hoisted(list(sys.argv[1:] if args is None else args))
         try:
-            code = super().main(args=argv, prog_name=prog_name or "ledger", complete_var=complete_var,
+            code = super().main(args=argv, prog_name="ledger", complete_var=complete_var,  # also under python -m
                                 standalone_mode=False, **extra)
         except NoArgsIsHelp:  # typer has printed the help already
             code = 2

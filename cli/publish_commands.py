@@ -13,6 +13,7 @@ import typer
 from ledger.cli.common import Json, db_location, open_store, progress, write_json
 from ledger.services.keys import load_signer
 from ledger.core.errors import InputError, LedgerError
+from ledger.model.parts import counted
 
 app = typer.Typer()
 
@@ -82,5 +83,6 @@ def publish(
     if json:
         write_json(result.as_json())
     else:
-        typer.echo(f"published {result.papers} papers as of {result.as_of} and the log of {result.tree_size} events "
-                   f"to {out}: wrote {result.written} files, left {result.unchanged} unchanged")
+        typer.echo(f"published {counted(result.papers, 'paper')} as of {result.as_of} and the log of "
+                   f"{counted(result.tree_size, 'event')} to {out}: wrote {counted(result.written, 'file')}, left "
+                   f"{result.unchanged} unchanged")

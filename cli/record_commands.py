@@ -29,6 +29,7 @@ from ledger.core.workers import Workers
 from ledger.projections import history as views
 from ledger.projections.record import build_record
 from ledger.projections.text import render_text
+from ledger.model.parts import counted
 
 app = typer.Typer()
 
@@ -60,7 +61,8 @@ def import_(
         write_json({"appended": result.appended, "present": result.present,
                     "head": {"seq": seq, "chain_hash": hex_hash(chain)}})
     else:
-        typer.echo(f"appended {result.appended} events ({result.present} already present); head {seq} {hex_hash(chain)}")
+        typer.echo(f"appended {counted(result.appended, 'event')} ({result.present} already present); head {seq} "
+                   f"{hex_hash(chain)}")
 
 
 def _render(record: dict, fmt: str) -> bytes:
@@ -245,9 +247,9 @@ def _verify_records(names: list[str], store: Store | None, strict: bool, json: b
                 typer.echo(line)
     failures = [problem for check in checks for problem in check.problems]
     if unread:
-        raise InputError(f"{len(unread)} file(s) not read", failures + [problem for _, problem in unread])
+        raise InputError(f"{counted(len(unread), 'file')} not read", failures + [problem for _, problem in unread])
     if failures:
-        raise IntegrityError(f"{len(failures)} problem(s)", failures)
+        raise IntegrityError(counted(len(failures), "problem"), failures)
 
 
 def _store_if_any(ctx: typer.Context) -> Store | None:
@@ -318,5 +320,6 @@ def history(
     if json:
         write_json(rows)
         return
+    typer.echo("seq\teffective_at\trecorded_at\tkind\taccount")  # tab-separated, as `cut` and `sort -t` read it
     for row in rows:
-        typer.echo(f"{row['seq']}\t{row['effective_at']}\trecorded {row['recorded_at']}\t{row['kind']}\t{row['account']}")
+        typer.echo(f"{row['seq']}\t{row['effective_at']}\t{row['recorded_at']}\t{row['kind']}\t{row['account']}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ledger.audit.results import Evidence, Included, IndexMatch, PaperCount, Prefix
 from ledger.log.chain import hex_hash
 from ledger.services.verify import ChainHead, RecordCheck
+from ledger.model.parts import counted
 
 
 def proof_account(proved: Included | Prefix | PaperCount) -> str:
@@ -20,17 +21,17 @@ def proof_account(proved: Included | Prefix | PaperCount) -> str:
     if proved.count == 0:
         return (f"ok: arXiv:{proved.paper} has no events in the paper index of the tree of size {proved.tree_size} "
                 f"signed by {proved.signer}")
-    return (f"ok: arXiv:{proved.paper} has {proved.count} events (events root {proved.events_root.hex()}) in the "
+    return (f"ok: arXiv:{proved.paper} has {counted(proved.count, 'event')} (events root {proved.events_root.hex()}) in the "
             f"paper index of the tree of size {proved.tree_size} signed by {proved.signer}")
 
 
 def bundle_account(proved: Evidence) -> str:
     """`verify --evidence`: the events, the record they rebuild, and whether the bundle is proven complete."""
     known = f" known at {proved.known_at}" if proved.known_at is not None else ""
-    account = (f"ok: {proved.events} events are in the log of size {proved.tree_size} signed by {proved.signer}, and "
+    account = (f"ok: {counted(proved.events, 'event')} {'is' if proved.events == 1 else 'are'} in the log of size {proved.tree_size} signed by {proved.signer}, and "
                f"the record of arXiv:{proved.paper} as of {proved.as_of}{known} is exactly their rebuild")
     if proved.indexed is not None:
-        return (f"{account}; complete: the signed paper index counts {proved.indexed} events of arXiv:{proved.paper} "
+        return (f"{account}; complete: the signed paper index counts {counted(proved.indexed, 'event')} of arXiv:{proved.paper} "
                 f"in the log of size {proved.tree_size}, and the bundle holds every one")
     return (f"{account}; completeness not proven: the bundle carries no paper index proof (made before the index), "
             "so events of the paper may have been left out")
@@ -38,13 +39,13 @@ def bundle_account(proved: Evidence) -> str:
 
 def index_account(proved: IndexMatch, checkpoint: str) -> str:
     """`verify --index`: the monitor's re-computation matched the index `checkpoint` (its file) signs."""
-    return (f"ok: the paper index {checkpoint} signs at size {proved.tree_size} is the log's: {proved.papers} "
-            f"papers, re-computed from {proved.tree_size} events")
+    return (f"ok: the paper index {checkpoint} signs at size {proved.tree_size} is the log's: {counted(proved.papers, 'paper')}, "
+            f"re-computed from {counted(proved.tree_size, 'event')}")
 
 
 def chain_account(head: ChainHead) -> str:
     """`verify` with no file: the whole chain re-computed."""
-    return f"ok: {head.seq} events, every entry hash and chain link re-computes; head {head.seq} {hex_hash(head.chain)}"
+    return f"ok: {counted(head.seq, 'event')}, every entry hash and chain link re-computes; head {head.seq} {hex_hash(head.chain)}"
 
 
 def record_lines(check: RecordCheck) -> list[str]:
@@ -68,7 +69,7 @@ def record_lines(check: RecordCheck) -> list[str]:
     if check.counted:
         compared += "; " + "; ".join(check.counted) + " (past the page cap: the rest are known only by count)"
     if late:
-        compared += f"; {len(late)} late fact(s) recorded since changed that rebuild:"
+        compared += f"; {counted(len(late), 'late fact')} recorded since changed that rebuild:"
     account = f"{check.name}: ok: {check.observations} observation digests and the context digest re-check{compared}"
     return [account] + late
 

@@ -27,6 +27,7 @@ from ledger.log.paper_index import IndexProof, index_of_log, parse_proof, verify
 from ledger.log.signed_notes import INDEX_EXTENSION, Checkpoint, Verifier, verify_checkpoint
 from ledger.audit.results import Evidence, Included, IndexMatch, PaperCount, Prefix
 from ledger.model.published import _type_name, check_record, count_field, digest_mismatches, field, field_name, sha256_field, shown
+from ledger.model.parts import counted
 
 
 def _path(obj: dict, path: str = "") -> list[bytes]:
@@ -268,7 +269,7 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
             problems += [f"{name}: record is not the rebuild of the bundle's events (an event is missing or altered): "
                          f"{p}" for p in mismatch.each()]
     if problems:
-        raise IntegrityError(f"{name}: {len(problems)} problem(s)", problems)
+        raise IntegrityError(f"{name}: {counted(len(problems), 'problem')}", problems)
     return Evidence(len(read), signed.size, verifier.name, paper, given.record["as_of"], given.known_at,
                     proof.count if proof is not None else None)
 

@@ -308,7 +308,8 @@ def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Ev
     if mismatch is not None:
         missing = missing_observations(facts, record)
         if missing:
-            raise InputError(f"{name}: the record no longer lists observation(s) {', '.join(missing)} that the "
+            raise InputError(f"{name}: the record no longer lists observation{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(missing)} that the "
                              f"ledger's rebuild at its as_of {record['as_of']} lists; `ledger import "
                              "--withdraw-missing` appends their withdrawals")
         raise InputError(f"{name}: the ledger cannot reproduce this record at its as_of {record['as_of']}: "

@@ -72,3 +72,8 @@ def resolution_label(resolution: dict) -> str:
 def changed_keys(old: dict, new: dict) -> str:
     """The keys whose values differ between two objects, sorted and comma-separated ('nothing' if none)."""
     return ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))) or "nothing"
+
+
+def counted(count: int, noun: str) -> str:
+    """'1 event', '2 events': a count and its noun, plural when it is not one (nouns take an "s")."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

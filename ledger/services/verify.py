@@ -24,6 +24,7 @@ from ledger.core.errors import InputError, NotFoundError
 from ledger.core.inputs import decode_input
 from ledger.model.published import check_record, digest_mismatches
 from ledger.storage.store import Store
+from ledger.model.parts import counted
 
 
 def load_record(name: str, data: bytes) -> dict:
@@ -77,7 +78,7 @@ def compare_record(name: str, data: bytes, store: Store | None, strict: bool = F
                 problems.extend(f"history: {p}" for p in found.mismatch.each())
                 if found.windows:
                     problems.append(f"history: under --strict it must be today's rebuild; it is what the ledger "
-                                    f"knew {_spans(windows)}, and {len(found.late)} late fact(s) changed it")
+                                    f"knew {_spans(windows)}, and {counted(len(found.late), 'late fact')} changed it")
     count = len(record["inbound"]) + len(record["outbound"])
     counted = tuple(words for d in ("inbound", "outbound") if (words := counted_words(record, d)) is not None)
     return RecordCheck(name, paper, count, [f"{name}: {p}" for p in problems], history, store is not None, counted)

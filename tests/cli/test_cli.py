@@ -433,7 +433,7 @@ def test_sqlite_synchronous_takes_sqlites_values_in_any_case(tmp_path, monkeypat
     facts = tmp_path / "facts.jsonl"
     facts.write_bytes(NEW_PAPER)
     done = run_ledger("--db", db, "import", str(facts), env={"LEDGER_SQLITE_SYNCHRONOUS": "normal"})
-    assert (done.returncode, done.stderr) == (0, b"") and done.stdout.startswith(b"appended 1 events")
+    assert (done.returncode, done.stderr) == (0, b"") and done.stdout.startswith(b"appended 1 event")
 
 
 def test_the_meter_shows_counts_rate_and_time_left_on_a_terminal_only(monkeypatch, capsys):

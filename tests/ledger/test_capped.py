@@ -153,7 +153,7 @@ def test_a_later_capped_record_that_drops_a_listed_one_takes_in_the_next(cli, ca
     record = published("2026-09-01T00:00:00Z", rest)
     assert record["inbound"][-1]["citation"]["citing_paper"]["arxiv_id"] == "2608.00089"
     refused = cli("import", write_record(tmp_path / "later.json", record))
-    assert refused.exit_code == 2 and f"no longer lists observation(s) {gone} " in refused.stderr
+    assert refused.exit_code == 2 and f"no longer lists observation {gone} " in refused.stderr
     result = cli("import", "--withdraw-missing", str(tmp_path / "later.json"))
     assert (result.exit_code, result.stderr) == (0, "")
     assert replay(cli, "2026-09-01T00:00:00Z") == canonical(record)

@@ -59,7 +59,7 @@ def test_a_record_published_before_the_withdrawal_verifies_in_its_window(cli, la
     first, late = result.stdout.splitlines()
     assert first == (f"{late_withdrawal}: ok: 12 observation digests and the context digest re-check; agrees with what "
                      "the ledger knew from 2026-08-10T00:00:00.000000Z until 2026-08-25T00:00:00.000000Z (its rebuild "
-                     f"at the record's as_of {PUBLISHED_AT}); 1 late fact(s) recorded since changed that rebuild:")
+                     f"at the record's as_of {PUBLISHED_AT}); 1 late fact recorded since changed that rebuild:")
     assert late == (f"{late_withdrawal}: late fact: seq 41, recorded 2026-08-25T00:00:00.000000Z, effective "
                     f"{WITHDRAWN_AT}, {OBSERVATION_WITHDRAWN} of {OID}: withdrawn on 2026-08-20: {REASON}")
     strict = cli("verify", "--strict", str(late_withdrawal))

@@ -134,9 +134,10 @@ def test_history_of_an_observation_names_what_changed(history_ledger):
     result = cli("history", OBS)
     assert result.exit_code == 0 and result.stderr == ""
     lines = result.stdout.splitlines()
-    assert lines[0].split("\t")[3] == "resolution.recorded"
+    assert lines[0] == "seq\teffective_at\trecorded_at\tkind\taccount"
+    assert lines[1].split("\t")[3] == "resolution.recorded"
     assert lines[-1].endswith("resolution unresolved → verified_fuzzy (raw_fallback)")
-    assert "recorded 2026-08-24T12:00:00.000000Z" in lines[-1]
+    assert lines[-1].split("\t")[2] == "2026-08-24T12:00:00.000000Z"
     rows = json.loads(cli("history", OBS, "--json").stdout)
     assert [r["effective_at"] for r in rows] == sorted([r["effective_at"] for r in rows])
     assert set(rows[0]) == {"seq", "kind", "subject", "effective_at", "recorded_at", "account"}

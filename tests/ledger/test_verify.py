@@ -58,7 +58,7 @@ def test_a_late_fact_before_as_of_leaves_the_record_true_to_what_the_ledger_knew
     account, late = result.stdout.splitlines()
     assert account.startswith(f"{SEED}: ok: 12 observation digests and the context digest re-check; ")
     assert f"agrees with what the ledger knew from {T1} until {T2} (its rebuild at the record's as_of " \
-           "2026-08-09T16:41:00Z); 1 late fact(s) recorded since changed that rebuild:" in account
+           "2026-08-09T16:41:00Z); 1 late fact recorded since changed that rebuild:" in account
     assert history_account(published, 41) == "resolution unresolved → verified_exact (local_arxiv)"
     assert late == (f"{SEED}: late fact: seq 41, recorded {T2}, effective 2026-08-08T12:00:00Z, resolution.recorded "
                     f"of {OBS}: resolution unresolved → verified_exact (local_arxiv)")
@@ -72,7 +72,7 @@ def test_strict_asks_for_todays_history(published, tmp_path):
     assert lines[0] == (f"ledger: {SEED}: history: observation {OBS} (inbound): differs from the ledger's history at "
                         'resolution.observed_at: ledger has "2026-08-08T12:00:00Z", record has "2026-08-08T10:10:22.827490Z"')
     assert lines[-1] == (f"ledger: {SEED}: history: under --strict it must be today's rebuild; it is what the ledger "
-                         f"knew from {T1} until {T2}, and 1 late fact(s) changed it")
+                         f"knew from {T1} until {T2}, and 1 late fact changed it")
     assert verify(published, "--strict", SEED).exit_code == 1
 
 

@@ -40,7 +40,7 @@ def test_without_the_flag_the_record_is_refused_naming_the_observation_and_the_f
     before = head(cli)
     result = cli("import", later)
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == (f"ledger: {later}: the record no longer lists observation(s) {OID} that the ledger's "
+    assert result.stderr == (f"ledger: {later}: the record no longer lists observation {OID} that the ledger's "
                              f"rebuild at its as_of {LATER} lists; `ledger import --withdraw-missing` appends their "
                              "withdrawals\n")
     assert head(cli) == before  # nothing appended
@@ -49,7 +49,7 @@ def test_without_the_flag_the_record_is_refused_naming_the_observation_and_the_f
 def test_with_the_flag_one_withdrawal_is_appended_and_both_records_rebuild(cli, later):
     result = cli("import", "--withdraw-missing", later)
     assert (result.exit_code, result.stderr) == (0, "")
-    assert result.stdout.startswith("appended 1 events (")
+    assert result.stdout.startswith("appended 1 event (")
     last = cli("history", OID).stdout.splitlines()[-1].split("\t")
     assert (last[1], last[3], last[4]) == (LATER, OBSERVATION_WITHDRAWN,
                                             "withdrawn on 2026-08-21: not listed in later.json as of " + LATER)

@@ -35,7 +35,7 @@ def withdrawn(cli, tmp_path):
     assert cli("import", str(SEED_004)).exit_code == 0
     result = cli("import", write_lines(tmp_path / "w.jsonl", event_line(OBSERVATION_WITHDRAWN, withdrawal())))
     assert (result.exit_code, result.stderr) == (0, "")
-    assert result.stdout.startswith("appended 1 events (0 already present)")
+    assert result.stdout.startswith("appended 1 event (0 already present)")
     return cli
 
 
