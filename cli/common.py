@@ -1,5 +1,6 @@
 """What every command module shares: the global options' values, opening the store, reading key files, and
-writing results (a date option is read by `ledger.core.times.when`, as the web's query is). Command modules
+writing results (a date option is read by `ledger.core.times.when`, as the web's query is; a paper id by
+`ledger.model.arxiv`, as the web's path is, once, at the option: `paper_option`). Command modules
 import this, never `cli.main` (which imports them).
 
 stdout carries results only (`write_stdout`, `write_json`); progress goes to stderr, and only on a terminal.
@@ -16,6 +17,7 @@ import typer
 from ledger.core.canonical import canonical
 from ledger.core.inputs import decode_input, read_input
 from ledger.importing.logfile import open_ledger
+from ledger.model.arxiv import PREFIX, looks_like_paper_id, parse_arxiv_id
 from ledger.storage.store import Store
 
 DEFAULT_DB = "ledger.db"
@@ -30,6 +32,25 @@ def db_location(ctx: typer.Context) -> str:
 def open_store(ctx: typer.Context) -> Store:
     """The ledger named by --db (an exported .jsonl log is loaded read-only); never creates one."""
     return open_ledger(db_location(ctx))
+
+
+def paper_option(param: typer.CallbackParam, value: str | None) -> str | None:
+    """Typer callback of an option or argument that takes a paper id: the bare id (`arXiv:` dropped), before
+    the command runs, so a bad one opens nothing. A version is noted on stderr: records are per paper."""
+    if value is None:
+        return None
+    name = param.opts[0] if param.param_type_name == "option" else param.human_readable_name
+    typed = parse_arxiv_id(value, name)
+    if typed.version is not None:
+        typer.echo(f"ledger: note: {value} names version {typed.version}; records are per paper: answering for "
+                   f"{PREFIX}{typed.paper}", err=True)
+    return typed.paper
+
+
+def paper_or_other_id(param: typer.CallbackParam, value: str) -> str:
+    """Typer callback of an argument that is a paper id or another id (an observation's): only what has a
+    paper id's shape (a prefix, digits-dot-digits, archive/digits) is read as one, by `paper_option`."""
+    return paper_option(param, value) if looks_like_paper_id(value) else value
 
 
 def read_text(name: str, expected: str) -> str:

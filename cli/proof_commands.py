@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ledger.cli.common import Json, open_store, read_text, write_json, write_stdout
+from ledger.cli.common import Json, open_store, paper_option, read_text, write_json, write_stdout
 from ledger.services.keys import load_signer, load_verifier
 from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
@@ -50,7 +50,7 @@ def prove(
     ctx: typer.Context,
     seq: Annotated[Optional[int], typer.Argument(help="Sequence number of the event to prove included.")] = None,
     consistency: Annotated[Optional[int], typer.Option("--consistency", help="Prove this older tree size is a prefix.")] = None,
-    paper: Annotated[Optional[str], typer.Option("--paper", help="Prove how many events of this arXiv id the paper index counts.")] = None,
+    paper: Annotated[Optional[str], typer.Option("--paper", callback=paper_option, help="Prove how many events of this arXiv id the paper index counts.")] = None,
     tree_size: Annotated[Optional[int], typer.Option("--tree-size", help="Prove against this size (default: now).")] = None,
     json: Json = False,
 ) -> None:

@@ -11,6 +11,7 @@ import typer
 from functools import partial
 
 from ledger.cli.common import Jobs, Json, Meter, db_location, open_store, progress, read_text, write_json, write_stdout
+from ledger.cli.common import paper_option, paper_or_other_id
 from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines
 from ledger.audit.auditor import load_json, verify_bundle, verify_index
 from ledger.core.canonical import canonical
@@ -74,7 +75,7 @@ def _render(record: dict, fmt: str) -> bytes:
 def replay(
     ctx: typer.Context,
     as_of: AsOf,
-    paper: Annotated[Optional[str], typer.Option("--paper", help="arXiv id; default: every paper.")] = None,
+    paper: Annotated[Optional[str], typer.Option("--paper", callback=paper_option, help="arXiv id; default: every paper.")] = None,
     known_at: KnownAt = None,
     fmt: Annotated[str, typer.Option("--format", help="json or text.")] = "json",
     out: Annotated[Optional[Path], typer.Option("--out", help="File (one paper) or folder (every paper).")] = None,
@@ -272,7 +273,7 @@ def _say(json: bool, result: dict, text: str) -> None:
 @app.command()
 def diff(
     ctx: typer.Context,
-    paper: Annotated[str, typer.Argument(metavar="ID", help="arXiv id of the paper.")],
+    paper: Annotated[str, typer.Argument(metavar="ID", callback=paper_option, help="arXiv id of the paper.")],
     start: Annotated[str, typer.Option("--from", help="Earlier date or timestamp.")],
     end: Annotated[str, typer.Option("--to", help="Later date or timestamp.")],
     known_at: KnownAt = None,
@@ -308,7 +309,7 @@ def _lane(lane: dict | None) -> str:
 @app.command()
 def history(
     ctx: typer.Context,
-    subject: Annotated[str, typer.Argument(metavar="ID", help="An observation id or an arXiv id.")],
+    subject: Annotated[str, typer.Argument(metavar="ID", callback=paper_or_other_id, help="An observation id or an arXiv id.")],
     json: Json = False,
 ) -> None:
     """Every event of an observation or a paper, oldest first, with what each changed."""

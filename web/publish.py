@@ -24,7 +24,7 @@ from ledger.log.signed_notes import Signer
 from ledger.storage.store import Store
 from ledger.services.tilestore import all_tiles
 
-from ledger.web import urls
+from ledger.model.arxiv import paper_id
 from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
 from ledger.web.site import ASSETS, Site
 
@@ -97,7 +97,7 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
     papers = list(store.papers(as_of.key))
     for paper in papers:  # every id, before any file: one that is not an arXiv id writes nothing at all
         try:
-            urls.paper_id(paper)
+            paper_id(paper)
         except InputError as exc:
             raise InputError(f"publish: the ledger holds a paper whose id cannot be a path: {exc}; nothing written") from None
     folder = Folder(out)

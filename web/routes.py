@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ledger.log.tiles import Tile, parse_tile_path
-from ledger.model import paths
+from ledger.model import arxiv, paths
 from ledger.model.events import Fact
 from ledger.web import urls
 from ledger.core.times import When, now, when
@@ -132,7 +132,7 @@ def ask(route: Route, values: dict[str, str | None]) -> Question:
     if "known_at" in route.query:
         question.known_at = when("known_at", values.get("known_at"))
     if "paper" in values:
-        question.paper = urls.paper_id(values["paper"])
+        question.paper = arxiv.paper_id(values["paper"])
     if "rest" in values:
         question.tile = parse_tile_path(f"tile/{values['rest']}")
     return question

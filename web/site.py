@@ -21,6 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, NotFoundError
+from ledger.model.arxiv import paper_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
 from ledger.log.signed_notes import Signer
 from ledger.services.proofs import evidence_bundle
@@ -75,7 +76,7 @@ def _as_known(exc: NotFoundError, known_at: When | None) -> NotFoundError:
 def _paper_link(arxiv_id: object) -> str | None:
     """A link to another paper's page, only for a well-formed id: an id is untrusted text."""
     try:
-        return urls.paper_url(urls.paper_id(arxiv_id))
+        return urls.paper_url(paper_id(arxiv_id))
     except InputError:
         return None
 

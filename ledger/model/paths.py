@@ -1,6 +1,6 @@
 """The site's paths, spelled once: the patterns a record's `links` and every route of the site are formatted
 from (`ledger.web.routes` is the table that serves, publishes and links them). Pure strings and one
-formatter: nothing here checks an id (`ledger.web.urls.paper_id` does, before an id reaches a URL or a file)
+formatter: nothing here checks an id (`ledger.model.arxiv.paper_id` does, before an id reaches a URL or a file)
 or knows how a path is served or written.
 
 A pattern is the path of a page's HTML form, or of its only form; its JSON form is the same path with `.json`
