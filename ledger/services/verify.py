@@ -80,8 +80,8 @@ def compare_record(name: str, data: bytes, store: Store | None, strict: bool = F
                     problems.append(f"history: under --strict it must be today's rebuild; it is what the ledger "
                                     f"knew {_spans(windows)}, and {counted(len(found.late), 'late fact')} changed it")
     count = len(record["inbound"]) + len(record["outbound"])
-    counted = tuple(words for d in ("inbound", "outbound") if (words := counted_words(record, d)) is not None)
-    return RecordCheck(name, paper, count, [f"{name}: {p}" for p in problems], history, store is not None, counted)
+    past_cap = tuple(words for d in ("inbound", "outbound") if (words := counted_words(record, d)) is not None)
+    return RecordCheck(name, paper, count, [f"{name}: {p}" for p in problems], history, store is not None, past_cap)
 
 
 def _spans(windows: list[dict]) -> str:

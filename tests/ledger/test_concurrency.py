@@ -144,7 +144,7 @@ def test_a_writer_kept_waiting_past_the_lock_timeout_exits_3_and_appends_nothing
         waited = time.monotonic() - started
     holder.close()
     assert done.returncode == 3, done.stderr.decode()
-    assert done.stderr.decode().splitlines() == [f"ledger: {store.url}: locked by another writer for more than 1s "
+    assert done.stderr.decode().splitlines() == [f"ledger: {store.shown}: locked by another writer for more than 1s "
                                                  "(append)"]
     assert waited >= 1
     assert store.head()[0] == 0

@@ -67,7 +67,7 @@ def test_a_late_fact_before_as_of_leaves_the_record_true_to_what_the_ledger_knew
 def test_strict_asks_for_todays_history(published, tmp_path):
     record_at(published, T2, resolution("2026-08-08T12:00:00Z"), tmp_path=tmp_path)
     result = verify(published, "--strict", SEED)
-    assert (result.exit_code, result.stdout) == (1, "")
+    assert (result.exit_code, result.stdout) == (1, ""), result.stderr
     lines = result.stderr.splitlines()
     assert lines[0] == (f"ledger: {SEED}: history: observation {OBS} (inbound): differs from the ledger's history at "
                         'resolution.observed_at: ledger has "2026-08-08T12:00:00Z", record has "2026-08-08T10:10:22.827490Z"')
