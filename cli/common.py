@@ -21,7 +21,7 @@ from ledger.model.arxiv import PREFIX, looks_like_paper_id, parse_arxiv_id
 from ledger.storage.store import Store
 
 DEFAULT_DB = "ledger.db"
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]  # every command's --json
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (default: text).")]  # every command's --json
 Jobs = Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (default 1: this one alone).")]
 
 

@@ -48,9 +48,13 @@ def checkpoint(
 @app.command()
 def prove(
     ctx: typer.Context,
-    seq: Annotated[Optional[int], typer.Argument(help="Sequence number of the event to prove included.")] = None,
-    consistency: Annotated[Optional[int], typer.Option("--consistency", help="Prove this older tree size is a prefix.")] = None,
-    paper: Annotated[Optional[str], typer.Option("--paper", callback=paper_option, help="Prove how many events of this arXiv id the paper index counts.")] = None,
+    seq: Annotated[Optional[int], typer.Argument(help="Sequence number of the event to prove included (none: give "
+                                                      "--consistency or --paper).")] = None,
+    consistency: Annotated[Optional[int], typer.Option("--consistency", help="Prove this older tree size is a prefix "
+                                                                             "(default: none, an inclusion proof).")] = None,
+    paper: Annotated[Optional[str], typer.Option(
+        "--paper", callback=paper_option,
+        help="Prove how many events of this arXiv id the paper index counts (default: none, an inclusion proof).")] = None,
     tree_size: Annotated[Optional[int], typer.Option("--tree-size", help="Prove against this size (default: now).")] = None,
     json: Json = False,
 ) -> None:
@@ -82,7 +86,8 @@ def prove(
 def verify_proof_command(
     proof: Annotated[str, typer.Argument(help="A proof from `ledger prove --json`.")],
     checkpoint_file: Annotated[str, typer.Option("--checkpoint", help="A signed checkpoint.")],
-    verifier_key: Annotated[str, typer.Option("--verifier-key", help="The log's verifier key.")],
+    verifier_key: Annotated[str, typer.Option("--verifier-key", help="The log's verifier key: a .vkey file or its "
+                                                                     "text.")],
 ) -> None:
     """Check a proof (inclusion, consistency or paper index) against a signed checkpoint, with no database."""
     data = load_json(proof, read_input(proof))

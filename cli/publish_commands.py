@@ -38,7 +38,8 @@ def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.", min=0, max=65535)] = 8080,
-    key: Annotated[Optional[str], typer.Option("--key", help="Signing key: serve /checkpoint and evidence bundles.")] = None,
+    key: Annotated[Optional[str], typer.Option("--key", help="Signing key file: serve /checkpoint and evidence "
+                                                             "bundles (default: none, neither is served).")] = None,
     workers: Annotated[int, typer.Option("--workers", help="Worker processes.", min=1, max=64)] = 1,
 ) -> None:
     """Serve the records' links, the evidence and the log's tiles over HTTP, read-only."""
@@ -70,7 +71,8 @@ def publish(
     ctx: typer.Context,
     out: Annotated[Path, typer.Argument(metavar="OUT/", help="Folder to write the site into.")],
     as_of: Annotated[str, typer.Option("--as-of", help="Effective time: a date (end of that day, UTC) or a timestamp.")],
-    key: Annotated[Optional[str], typer.Option("--key", help="Signing key: write /checkpoint and evidence bundles.")] = None,
+    key: Annotated[Optional[str], typer.Option("--key", help="Signing key file: write /checkpoint and evidence "
+                                                             "bundles (default: none, neither is written).")] = None,
     json: Json = False,
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""

@@ -35,7 +35,8 @@ from ledger.model.parts import counted
 app = typer.Typer()
 
 AsOf = Annotated[str, typer.Option("--as-of", help="Effective time: a date (end of that day, UTC) or a timestamp.")]
-KnownAt = Annotated[Optional[str], typer.Option("--known-at", help="Only events the ledger had recorded by then.")]
+KnownAt = Annotated[Optional[str], typer.Option("--known-at", help="Only events the ledger had recorded by then "
+                                                                   "(default: all it holds now).")]
 
 
 @app.command("import")
@@ -75,13 +76,17 @@ def _render(record: dict, fmt: str) -> bytes:
 def replay(
     ctx: typer.Context,
     as_of: AsOf,
-    paper: Annotated[Optional[str], typer.Option("--paper", callback=paper_option, help="arXiv id; default: every paper.")] = None,
+    paper: Annotated[Optional[str], typer.Option("--paper", callback=paper_option, help="arXiv id; default: every "
+                                                                                        "paper.")] = None,
     known_at: KnownAt = None,
     fmt: Annotated[str, typer.Option("--format", help="json or text.")] = "json",
-    out: Annotated[Optional[Path], typer.Option("--out", help="File (one paper) or folder (every paper).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="File (one paper) or folder (every paper); default: "
+                                                              "stdout.")] = None,
     stats: Annotated[bool, typer.Option("--stats", help="SQL statements, events read and time on stderr.")] = False,
-    evidence: Annotated[Optional[Path], typer.Option("--evidence", help="Write an evidence bundle (needs --paper, --key).")] = None,
-    key: Annotated[Optional[str], typer.Option("--key", help="Signing key for the bundle's checkpoint.")] = None,
+    evidence: Annotated[Optional[Path], typer.Option("--evidence", help="Write an evidence bundle to this file (needs "
+                                                                        "--paper, --key); default: none.")] = None,
+    key: Annotated[Optional[str], typer.Option("--key", help="Signing key file for the bundle's checkpoint (with "
+                                                             "--evidence; default: none).")] = None,
     jobs: Jobs = 1,
 ) -> None:
     """Rebuild records as of a date, byte for byte as published."""
@@ -180,12 +185,17 @@ def _write(path: Path, data: bytes) -> None:
 @app.command()
 def verify(
     ctx: typer.Context,
-    records: Annotated[Optional[list[str]], typer.Argument(help="Published records; none: the whole chain.")] = None,
-    evidence: Annotated[Optional[str], typer.Option("--evidence", help="An evidence bundle: checked offline.")] = None,
+    records: Annotated[Optional[list[str]], typer.Argument(help="Published records, or folders of them; none: check "
+                                                                "the whole chain.")] = None,
+    evidence: Annotated[Optional[str], typer.Option("--evidence", help="An evidence bundle: checked offline, alone; "
+                                                                       "default: none.")] = None,
     index: Annotated[Optional[str], typer.Option("--index", help="An exported log: re-compute its paper index "
-                                                 "and check it against --checkpoint.")] = None,
-    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="A signed checkpoint (with --index).")] = None,
-    verifier_key: Annotated[Optional[str], typer.Option("--verifier-key", help="The log's verifier key.")] = None,
+                                                 "and check it against --checkpoint (default: none).")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="A signed checkpoint (with --index; "
+                                                                           "default: none).")] = None,
+    verifier_key: Annotated[Optional[str], typer.Option("--verifier-key", help="The log's verifier key: a .vkey file "
+                                                                               "or its text (with --evidence or "
+                                                                               "--index; default: none).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A record must be today's rebuild, not only what the "
                                          "ledger knew when it was published.")] = False,
     json: Json = False,
@@ -309,7 +319,8 @@ def _lane(lane: dict | None) -> str:
 @app.command()
 def history(
     ctx: typer.Context,
-    subject: Annotated[str, typer.Argument(metavar="ID", callback=paper_or_other_id, help="An observation id or an arXiv id.")],
+    subject: Annotated[str, typer.Argument(metavar="ID", callback=paper_or_other_id, help="An observation id or an "
+                                                                                          "arXiv id.")],
     json: Json = False,
 ) -> None:
     """Every event of an observation or a paper, oldest first, with what each changed."""

@@ -84,3 +84,23 @@ def test_version_and_shell_completion():
     code, stdout, stderr = run("--show-completion", "bash")
     assert (code, stderr) == (0, "") and "_ledger_completion" in stdout
     assert "--install-completion" in run("--help")[1]
+
+
+def _parameters():
+    import typer as _typer
+
+    group = _typer.main.get_command(app)
+    return [(name, param) for name, command in sorted(group.commands.items()) for param in command.params]
+
+
+@pytest.mark.parametrize("command, param", _parameters(), ids=lambda item: getattr(item, "name", item))
+def test_every_option_says_what_it_does_and_its_default(command, param):
+    # Help for every parameter; an optional one without a default typer prints says its own (or what not giving
+    # it means); a flag is off unless given.
+    assert (param.help or "").strip(), f"{command} {param.name}: no help"
+    flag = getattr(param, "is_flag", False)
+    shown = param.default not in (None, False, ()) and getattr(param, "show_default", True)
+    if not (param.required or flag or shown):
+        assert "default" in param.help or "none:" in param.help, f"{command} {param.name}: says no default"
+    result = CliRunner().invoke(app, [command, "--help"])
+    assert result.exit_code == 0 and "Usage: ledger " + command in result.stdout
