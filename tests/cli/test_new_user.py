@@ -86,3 +86,15 @@ def test_verify_takes_a_folder_as_import_does(seeded, tmp_path):
     assert stdout.startswith("records/deep/a.json: ok: 12 observation digests") and stdout.count("\n") == 1
     (tmp_path / "empty").mkdir()
     assert outcome(seeded("verify", "empty")) == (2, "", "ledger: empty: a directory with no .json file in it\n")
+
+
+def test_counts_are_worded_in_the_singular_when_they_are_one(seeded, tmp_path):
+    code, stdout, stderr = outcome(seeded("publish", "--as-of", "2026-08-09", "site"))
+    assert (code, stderr) == (0, "")
+    assert stdout.startswith("published 1 paper as of 2026-08-09T23:59:59.999999Z and the log of 40 events to site: "
+                             "wrote ")
+    line = b'{"kind":"source.checked","payload":{"observed_at":"2026-08-10T00:00:00Z","paper":"2407.20018",' \
+           b'"source":"crossref"}}\n'
+    (tmp_path / "one.jsonl").write_bytes(line)
+    code, stdout, stderr = outcome(seeded("import", "one.jsonl"))
+    assert (code, stderr) == (0, "") and stdout.startswith("appended 1 event (0 already present); head 41 ")
