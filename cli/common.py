@@ -92,7 +92,7 @@ class Meter:
         parts = [f"{self.label}: {stage}" if stage else f"{self.label}:"]
         if total:
             parts.append(f"{done * 100 // total}%,")
-        parts.append(f"{count:,} {self.noun}")
+        parts.append(f"{count:,} {self.noun[:-1] if count == 1 else self.noun}")  # nouns are given plural
         if elapsed > 0 and count:
             parts[-1] += ","
             parts.append(f"{count / elapsed:,.0f} {self.noun}/s")

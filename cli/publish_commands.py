@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ledger.cli.common import Json, db_location, open_store, progress, write_json
+from ledger.cli.common import Json, Meter, db_location, open_store, write_json
 from ledger.services.keys import load_signer
 from ledger.core.errors import InputError, LedgerError
 from ledger.model.parts import counted
@@ -81,7 +81,9 @@ def publish(
 
     at = when("--as-of", as_of)
     signer = load_signer(key) if key else None
-    result = write_site(open_store(ctx), out, at, signer, progress)
+    meter = Meter("publish", "papers")  # on a terminal only: papers done, their rate, the time left
+    result = write_site(open_store(ctx), out, at, signer, lambda done, total: meter.update("", done, total, done))
+    meter.close()
     if json:
         write_json(result.as_json())
     else:

@@ -91,8 +91,9 @@ class Folder:
 
 
 def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
-            progress: Callable[[str], None] | None = None) -> Published:
-    """Write the site as of `as_of` under `out`; return how many files were written and left alone."""
+            progress: Callable[[int, int], None] | None = None) -> Published:
+    """Write the site as of `as_of` under `out`; return how many files were written and left alone.
+    `progress(done, total)` is told after each paper."""
     size = store.head()[0]
     papers = list(store.papers(as_of.key))
     for paper in papers:  # every id, before any file: one that is not an arXiv id writes nothing at all
@@ -122,7 +123,7 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
                 for route in published(PER_DAY):
                     write(route, on)
         if progress:
-            progress(f"{count}/{len(papers)} {paper}")
+            progress(count, len(papers))
     for route in published(PER_TILE):
         for tile, data in all_tiles(store, size):  # tiles before the checkpoint that needs them
             folder.put(route.file_of("file", Question(tile=tile)), data)

@@ -98,3 +98,34 @@ def test_counts_are_worded_in_the_singular_when_they_are_one(seeded, tmp_path):
     (tmp_path / "one.jsonl").write_bytes(line)
     code, stdout, stderr = outcome(seeded("import", "one.jsonl"))
     assert (code, stderr) == (0, "") and stdout.startswith("appended 1 event (0 already present); head 41 ")
+
+
+def test_publish_shows_its_progress_on_a_terminal(seeded, tmp_path, monkeypatch):
+    # The meter's words are tested with the meter (test_cli); here, that publish tells it every paper it wrote.
+    from ledger.cli import common, publish_commands
+
+    told: list[tuple] = []
+
+    class Watched(common.Meter):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.live = True  # as on a terminal
+
+        def update(self, *args):
+            told.append(("update", *args))
+            super().update(*args)
+
+        def close(self):
+            told.append(("close",))
+            super().close()
+
+    monkeypatch.setattr(publish_commands, "Meter", Watched)
+    (tmp_path / "other.jsonl").write_bytes(
+        b'{"kind":"paper.snapshot","payload":{"arxiv_id":"2501.00001","snapshot_observed_at":"2026-07-01T00:00:00Z",'
+        b'"title":"Another"}}\n')
+    assert seeded("import", "other.jsonl").exit_code == 0
+    result = seeded("publish", "--as-of", "2026-08-09", "site")
+    assert result.exit_code == 0, result.stderr
+    assert told == [("update", "", 1, 2, 1), ("update", "", 2, 2, 2), ("close",)]
+    assert result.stderr.startswith("\rpublish: 50%, 1 paper")
+    assert "\rpublish: 100%, 2 papers" in result.stderr and result.stderr.endswith("\n")  # the line ends once
