@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import re
 import shutil
 import signal
 import socket
@@ -94,6 +95,44 @@ class Server:
                 self.process.wait()
 
 
+class Nginx:
+    """nginx (Debian's package) serving the folder `publish` wrote, one worker process, on loopback: the anchor a
+    static host gives. Installed by `apt-get install nginx-light` when missing; run in the foreground, its own
+    prefix, pid and logs in `folder`."""
+
+    def __init__(self, folder: Path, root: Path):
+        folder.chmod(0o755)  # nginx's workers run as another user (nobody, www-data) when started as root
+        if shutil.which("nginx") is None and shutil.which("/usr/sbin/nginx") is None:
+            subprocess.run(["apt-get", "install", "-y", "-q", "nginx-light"], check=True, capture_output=True)
+        self.port = free_port()
+        conf = folder / "nginx.conf"
+        conf.write_text(
+            f"worker_processes 1;\nerror_log {folder}/nginx-error.log;\npid {folder}/nginx.pid;\ndaemon off;\n"
+            "events { worker_connections 256; }\n"
+            "http {\n  access_log off;\n  types { application/json json; text/html html; text/css css; "
+            "application/javascript js; }\n  default_type application/octet-stream;\n"
+            f"  server {{\n    listen 127.0.0.1:{self.port};\n    root {root};\n"
+            "    location / { try_files $uri $uri/index.html =404; }\n  }\n}\n")
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.process = subprocess.Popen([binary, "-c", str(conf), "-p", str(folder)], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise GateError("nginx did not start")
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=20)
+
+
 def load(port: int, path: str, expected: bytes, total: int, threads: int) -> tuple[float, list[float]]:
     """Requests per second and each request's latency (ms): `total` GETs of `path` from `threads` threads."""
     latencies: list[float] = []
@@ -125,6 +164,21 @@ def load(port: int, path: str, expected: bytes, total: int, threads: int) -> tup
     elapsed = time.perf_counter() - started
     gate(not failures, failures[0] if failures else "")
     return len(latencies) / elapsed, latencies
+
+
+def wrk(port: int, path: str, seconds: int = 5) -> tuple[float, float, float] | None:
+    """(requests/s, p50 ms, p99 ms) from wrk (2 threads, 4 connections) for `seconds`, or None without wrk: a
+    load generator in C, so that nginx's figure is not the Python client's bound."""
+    binary = shutil.which("wrk")
+    if binary is None:
+        return None
+    done = subprocess.run([binary, "-t2", "-c4", f"-d{seconds}s", "--latency", f"http://127.0.0.1:{port}{path}"],
+                          capture_output=True, text=True, timeout=seconds + 30)
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
+    gate(done.returncode == 0 and rate is not None and "Non-2xx" not in done.stdout, f"wrk: {done.stdout[-300:]}")
+    units = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    quantiles = {q: float(v) * units[u] for q, v, u in re.findall(r"\s(50|99)%\s+([\d.]+)(us|ms|s)\b", done.stdout)}
+    return float(rate.group(1)), quantiles.get("50", 0.0), quantiles.get("99", 0.0)
 
 
 def write_section(path: Path, lines: list[str]) -> None:
@@ -214,6 +268,27 @@ def main(argv: list[str] | None = None) -> int:
         again_s = time.perf_counter() - started
         gate(first.unchanged == 0 and first.written > 0, f"publish: {first}")
         gate(again.written == 0 and again.unchanged == first.written, f"publish again: {again}")
+        # Side by side, in one run: `ledger serve` (one worker, answering from its cache) and nginx serving the
+        # files publish wrote for the same paths, the same client (4 threads, keep-alive), the same bytes checked.
+        static = Nginx(folder, out)
+        servers.append(static)
+        server = Server(db, 1, key)
+        servers.append(server)
+        anchored, fast = {}, {}
+        for name, (path, expected) in paths.items():
+            for who, port in (("ledger serve", server.port), ("nginx", static.port)):
+                load(port, path, expected, 200, 4)  # warm
+            measured = {"ledger serve": [], "nginx": []}
+            for _ in range(args.reps):  # interleaved: these machines drift
+                for who, port in (("ledger serve", server.port), ("nginx", static.port)):
+                    measured[who].append(load(port, path, expected, args.requests // args.reps, 4))
+            anchored[name] = {who: (statistics.median(rate for rate, _ in runs),
+                                    [latency for _, latencies in runs for latency in latencies])
+                              for who, runs in measured.items()}
+            fast[name] = {who: [wrk(port, path) for _ in range(3)]
+                          for who, port in (("ledger serve", server.port), ("nginx", static.port))}
+        server.stop()
+        static.stop()
 
         say(SECTION_TITLE)
         say(f"\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores, Python "
@@ -224,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"One request at a time, {args.reps} repetitions, each timing the work in process (no HTTP) and then the "
             f"same page served by `ledger serve` (one worker, uvicorn, the store's own thread) on loopback, over one "
             f"keep-alive connection; {args.requests:,} requests per path in all, every body checked against the "
-            "in-process bytes. Latency runs from sending the request to reading the whole body:\n")
+            "in-process bytes. Latency runs from sending the request to reading the whole body. The server answers a "
+            "page asked before at the same as-of from its cache (`web.answers`), so after the first request it does "
+            "less than the in-process rebuild:\n")
         say("| path | in process: includes | in process p50 / p99 ms | served p50 / p99 ms | requests/s | "
             "server's overhead at p50 (median of repetitions) | overhead / rebuild p50 |\n|---|---|---|---|---|---|---|")
         includes = {"JSON": "reading the paper's events (1 SQL statement), the fold, the digests, the canonical bytes",
@@ -253,6 +330,38 @@ def main(argv: list[str] | None = None) -> int:
             f"{first_s:.1f} | {first.written / first_s:,.0f} |")
         say(f"| again, nothing changed | the same work, every file compared and left alone | 0 | {again.unchanged:,} | "
             f"{again_s:.1f} | {again.unchanged / again_s:,.0f} |")
+        say("\nServed beside a static host, in one run: `ledger serve` (one worker; a page asked before at the same "
+            "as-of is answered from its cache, checked against the paper's facts with one SQL statement) and nginx "
+            "(one worker) serving the files `publish` wrote for the same paths; the same client, 4 threads with a "
+            f"keep-alive connection each, {args.requests:,} requests per row in {args.reps} interleaved repetitions "
+            "(requests/s: their median), every body checked against the in-process bytes:\n")
+        say("| path | server | includes | requests/s | p50 ms | p99 ms | of nginx's requests/s |\n"
+            "|---|---|---|---|---|---|---|")
+        serving = {"ledger serve": "HTTP (uvicorn, FastAPI routing), the hop to the store's thread, one SQL statement "
+                                   "(the paper's facts: count and last seq), the cached bytes",
+                   "nginx": "HTTP, reading the published file"}
+        for name, by in anchored.items():
+            for who, (rate, latencies) in by.items():
+                say(f"| {name} | {who} | {serving[who]} | {rate:,.0f} | {percentile(latencies, 0.5):.2f} | "
+                    f"{percentile(latencies, 0.99):.2f} | {rate / by['nginx'][0]:.3f} |")
+        judged = anchored
+        if all(run is not None for by in fast.values() for runs in by.values() for run in runs):
+            say("\nThe Python client above bounds nginx (its threads share the GIL and the 2 cores). The same paths "
+                "under wrk (C; 2 threads, 4 connections, 5 s; the median of 3 runs per row, interleaved with the "
+                "rows above; bodies checked above):\n")
+            say("| path | server | requests/s | p50 ms | p99 ms | of nginx's requests/s |\n|---|---|---|---|---|---|")
+            judged = {}
+            for name, by in fast.items():
+                medians = {who: tuple(statistics.median(run[i] for run in runs) for i in range(3))
+                           for who, runs in by.items()}
+                judged[name] = {who: (m[0], None) for who, m in medians.items()}
+                for who, (rate, p50, p99) in medians.items():
+                    say(f"| {name} | {who} | {rate:,.0f} | {p50:.2f} | {p99:.2f} | {rate / medians['nginx'][0]:.3f} |")
+        say("\nTarget (issue 29): the served record JSON at least 0.2 of nginx's requests/s"
+            + (" (under wrk)" if judged is not anchored else " (wrk missing: the Python client's figure)") + ":")
+        for name in judged:
+            ratio = judged[name]["ledger serve"][0] / judged[name]["nginx"][0]
+            say(f"- {name}: {ratio:.3f}, {'met' if ratio >= 0.2 else 'NOT met'}")
         say("\nCorrectness gates passed: every response 200 with the in-process bytes; publish wrote every file "
             "once, and a re-run wrote none.")
     finally:

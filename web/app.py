@@ -41,6 +41,7 @@ from ledger.log.signed_notes import Signer
 from ledger.storage.store import Store
 
 
+from ledger.web.answers import Answers
 from ledger.web.routes import ROUTES, Render, Route, ask
 from ledger.web.site import CSP, Body, Site, error_html, error_json
 
@@ -71,6 +72,7 @@ class Ledger:
     def __init__(self, source: Store | str, signer: Signer | None = None):
         self.source, self.signer = source, signer
         self.site: Site | None = None
+        self.answers = Answers()  # pages already rendered, kept while what they depend on is unchanged
         self.thread: ThreadPoolExecutor | None = None
         try:  # a path that is not a ledger fails now; a database that is down answers 503 until it is back
             self._executor().submit(self._open).result()
@@ -262,7 +264,8 @@ def endpoint(ledger: Ledger, route: Route, form: str, render: Render) -> Callabl
 
     async def answer(request: Request, **values):
         question = ask(route, {names.get(name, name): value for name, value in values.items()})
-        body = await ledger(render, question) if route.store else render(None, question)
+        body = await ledger(ledger.answers.answer, route, form, render, question) if route.store \
+            else render(None, question)
         headers = None
         if route.encode is not None:
             body, headers = route.encode(request.headers.get("accept-encoding", ""), body, question)

@@ -97,6 +97,9 @@ class Route:
     as_of_now: bool = True  # without `as_of`, as of the request instant (False: every event)
     store: bool = True  # rendered in the store's thread (False: from the package alone, even with the store down)
     encode: Encode | None = None  # (Accept-Encoding, body, question) -> the body sent and headers to add
+    # What its bytes depend on, for `web.answers` to keep them: "paper" (its facts), "log" (its size); () for
+    # nothing (the same bytes forever); None: never kept.
+    depends: tuple[str, ...] | None = None
     about: str = ""  # the JSON form's description in the OpenAPI schema
 
     def forms(self) -> list[tuple[str, Render]]:
@@ -157,24 +160,29 @@ def _record_html(site: Site, q: Question) -> Body:
 
 AS_OF = ("as_of", "known_at")
 ROUTES = (
-    Route("index", paths.INDEX, html=lambda site, q: site.index_html(), published=ONCE),
-    Route("evidence", paths.EVIDENCE, html=lambda site, q: site.evidence_html(), published=ONCE),
+    Route("index", paths.INDEX, html=lambda site, q: site.index_html(), published=ONCE, depends=()),
+    Route("evidence", paths.EVIDENCE, html=lambda site, q: site.evidence_html(), published=ONCE, depends=()),
     Route("asset", paths.ASSET, file=lambda site, q: Site.asset(q.name), published=PER_ASSET, store=False),
-    Route("checkpoint", paths.CHECKPOINT, file=lambda site, q: site.checkpoint(q.size), published=SIGNED),
-    Route("tile", paths.TILE, file=lambda site, q: site.tile(q.tile), published=PER_TILE, encode=_tile_encoding),
-    Route("day_record", paths.DAY_RECORD, json=_record_json, html=_record_html, query=("known_at",), published=PER_DAY),
+    Route("checkpoint", paths.CHECKPOINT, file=lambda site, q: site.checkpoint(q.size), published=SIGNED,
+          depends=("log",)),
+    Route("tile", paths.TILE, file=lambda site, q: site.tile(q.tile), published=PER_TILE, encode=_tile_encoding,
+          depends=()),  # a tile's path names its bytes
+    Route("day_record", paths.DAY_RECORD, json=_record_json, html=_record_html, query=("known_at",), published=PER_DAY,
+          depends=("paper",)),
     Route("record", paths.RECORD, json=_record_json, html=_record_html, query=AS_OF, published=PER_PAPER,
+          depends=("paper",),
           about="Exactly the bytes of `ledger replay --paper <id> --as-of <as_of>`; ETag: the context digest."),
-    Route("integrity", paths.INTEGRITY, query=AS_OF, published=PER_PAPER,
+    Route("integrity", paths.INTEGRITY, query=AS_OF, published=PER_PAPER, depends=("paper", "log"),
           json=lambda site, q: site.integrity_json(q.paper, q.as_of, q.known_at, q.integrity_from(site)),
           html=lambda site, q: site.integrity_html(q.paper, q.as_of, q.known_at, q.integrity_from(site))),
-    Route("history", paths.HISTORY, query=AS_OF, published=PER_PAPER, as_of_now=False,
+    Route("history", paths.HISTORY, query=AS_OF, published=PER_PAPER, as_of_now=False, depends=("paper",),
           json=lambda site, q: site.history_json(q.paper, q.as_of, q.known_at, q.facts_from(site)),
           about="What `ledger history <id> --json` prints; with `as_of`, the events effective by then."),
     Route("diff", paths.DIFF, query=("from", "to", "known_at"), live="between any two times a client names",
+          depends=("paper",),
           json=lambda site, q: site.diff_json(q.paper, q.start, q.end, q.known_at),
           about="What `ledger diff <id> --from --to --json` prints."),
-    Route("paper", paths.PAPER, query=AS_OF, published=PER_PAPER,  # last: its {paper} would match every path below it
+    Route("paper", paths.PAPER, query=AS_OF, published=PER_PAPER, depends=("paper",),  # last: its {paper} matches all below
           html=lambda site, q: site.paper_html(q.paper, q.as_of, q.known_at, q.facts_from(site))),
 )
 

@@ -145,6 +145,14 @@ class Cursor:
         where, params = _paper_events(paper, None, None)
         return [r[0] for r in self.execute(f"SELECT seq FROM events WHERE {where} ORDER BY seq", params).fetchall()]
 
+    def paper_version(self, paper: str) -> tuple[int, int]:
+        """(how many, the largest seq) of `paper_facts(paper)`: it changes exactly when a fact of the paper is
+        appended (the log only grows), so it tells a copy of the paper's pages is current. Raises the driver's
+        errors."""
+        where, params = _paper_events(paper, None, None)
+        count, last = self.execute(f"SELECT count(*), max(seq) FROM events WHERE {where}", params).fetchone()
+        return count, last or 0
+
     def observation_facts(self, observation: str) -> list[Fact]:
         """Every event of one observation, in ledger order. Raises the driver's errors."""
         return [_fact(r) for r in self.execute(f"SELECT {_COLUMNS} FROM events WHERE subject = ? AND kind IN "

@@ -286,6 +286,12 @@ class Store:
         with self.reading() as cursor:
             return cursor.paper_facts(paper, known_at)
 
+    def paper_version(self, paper: str) -> tuple[int, int]:
+        """(how many, the largest seq) of the paper's facts (`Cursor.paper_version`).
+        Raises: StoreError."""
+        with self.reading() as cursor:
+            return cursor.paper_version(paper)
+
     def observation_facts(self, observation: str) -> list[Fact]:
         """Every event of one observation, in ledger order.
         Raises: StoreError."""

@@ -1,0 +1,104 @@
+"""Serving without rebuilding (`web.answers`): a page asked again at the same as-of is sent from the cache, until a
+fact of its paper (or, for what shows the log's size, any fact) is appended, by this process or another; an
+If-None-Match of its ETag is a 304 with no rebuild; a page as of the request instant is never kept."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ledger.log.signed_notes import generate_signer
+from ledger.web.answers import Answers
+from ledger.web.app import create_app
+from ledger.web.urls import integrity_url, record_url
+from tests.conftest import AS_OF_004, PAPER_004, SEED_004
+from tests.helpers import event_line
+
+LATER = "2026-08-25"
+
+
+@pytest.fixture
+def served(cli):
+    assert cli("init").exit_code == 0
+    assert cli("import", str(SEED_004)).exit_code == 0
+    app = create_app(cli.location, generate_signer("example.org/ledger"))
+    with TestClient(app) as client:
+        yield client, app.state.ledger.answers
+
+
+def append_elsewhere(cli, tmp_path, *lines: bytes) -> None:
+    """Append in another process, as a second writer would: the server learns of it only through the store."""
+    path = tmp_path / f"more-{len(os.listdir(tmp_path))}.jsonl"
+    path.write_bytes(b"".join(lines))
+    done = subprocess.run([sys.executable, "-m", "ledger.cli", "--db", cli.location, "import", str(path)],
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def sweep(paper: str, at: str) -> bytes:
+    return event_line("source.checked", {"observed_at": at, "paper": paper, "source": "crossref"})
+
+
+def test_a_record_asked_again_is_not_rebuilt(served):
+    client, answers = served
+    first = client.get(record_url(PAPER_004, LATER, html=False))
+    rendered = answers.renders
+    again = client.get(record_url(PAPER_004, LATER, html=False))
+    assert (first.status_code, again.status_code) == (200, 200) and again.content == first.content
+    assert answers.renders == rendered  # answered from the cache
+    assert client.get(record_url(PAPER_004, AS_OF_004, html=False)).content == SEED_004.read_bytes()
+    assert answers.renders == rendered + 1  # another as-of is another answer
+
+
+def test_if_none_match_is_a_304_without_a_rebuild(served):
+    client, answers = served
+    first = client.get(record_url(PAPER_004, LATER, html=False))
+    rendered = answers.renders
+    revalidated = client.get(record_url(PAPER_004, LATER, html=False), headers={"if-none-match": first.headers["etag"]})
+    assert (revalidated.status_code, revalidated.content) == (304, b"")
+    assert answers.renders == rendered
+
+
+def test_a_fact_appended_by_another_process_is_served_on_the_next_request(served, cli, tmp_path):
+    client, answers = served
+    before = client.get(record_url(PAPER_004, LATER, html=False)).json()
+    append_elsewhere(cli, tmp_path, sweep(PAPER_004, "2026-08-20T00:00:00Z"))
+    after = client.get(record_url(PAPER_004, LATER, html=False)).json()
+    assert [s["observed_at"] for s in after["standing_sources"] if s["source"] == "crossref"] == ["2026-08-20T00:00:00Z"]
+    assert after != before
+
+
+def test_another_papers_fact_leaves_the_record_kept_but_not_the_integrity_page(served, cli, tmp_path):
+    client, answers = served
+    client.get(record_url(PAPER_004, LATER, html=False))
+    integrity = client.get(integrity_url(PAPER_004, LATER, html=False)).json()
+    rendered = answers.renders
+    snapshot = {"arxiv_id": "2501.00001", "snapshot_observed_at": "2026-08-01T00:00:00Z", "title": "Another"}
+    append_elsewhere(cli, tmp_path, event_line("paper.snapshot", snapshot))
+    client.get(record_url(PAPER_004, LATER, html=False))
+    assert answers.renders == rendered  # its bytes depend on its own facts only
+    grown = client.get(integrity_url(PAPER_004, LATER, html=False)).json()
+    assert answers.renders == rendered + 1  # the log grew: a new checkpoint and proofs
+    assert grown["index"]["tree_size"] == integrity["index"]["tree_size"] + 1
+
+
+def test_a_page_as_of_the_request_instant_is_never_kept(served):
+    client, answers = served
+    client.get(f"/paper/{PAPER_004}/citation-record.json")
+    rendered = answers.renders
+    client.get(f"/paper/{PAPER_004}/citation-record.json")
+    assert answers.renders == rendered + 1
+
+
+def test_the_cache_holds_at_most_its_budget(served):
+    client, _ = served
+    small = Answers(budget=25_000)  # a record of seed 004 is about 20 KB
+    client.app.state.ledger.answers = small
+    for day in ("2026-08-10", "2026-08-11", "2026-08-12"):
+        assert client.get(record_url(PAPER_004, day, html=False)).status_code == 200
+    assert len(small.kept) == 1 and 0 < small.held <= 25_000
+    assert small.renders == 3

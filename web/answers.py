@@ -1,0 +1,63 @@
+"""Answers kept: a page already rendered for the same question is sent again without rebuilding it, for as long
+as what its bytes depend on has not changed. A route names what that is (`Route.depends`): the paper's facts
+(their count and largest seq, which change exactly when a fact of the paper is appended, by this process or
+another), the log's size (a checkpoint, the proofs of an integrity page), or nothing (a tile by its path). The
+check is one small read of the store per request; the cache holds at most `BUDGET` bytes, least recently
+asked first out. Used in the store's thread only (`web.app.Ledger`), so it needs no lock.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ledger.web.routes import Question, Render, Route
+from ledger.web.site import Body, Site
+
+BUDGET = 64 * 1024 * 1024  # bytes of bodies kept per process: memory stays flat however many papers are asked
+
+
+class Answers:
+    """Rendered bodies by question, each with the state of what it depends on when it was rendered."""
+
+    def __init__(self, budget: int = BUDGET):
+        self.budget, self.held = budget, 0
+        self.kept: OrderedDict[tuple, tuple[tuple, Body]] = OrderedDict()
+        self.renders = 0  # bodies rendered here (not answered from the cache): for tests and benchmarks
+
+    def answer(self, site: Site, route: Route, form: str, render: Render, question: Question) -> Body:
+        """The body `render` gives for `question`, from the cache when nothing it depends on changed since."""
+        key = _key(route, form, question)
+        if key is None:
+            return self._render(site, render, question)
+        state = _state(site, route, question)
+        found = self.kept.get(key)
+        if found is not None and found[0] == state:
+            self.kept.move_to_end(key)
+            return found[1]
+        body = self._render(site, render, question)
+        if found is not None:
+            self.held -= len(found[1].content)
+        self.kept[key] = (state, body)
+        self.held += len(body.content)
+        while self.held > self.budget and self.kept:
+            _, (_, dropped) = self.kept.popitem(last=False)
+            self.held -= len(dropped.content)
+        return body
+
+    def _render(self, site: Site, render: Render, question: Question) -> Body:
+        self.renders += 1
+        return render(site, question)
+
+
+def _key(route: Route, form: str, q: Question) -> tuple | None:
+    """What names an answer; None for one that is not kept (no `depends`, or as of the request instant)."""
+    if route.depends is None or (q.as_of is not None and not q.as_of.given):
+        return None
+    times = tuple(t.key if t is not None else None for t in (q.as_of, q.known_at, q.start, q.end))
+    return (route.name, form, q.paper, q.day, q.name, q.tile.path() if q.tile else None, q.size, *times)
+
+
+def _state(site: Site, route: Route, q: Question) -> tuple:
+    """The state of what the route's bytes depend on, read now (one small query each)."""
+    return tuple(site.store.paper_version(q.paper) if part == "paper" else site.store.head()[0]
+                 for part in route.depends)
