@@ -9,11 +9,13 @@ asked first out. Used in the store's thread only (`web.app.Ledger`), so it needs
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
 
 from ledger.web.routes import Question, Render, Route
 from ledger.web.site import Body, Site
 
 BUDGET = 64 * 1024 * 1024  # bytes of bodies kept per process: memory stays flat however many papers are asked
+URLS = 65_536  # URLs remembered for `fresh`, the oldest forgotten first
 
 
 class Answers:
@@ -23,6 +25,10 @@ class Answers:
         self.budget, self.held = budget, 0
         self.kept: OrderedDict[tuple, tuple[tuple, Body]] = OrderedDict()
         self.renders = 0  # bodies rendered here (not answered from the cache): for tests and benchmarks
+        self.fast = 0  # answers `fresh` gave, before any routing
+        # (path, raw query) -> what the full route answered for it: `web.app.Guard` answers it again from here,
+        # before routing, while the body kept is still fresh.
+        self.urls: OrderedDict[tuple[str, bytes], tuple[Route, tuple]] = OrderedDict()
 
     def answer(self, site: Site, route: Route, form: str, render: Render, question: Question) -> Body:
         """The body `render` gives for `question`, from the cache when nothing it depends on changed since."""
@@ -43,6 +49,34 @@ class Answers:
             _, (_, dropped) = self.kept.popitem(last=False)
             self.held -= len(dropped.content)
         return body
+
+    def remember(self, url: tuple[str, bytes], route: Route, form: str, question: Question) -> None:
+        """That the request for `url` was the question `question` of `route` (its form), already answered."""
+        key = _key(route, form, question)
+        if key is None or route.encode is not None:
+            return
+        # Only what names the answer: not the facts and record the render read.
+        self.urls[url] = (route, (key, replace(question, facts=None, record=None, found=None)))
+        self.urls.move_to_end(url)
+        while len(self.urls) > URLS:
+            self.urls.popitem(last=False)
+
+    def knows(self, url: tuple[str, bytes]) -> bool:
+        return url in self.urls
+
+    def fresh(self, site: Site, url: tuple[str, bytes]) -> Body | None:
+        """The body kept for `url` when nothing it depends on changed since; None otherwise (the full route
+        answers then, and renders)."""
+        found = self.urls.get(url)
+        if found is None:
+            return None
+        route, (key, question) = found
+        kept = self.kept.get(key)
+        if kept is None or kept[0] != _state(site, route, question):
+            return None
+        self.kept.move_to_end(key)
+        self.fast += 1
+        return kept[1]
 
     def _render(self, site: Site, render: Render, question: Question) -> Body:
         self.renders += 1

@@ -197,6 +197,16 @@ class Guard:
             # One leading slash: `//host/` must not become a redirect to another host.
             location = quote("/" + path.strip("/")) + (f"?{query}" if query else "")
             return await Response(status_code=308, headers={"location": location})(scope, receive, send_secured)
+        if scope["method"] == "GET":  # a URL answered before: from the cache, without routing, while fresh
+            ledger = scope["app"].state.ledger
+            url = (path, scope.get("query_string", b""))
+            if ledger.answers.knows(url):
+                try:
+                    body = await ledger(ledger.answers.fresh, url)
+                except LedgerError:
+                    body = None  # the full route says what is wrong, as it always does
+                if body is not None:
+                    return await respond(Request(scope), body)(scope, receive, send_secured)
         await self.app(scope, receive, send_secured)
 
 
@@ -264,8 +274,13 @@ def endpoint(ledger: Ledger, route: Route, form: str, render: Render) -> Callabl
 
     async def answer(request: Request, **values):
         question = ask(route, {names.get(name, name): value for name, value in values.items()})
-        body = await ledger(ledger.answers.answer, route, form, render, question) if route.store \
-            else render(None, question)
+        if route.store:
+            body = await ledger(ledger.answers.answer, route, form, render, question)
+            if request.method == "GET":
+                ledger.answers.remember((request.url.path, request.scope.get("query_string", b"")), route, form,
+                                        question)
+        else:
+            body = render(None, question)
         headers = None
         if route.encode is not None:
             body, headers = route.encode(request.headers.get("accept-encoding", ""), body, question)

@@ -102,3 +102,18 @@ def test_the_cache_holds_at_most_its_budget(served):
         assert client.get(record_url(PAPER_004, day, html=False)).status_code == 200
     assert len(small.kept) == 1 and 0 < small.held <= 25_000
     assert small.renders == 3
+
+
+def test_a_url_answered_before_is_answered_before_routing_with_the_same_headers(served, cli, tmp_path):
+    client, answers = served
+    url = record_url(PAPER_004, LATER, html=False)
+    full = client.get(url)
+    fast = client.get(url)
+    assert answers.fast == 1 and fast.content == full.content
+    assert {k: v for k, v in fast.headers.items() if k != "date"} == {k: v for k, v in full.headers.items() if k != "date"}
+    assert client.get(url, headers={"if-none-match": full.headers["etag"]}).status_code == 304
+    assert answers.fast == 2
+    append_elsewhere(cli, tmp_path, sweep(PAPER_004, "2026-08-21T00:00:00Z"))
+    changed = client.get(url)  # not fresh: the full route renders it again
+    assert answers.fast == 2 and changed.content != full.content
+    assert client.get(url + "&bogus=1").status_code == 400  # another URL: routed, and refused as before
