@@ -3,7 +3,8 @@ as what its bytes depend on has not changed. A route names what that is (`Route.
 (their count and largest seq, which change exactly when a fact of the paper is appended, by this process or
 another), the log's size (a checkpoint, the proofs of an integrity page), or nothing (a tile by its path). The
 check is one small read of the store per request; the cache holds at most `BUDGET` bytes, least recently
-asked first out. Used in the store's thread only (`web.app.Ledger`), so it needs no lock.
+asked first out. Changed in the store's thread only (`web.app.Ledger`), so it needs no lock; `knows`, a
+dict lookup, is asked from the event loop.
 """
 
 from __future__ import annotations
@@ -30,11 +31,15 @@ class Answers:
         # before routing, while the body kept is still fresh.
         self.urls: OrderedDict[tuple[str, bytes], tuple[Route, tuple]] = OrderedDict()
 
-    def answer(self, site: Site, route: Route, form: str, render: Render, question: Question) -> Body:
-        """The body `render` gives for `question`, from the cache when nothing it depends on changed since."""
+    def answer(self, site: Site, route: Route, form: str, render: Render, question: Question,
+               url: tuple[str, bytes] | None = None) -> Body:
+        """The body `render` gives for `question`, from the cache when nothing it depends on changed since;
+        `url` (path, raw query) of a GET is remembered for `fresh`."""
         key = _key(route, form, question)
         if key is None:
             return self._render(site, render, question)
+        if url is not None:
+            self.remember(url, route, form, question)
         state = _state(site, route, question)
         found = self.kept.get(key)
         if found is not None and found[0] == state:
