@@ -19,8 +19,7 @@ from ledger.model.kinds import KIND
 from ledger.model.parts import resolution_label
 from ledger.model.standing_notices import describe_notice
 
-from ledger.projections.record import Fold, Mismatch, build_record, shown_apart
-from ledger.projections.text import counted_words
+from ledger.projections.record import Fold, Mismatch, build_record, counted_past_cap, shown_apart
 
 
 def account(kind: str, old: dict | None, new: dict) -> str:
@@ -121,7 +120,7 @@ def paper_diff(paper: str, facts: Iterable[Fact], start: When, end: When) -> dic
     between = (f for f in facts if start.key < f.effective_key <= end.key)
     accounts = {row["subject"]: row["account"] for row in history(between)}
     for direction in ("inbound", "outbound"):
-        if counted_words(after, direction) is not None:
+        if counted_past_cap(after, direction) is not None:
             for obs in (before or {}).get(direction, []):
                 accounts.setdefault(obs["observation_id"], f"past the page cap of {after['caps'][direction]}")
     return diff(before, after, accounts)

@@ -12,10 +12,8 @@ from ledger.model.parts import UNTITLED, cited_label, spaced as _words
 from ledger.model.published import RESOLUTION_STATES
 from ledger.projections.record import counted_past_cap
 
-__all__ = ["UNTITLED", "capped_words", "cited_label", "counted_words", "lane_words", "measurement_line", "notice_lines",
-           "observation_words", "render_text", "state_words"]
-
-
+__all__ = ["UNTITLED", "capped_words", "cited_label", "counted_lines", "counted_words", "lane_words",
+           "measurement_line", "notice_lines", "observation_words", "render_text", "state_words"]
 
 def notice_lines(notice: dict) -> tuple[list[str], str | None]:
     """The words of a standing notice: one line per source-reported event, then the closing sentence (the
@@ -67,6 +65,11 @@ def counted_words(record: dict, direction: str) -> str | None:
     when it counts more than the record lists (over the page cap: the rest are known only by count), else None."""
     lane = counted_past_cap(record, direction)
     return None if lane is None else KIND[COVERAGE_COUNTED].page(lane, lane["lane"])
+
+
+def counted_lines(record: dict) -> list[str]:
+    """`counted_words` of each direction over the page cap, inbound first."""
+    return [words for direction in ("inbound", "outbound") if (words := counted_words(record, direction)) is not None]
 
 
 def capped_words(record: dict, direction: str) -> str | None:

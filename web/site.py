@@ -32,7 +32,7 @@ from ledger.services.tilestore import read_tile
 from ledger.core.times import When
 from ledger.projections import history as views
 from ledger.projections.record import build_record
-from ledger.projections.text import capped_words, counted_words, lane_words, measurement_line, observation_words
+from ledger.projections.text import capped_words, counted_lines, lane_words, measurement_line, observation_words
 from ledger.projections.text import state_words
 
 from ledger.web import urls
@@ -200,7 +200,7 @@ class Site:
             "observations": [{"direction": d, "observation_digest": o["observation_digest"],
                               "observation_id": o["observation_id"]} for d in ("inbound", "outbound") for o in record[d]],
             # Over the page cap, what the record counts but does not list is in no digest: the ledger says so.
-            "counted": [words for d in ("inbound", "outbound") if (words := counted_words(record, d)) is not None],
+            "counted": counted_lines(record),
             "checkpoint": checkpoint, "verifier_key": verifier, "index": index, "evidence": bundle,
         }
 

@@ -29,9 +29,9 @@ INPUT_SUFFIXES = (".json", ".jsonl")  # what a directory given as an input stand
 
 def input_files(names: list[str], suffixes: tuple[str, ...] = INPUT_SUFFIXES) -> list[str]:
     """The inputs `names` stand for: a file (or `-`) itself, and a directory the files below it whose names
-    end in `suffixes` (`.json` and `.jsonl`), at any depth, in the order of their paths; hidden files and folders are passed over. So a
-    corpus of more files than a command line holds (about 60,000 paths) can be named, and a folder that
-    `replay --out` wrote is imported as it stands.
+    end in `suffixes` (`.json` and `.jsonl`), at any depth, in the order of their paths; hidden files and
+    folders are passed over. So a corpus of more files than a command line holds (about 60,000 paths) can be
+    named, and a folder that `replay --out` wrote is imported as it stands.
     Raises: InputError naming a directory that cannot be read, or that holds no such file."""
     def unreadable(error: OSError) -> None:
         raise InputError(f"{error.filename}: cannot read the directory: {error.strerror}")

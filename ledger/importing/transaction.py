@@ -292,13 +292,14 @@ def _check_rebuild(writer: Writer, item: Parsed, new: tuple[list[Entry], list[Ev
     rebuilt (`rebuild_mismatch`, the one rebuild-and-compare). Returns how many facts it appended
     (`_end_count`)."""
     name, paper = item.name, item.paper
-    appended: list[Fact] = []
-    if new is not None and writer.paper_seqs(paper) == [entry.seq for entry in new[0]]:
-        if item.rebuilds_alone:
-            return 0
-        facts, record = _as_facts(*new), item.the_record()
+    alone = new is not None and writer.paper_seqs(paper) == [entry.seq for entry in new[0]]
+    if alone and item.rebuilds_alone:
+        return 0
+    record, appended = item.the_record(), []
+    if alone:
+        facts = _as_facts(*new)
     else:
-        facts, record = writer.paper_facts(paper), item.the_record()
+        facts = writer.paper_facts(paper)
         appended = _end_count(writer, record, facts)
         facts += appended
     try:

@@ -90,7 +90,7 @@ def parse_signer(text: str) -> Signer:
     Raises: InputError when it is not one."""
     parts = text.strip().split("+", 4)  # the base64 key itself may contain '+'
     if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
-        if len(text.strip().split("+", 2)) == 3:
+        if len(parts) >= 3:  # <name>+<id>+<key>
             raise InputError("holds a verifier key (<name>+<id>+<key>), not a signing key (PRIVATE+KEY+...)")
         raise InputError("signer key: expected PRIVATE+KEY+<name>+<id>+<key>")
     raw = _b64decode(parts[4], "signer key")

@@ -36,8 +36,8 @@ from ledger.model.kinds import (  # the vocabulary lives in the kinds table; imp
 from ledger.model.parts import citation_papers, latest, observed_times
 from ledger.model.published import _type_name
 
-__all__ = ["CITATION_OBSERVED", "COVERAGE_COUNTED", "Event", "Fact", "KINDS", "MEASUREMENTS_CHECKED", "NO_MEASUREMENT_SOURCE",
-           "NOT_CHECKED", "NOTICE_CHECKED", "OBSERVATION_KINDS", "OBSERVATION_WITHDRAWN", "PAPER_SNAPSHOT",
+__all__ = ["CITATION_OBSERVED", "COVERAGE_COUNTED", "Event", "Fact", "KINDS", "MEASUREMENTS_CHECKED",
+           "NO_MEASUREMENT_SOURCE", "NOT_CHECKED", "NOTICE_CHECKED", "OBSERVATION_KINDS", "OBSERVATION_WITHDRAWN", "PAPER_SNAPSHOT",
            "RESOLUTION_RECORDED", "SOURCE_CHECKED", "UNRESOLVED", "citation_papers", "latest", "make_event",
            "observed_times", "record_count", "record_events"]
 

@@ -26,7 +26,8 @@ from ledger.model.published import (
     field,
     timestamp,
 )
-from ledger.model.parts import UNTITLED, changed_keys, cited_label, citation_papers, latest, observed_times, resolution_label, spaced
+from ledger.model.parts import UNTITLED, changed_keys, cited_label, citation_papers, latest, observed_times
+from ledger.model.parts import resolution_label, spaced
 from ledger.model.standing_notices import CHECK_FAILED, MEASURED, describe_event, describe_notice
 
 UNRESOLVED = {"observed_at": None, "resolver_source": None, "status": "unresolved"}

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ledger.projections.history import agreement
-from ledger.projections.text import counted_words
+from ledger.projections.text import counted_lines
 
 from ledger.core.canonical import parse_json
 from ledger.log.chain import verify_entries
@@ -80,8 +80,8 @@ def compare_record(name: str, data: bytes, store: Store | None, strict: bool = F
                     problems.append(f"history: under --strict it must be today's rebuild; it is what the ledger "
                                     f"knew {_spans(windows)}, and {counted(len(found.late), 'late fact')} changed it")
     count = len(record["inbound"]) + len(record["outbound"])
-    past_cap = tuple(words for d in ("inbound", "outbound") if (words := counted_words(record, d)) is not None)
-    return RecordCheck(name, paper, count, [f"{name}: {p}" for p in problems], history, store is not None, past_cap)
+    return RecordCheck(name, paper, count, [f"{name}: {p}" for p in problems], history, store is not None,
+                       tuple(counted_lines(record)))
 
 
 def _spans(windows: list[dict]) -> str:

@@ -34,7 +34,12 @@ if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made: `init`, `upg
     from sqlalchemy.engine import Engine
 
 
-_A_FOLDER = "{path}: is a folder; --db names the ledger's file (e.g. {path}/ledger.db)"
+def _sqlite_file(location: str) -> str | None:
+    """`sqlite_path(location)`, refusing a folder: init and every other command name it alike."""
+    path = sqlite_path(location)
+    if path is not None and os.path.isdir(path):
+        raise InputError(f"{path}: is a folder; --db names the ledger's file (e.g. {path}/ledger.db)")
+    return path
 
 
 class Store:
@@ -79,12 +84,10 @@ class Store:
                 self._engine = self.backend.engine(self.url)
             except InputError:
                 raise
-            except ModuleNotFoundError as exc:
-                if (exc.name or "").startswith("psycopg"):
+            except Exception as exc:  # bad URL, missing driver
+                if isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("psycopg"):
                     raise InputError(f"--db {self.shown}: PostgreSQL needs the psycopg driver: pip install "
                                      "'ledger[postgres]'") from None
-                raise InputError(f"--db {self.shown}: cannot open: {exc}") from None
-            except Exception as exc:  # bad URL, another missing driver
                 raise InputError(f"--db {self.shown}: cannot open: {exc}") from None
         return self._engine
 
@@ -92,9 +95,7 @@ class Store:
     def create(cls, location: str) -> "Store":
         """Create an empty ledger at `location`.
         Raises: InputError when one (or a file) is already there, StoreError when the database cannot be reached."""
-        path = sqlite_path(location)
-        if path is not None and os.path.isdir(path):
-            raise InputError(_A_FOLDER.format(path=path))
+        path = _sqlite_file(location)
         if path is not None and os.path.exists(path):
             raise InputError(f"{path}: already exists; a ledger is created only once")
         from sqlmodel import SQLModel  # here only: loading the tables costs every other command its start-up
@@ -124,9 +125,7 @@ class Store:
     def _existing(cls, location: str) -> "Store":
         """A store on a database that must exist already (a SQLite file is never created here).
         Raises: InputError when there is no such file or the location cannot be opened."""
-        path = sqlite_path(location)
-        if path is not None and os.path.isdir(path):
-            raise InputError(_A_FOLDER.format(path=path))
+        path = _sqlite_file(location)
         if path is not None and not os.path.isfile(path):
             raise InputError(f"{path}: no ledger here; create one with `ledger init`")
         return cls._connect(database_url(location))
