@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import PAPER_004, SEED_004
+from tests.conftest import PAPER_004
 
 
 @pytest.fixture
-def keyed(cli, tmp_path, monkeypatch):
-    """Seed 004, keys, a checkpoint, a proof, a bundle and an exported log, in the working directory."""
-    monkeypatch.chdir(tmp_path)
-    assert cli("init").exit_code == 0
-    assert cli("import", str(SEED_004)).exit_code == 0
-    assert cli("keygen", "example.org/ledger").exit_code == 0
+def keyed(keyed, tmp_path):
+    """The CLI tests' `keyed` ledger, with a checkpoint, a proof, a bundle, an exported log and damaged keys."""
+    cli = keyed
     (tmp_path / "cp.txt").write_text(cli("checkpoint", "--key", "ledger.key").stdout)
     (tmp_path / "proof.json").write_text(cli("prove", "17", "--json").stdout)
     (tmp_path / "log.jsonl").write_bytes(cli("export").stdout_bytes)
@@ -54,19 +51,15 @@ def refused(result, tmp_path, stderr: str) -> None:
         assert secret not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("given", ["file", "text"])
 @pytest.mark.parametrize("command", sorted(VERIFYING))
-def test_a_signing_key_where_a_verifier_key_belongs_is_refused_naming_the_file(keyed, tmp_path, command):
-    refused(keyed(*VERIFYING[command], "ledger.key"), tmp_path,
-            "ledger: ledger.key: holds a signing key (PRIVATE+KEY+...), not a verifier key: give the .vkey that "
-            "`ledger keygen` wrote beside it\n")
-
-
-@pytest.mark.parametrize("command", sorted(VERIFYING))
-def test_a_signing_key_given_as_text_is_refused_and_not_echoed(keyed, tmp_path, command):
-    key = (tmp_path / "ledger.key").read_text().strip()
+def test_a_signing_key_where_a_verifier_key_belongs_is_refused_and_not_echoed(keyed, tmp_path, command, given):
+    # As its file (named in the refusal) or as its text (never repeated).
+    key = "ledger.key" if given == "file" else (tmp_path / "ledger.key").read_text().strip()
+    where = "ledger.key" if given == "file" else "verifier key given as text"
     refused(keyed(*VERIFYING[command], key), tmp_path,
-            "ledger: verifier key given as text: holds a signing key (PRIVATE+KEY+...), not a verifier key: give "
-            "the .vkey that `ledger keygen` wrote beside it\n")
+            f"ledger: {where}: holds a signing key (PRIVATE+KEY+...), not a verifier key: give the .vkey that "
+            "`ledger keygen` wrote beside it\n")
 
 
 @pytest.mark.parametrize("command", sorted(SIGNING))

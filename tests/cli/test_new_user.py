@@ -12,14 +12,6 @@ import pytest
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 
 
-@pytest.fixture
-def seeded(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert cli("init").exit_code == 0
-    assert cli("import", str(SEED_004)).exit_code == 0
-    return cli
-
-
 def outcome(result) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 

@@ -7,17 +7,7 @@ import os
 import orjson
 import pytest
 
-from tests.conftest import PAPER_004, SEED_004
-
-
-@pytest.fixture
-def keyed(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert cli("init").exit_code == 0
-    assert cli("import", str(SEED_004)).exit_code == 0
-    made = cli("keygen", "example.org/ledger")
-    assert made.exit_code == 0, made.stderr
-    return cli
+from tests.conftest import PAPER_004
 
 
 def test_keygen_writes_both_keys_and_refuses_to_overwrite(keyed, tmp_path):
