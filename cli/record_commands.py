@@ -13,7 +13,8 @@ from functools import partial
 from ledger.cli.common import Jobs, Json, Meter, db_location, open_store, progress, read_text, write_json, write_stdout
 from ledger.cli.common import paper_option, paper_or_other_id
 from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines
-from ledger.audit.auditor import load_json, verify_bundle, verify_index
+from ledger.audit.auditor import load_json, verify_index
+from ledger.audit.evidence import verify_bundle
 from ledger.core.canonical import canonical
 from ledger.log.chain import hex_hash
 from ledger.core.errors import InputError, IntegrityError, NotFoundError

@@ -172,7 +172,7 @@ ROUTES = (
     Route("record", paths.RECORD, json=_record_json, html=_record_html, query=AS_OF, published=PER_PAPER,
           depends=("paper",),
           about="Exactly the bytes of `ledger replay --paper <id> --as-of <as_of>`; ETag: the context digest."),
-    Route("integrity", paths.INTEGRITY, query=AS_OF, published=PER_PAPER, depends=("paper", "log"),
+    Route("integrity", paths.INTEGRITY, query=AS_OF, published=PER_PAPER, depends=("paper",),
           json=lambda site, q: site.integrity_json(q.paper, q.as_of, q.known_at, q.integrity_from(site)),
           html=lambda site, q: site.integrity_html(q.paper, q.as_of, q.known_at, q.integrity_from(site))),
     Route("history", paths.HISTORY, query=AS_OF, published=PER_PAPER, as_of_now=False, depends=("paper",),

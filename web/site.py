@@ -182,12 +182,14 @@ class Site:
 
     # integrity ------------------------------------------------------------------------------------------
     def integrity(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None) -> dict:
-        """The record's digests, the current signed checkpoint, the paper index proof (how many events of the
-        paper the signed index counts) and the evidence bundle holding every one of them (with a key; the
-        bundle carries its own rebuild of the record and the same index proof)."""
+        """The record's digests, a signed checkpoint, the paper index proof (how many events of the paper the
+        signed index counts) and the compact evidence bundle holding every one of them (with a key; the bundle
+        carries its own rebuild of the record and the same index proof). All at the paper's own tree size, the
+        log up to its last event: appends to other papers leave these bytes as they are."""
         known = known_at.text if known_at else None
         if self.signer is not None:
-            bundle = evidence_bundle(self.store, paper, as_of, self.signer, _known(known_at))
+            own = self.store.paper_version(paper)[1] or None  # none: no events, and the bundle says not found
+            bundle = evidence_bundle(self.store, paper, as_of, self.signer, _known(known_at), own, compact=True)
             record, checkpoint, verifier = bundle["record"], bundle["checkpoint"], str(self.signer.verifier)
             index = bundle["index"]
         else:

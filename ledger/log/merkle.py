@@ -13,6 +13,7 @@ MTH(D[lo:hi]) in the RFC's recursion is then a handful of such nodes, so proofs 
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from typing import Callable, Iterable
 
 from ledger.core.errors import IntegrityError
@@ -191,3 +192,60 @@ def verify_consistency(old: int, new: int, old_root: bytes, new_root: bytes, pat
         raise IntegrityError("consistency proof: does not lead to the old root")
     if sr != new_root:
         raise IntegrityError("consistency proof: does not lead to the new root")
+
+
+def multi_inclusion_path(nodes: NodeSource, indices: list[int], size: int) -> list[bytes]:
+    """One proof for several leaves (`indices`, ascending and distinct) of D[size]: walking RFC 9162's
+    recursion left to right, the hash of every subtree that holds none of them, once. With those leaves it
+    gives the root; siblings the leaves share are not repeated, as they are in one PATH per leaf.
+    Raises: IntegrityError for indices that are not ascending leaves of the tree, or whatever `nodes` raises."""
+    _check_ascending(indices, size)
+
+    def walk(lo: int, hi: int, first: int, last: int) -> list[bytes]:  # indices[first:last] lie in [lo, hi)
+        if first == last:
+            return [subtree(nodes, lo, hi)]
+        if hi - lo == 1:
+            return []
+        middle = bisect_left(indices, lo + _split(hi - lo), first, last)
+        return walk(lo, lo + _split(hi - lo), first, middle) + walk(lo + _split(hi - lo), hi, middle, last)
+
+    return walk(0, size, 0, len(indices)) if indices else []
+
+
+def verify_multi_inclusion(leaves: list[tuple[int, bytes]], size: int, path: Iterable[bytes],
+                           expected_root: bytes) -> None:
+    """Returns None when `path` (see `multi_inclusion_path`) and the (index, leaf hash) pairs, ascending,
+    give `expected_root`, every hash of the path used exactly once.
+    Raises: IntegrityError naming the first check that fails."""
+    indices, given = [index for index, _ in leaves], iter(path)
+    if not leaves:
+        raise IntegrityError("multi-leaf inclusion proof: no leaves")
+    try:
+        _check_ascending(indices, size)
+    except IntegrityError as exc:
+        raise IntegrityError(f"multi-leaf inclusion proof: {exc}") from None
+
+    def walk(lo: int, hi: int, first: int, last: int) -> bytes:
+        if first == last:
+            found = next(given, None)
+            if found is None:
+                raise IntegrityError("multi-leaf inclusion proof: path shorter than the leaves need")
+            return found
+        if hi - lo == 1:
+            return leaves[first][1]
+        k = _split(hi - lo)
+        middle = bisect_left(indices, lo + k, first, last)
+        return node_hash(walk(lo, lo + k, first, middle), walk(lo + k, hi, middle, last))
+
+    found = walk(0, size, 0, len(leaves))
+    if next(given, None) is not None:
+        raise IntegrityError("multi-leaf inclusion proof: path longer than the leaves need")
+    if found != expected_root:
+        raise IntegrityError("multi-leaf inclusion proof: the leaves and the path do not lead to the root")
+
+
+def _check_ascending(indices: list[int], size: int) -> None:
+    if any(b <= a for a, b in zip(indices, indices[1:])):
+        raise IntegrityError("leaf indices are not ascending and distinct")
+    if indices and not (0 <= indices[0] and indices[-1] < size):
+        raise IntegrityError(f"leaf index outside a tree of size {size}")

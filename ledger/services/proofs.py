@@ -2,7 +2,7 @@
 checkpoints (with the paper index root), and evidence bundles that carry one record with every event of its
 paper up to the checkpoint's size, each placed in the log and in the paper's own events tree.
 
-This module reads the store; checking what it builds needs none: that is `ledger.auditor`, which never
+This module reads the store; checking what it builds needs none: that is `ledger.audit`, which never
 imports this module or the store. Everything one call builds comes from one snapshot of the store (one read
 transaction), and every read is bounded by the tree size it proves against: an append landing meanwhile is
 in none of it.
@@ -17,7 +17,7 @@ from ledger.projections.record import build_record
 from ledger.log.chain import entry_bytes
 from ledger.core.errors import InputError, IntegrityError
 from ledger.storage.index_reads import prove as index_proof, root_at
-from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, root
+from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, multi_inclusion_path, root
 from ledger.log.paper_index import events_tree
 from ledger.log.signed_notes import Checkpoint, Signer
 from ledger.core.times import When
@@ -109,25 +109,36 @@ def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
                 "old_size": old, "path": [p.hex() for p in consistency_path(nodes, old, new)]}
 
 
-def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known_at: str | None = None) -> dict:
-    """The record; every event of its paper in the log of the checkpoint's size, also those the record does
-    not show (effective after as_of, recorded after known_at), each with its leaf, its inclusion proof in the
-    log and its place in the paper's events tree; the paper index proof; a signed checkpoint: all read from
-    one snapshot, every read bounded by the tree's size.
+def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known_at: str | None = None,
+                    size: int | None = None, compact: bool = False) -> dict:
+    """The record; every event of its paper in the log of the checkpoint's size (default: now), also those
+    the record does not show (effective after as_of, recorded after known_at), each with its leaf, its
+    inclusion proof in the log and its place in the paper's events tree; the paper index proof; a signed
+    checkpoint: all read from one snapshot, every read bounded by the tree's size. `compact`: the events with
+    their leaves only, and one multi-leaf inclusion proof for all of them (`inclusion`), no sibling repeated.
 
     Raises: IntegrityError when the ledger's index disagrees with its events, a NotFoundError when the paper
-    has no record then, or a StoreError from the store.
+    has no record then, an InputError for a size the ledger does not hold, or a StoreError from the store.
     """
-    size = _indexed(store, None)
+    size = _indexed(store, size)
     with store.snapshot() as cursor:
         facts = cursor.paper_facts(paper, size=size)
         shown = [f for f in facts if f.effective_key <= as_of.key and (known_at is None or f.recorded_at <= known_at)]
         record = build_record(paper, shown, as_of)
-        nodes = cursor.node_source(size, lambda nodes: ([inclusion_path(nodes, f.seq - 1, size) for f in facts],
-                                                        root(nodes, size)))  # every node in one statement
+        seqs = [f.seq - 1 for f in facts]
+        if compact:
+            nodes = cursor.node_source(size, lambda nodes: (multi_inclusion_path(nodes, seqs, size), root(nodes, size)))
+        else:  # every node in one statement
+            nodes = cursor.node_source(size, lambda nodes: ([inclusion_path(nodes, s, size) for s in seqs],
+                                                            root(nodes, size)))
         index = index_proof(cursor, store.index_nodes, paper, size)
         events, leaves = [], []
         for f in facts:
+            if compact:
+                leaf = entry_bytes(f.seq, f.kind, f.effective_at, f.recorded_at, f.payload)
+                leaves.append(leaf_hash(leaf))
+                events.append({"leaf": base64.b64encode(leaf).decode(), "seq": f.seq})
+                continue
             proof = _inclusion(nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)
             leaves.append(bytes.fromhex(proof["leaf_hash"]))
             events.append({"leaf": proof.pop("leaf"), "proof": proof, "seq": f.seq})
@@ -135,11 +146,14 @@ def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known
         if (index.count, index.root) != (len(leaves), root(tree, len(leaves))):
             raise IntegrityError(f"the ledger's paper index disagrees with its events of arXiv:{paper} at tree "
                                  f"size {size} (index: {index.count} events, log: {len(leaves)})")
-        for position, event in enumerate(events):
-            event["paper_proof"] = {"index": position,
-                                    "path": [p.hex() for p in inclusion_path(tree, position, len(leaves))]}
+        if not compact:
+            for position, event in enumerate(events):
+                event["paper_proof"] = {"index": position,
+                                        "path": [p.hex() for p in inclusion_path(tree, position, len(leaves))]}
         note = _signed_checkpoint(signer, cursor, nodes, size)
     bundle = {"checkpoint": note, "events": events, "index": index.to_json(), "record": record}
+    if compact:
+        bundle["inclusion"] = [p.hex() for p in multi_inclusion_path(nodes, seqs, size)]
     if known_at is not None:
         bundle["known_at"] = known_at
     return bundle

@@ -187,7 +187,7 @@ print("done", flush=True)
 
 
 def test_evidence_bundles_built_while_a_writer_appends_all_build_and_verify(seeded, ledger_location):
-    from ledger.audit.auditor import verify_bundle
+    from ledger.audit.evidence import verify_bundle
     from ledger.cli.wording import bundle_account
     from ledger.log.signed_notes import generate_signer
 
@@ -222,7 +222,7 @@ def sweep(n: int):
 def test_an_append_landing_between_a_bundles_reads_is_not_in_it(seeded, monkeypatch):
     # The interleaving the writer above can only make likely, forced: another connection commits a fact of
     # the paper right after the bundle has read the head, before it reads the paper's facts.
-    from ledger.audit.auditor import verify_bundle
+    from ledger.audit.evidence import verify_bundle
     from ledger.cli.wording import bundle_account
     from ledger.log.signed_notes import generate_signer
     from ledger.storage.cursor import Cursor

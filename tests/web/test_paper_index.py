@@ -1,12 +1,14 @@
 """The paper index on the site: the served checkpoint signs it (the same note the CLI signs), the integrity JSON
-carries the paper's index proof, which `verify-proof` checks against that checkpoint, and the evidence bundle
-taken from the page verifies complete; the page says how many events the index counts."""
+carries the paper's index proof, which `verify-proof` checks against that checkpoint, and the compact evidence
+bundle taken from the page verifies complete, and fails when an event is left out, altered or added; the page
+says how many events the index counts."""
 
 from __future__ import annotations
 
 import base64
 
 import orjson
+import pytest
 
 from ledger.log.signed_notes import parse_checkpoint
 from tests.conftest import AS_OF_004, PAPER_004, Cli
@@ -32,7 +34,8 @@ def test_integrity_carries_the_index_proof_and_a_complete_bundle(client, rich, k
         found = orjson.loads(client.get(f"/paper/{PAPER_004}/integrity.json", params={"as_of": as_of}).content)
         index, bundle = found["index"], found["evidence"]
         assert index == bundle["index"] and index["paper"] == PAPER_004 and index["count"] == len(bundle["events"])
-        assert index["tree_size"] == store.head()[0]  # every event of the paper, whatever the record's date
+        # Every event of the paper, whatever the record's date, in the log up to its last one: its own size.
+        assert index["tree_size"] == store.paper_version(PAPER_004)[1] < store.head()[0]
         (tmp_path / "proof.json").write_bytes(orjson.dumps(index))
         (tmp_path / "checkpoint.txt").write_text(found["checkpoint"])
         (tmp_path / "bundle.json").write_bytes(orjson.dumps(bundle))
@@ -60,3 +63,55 @@ def test_without_a_key_there_is_no_index_proof(rich):
     store, _ = rich
     found = TestClient(create_app(store)).get(f"/paper/{PAPER_004}/integrity.json").json()
     assert found["index"] is None and found["evidence"] is None
+
+
+def _page_bundle(client) -> dict:
+    return orjson.loads(client.get(f"/paper/{PAPER_004}/integrity.json", params={"as_of": LATER}).content)["evidence"]
+
+
+def _checked(tmp_path, bundle: dict):
+    (tmp_path / "bundle.json").write_bytes(orjson.dumps(bundle))
+    return Cli(str(tmp_path / "absent.db"))("verify", "--evidence", str(tmp_path / "bundle.json"), "--verifier-key",
+                                            str(tmp_path / "ledger.vkey"))
+
+
+def _flipped(text: str) -> str:
+    return ("0" if text[0] != "0" else "1") + text[1:]
+
+
+@pytest.mark.parametrize("tamper, says", [
+    (lambda b: b["events"].pop(5), "the events are not all in the signed log"),
+    (lambda b: b["events"].pop(5), "incomplete or altered: the bundle's 42 events are not the 43 events"),
+    (lambda b: b["events"].pop(), "incomplete or altered"),
+    (lambda b: b["events"].reverse(), "leaf indices are not ascending"),
+    (lambda b: b["inclusion"].__setitem__(0, _flipped(b["inclusion"][0])), "do not lead to the root"),
+    (lambda b: b["inclusion"].pop(), "path shorter than the leaves need"),
+    (lambda b: b["inclusion"].append(b["inclusion"][0]), "path longer than the leaves need"),
+    (lambda b: b["events"][3].__setitem__("leaf", base64.b64encode(
+        base64.b64decode(b["events"][3]["leaf"]).replace(b"2026", b"2025", 1)).decode()), "not all in the signed log"),
+])
+def test_a_compact_bundle_left_short_altered_or_reordered_fails(client, tmp_path, tamper, says):
+    bundle = _page_bundle(client)
+    assert set(bundle["events"][0]) == {"leaf", "seq"} and bundle["inclusion"]
+    tamper(bundle)
+    result = _checked(tmp_path, bundle)
+    assert result.exit_code == 1 and says in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_a_compact_bundle_with_an_event_of_its_own_proof_is_malformed(client, tmp_path):
+    bundle = _page_bundle(client)
+    bundle["events"][2]["proof"] = {"leaf_index": 2}
+    result = _checked(tmp_path, bundle)
+    assert result.exit_code == 2 and "events[2]: a compact bundle's event has only leaf and seq" in result.stderr
+
+
+def test_the_compact_bundle_holds_what_the_cli_bundle_holds_in_a_fraction_of_the_bytes(client, rich, key_file, tmp_path):
+    store, _ = rich
+    compact = _page_bundle(client)
+    made = Cli.of(store)("replay", "--paper", PAPER_004, "--as-of", LATER, "--evidence", str(tmp_path / "full.json"),
+                         "--key", str(key_file))
+    assert made.exit_code == 0, made.stderr
+    full = orjson.loads((tmp_path / "full.json").read_bytes())
+    assert [(e["seq"], e["leaf"]) for e in compact["events"]] == [(e["seq"], e["leaf"]) for e in full["events"]]
+    assert compact["record"] == full["record"] and compact["index"]["count"] == full["index"]["count"]
+    assert len(orjson.dumps(compact)) < 0.6 * len(orjson.dumps(full))
