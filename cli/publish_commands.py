@@ -88,5 +88,6 @@ def publish(
         write_json(result.as_json())
     else:
         typer.echo(f"published {counted(result.papers, 'paper')} as of {result.as_of} and the log of "
-                   f"{counted(result.tree_size, 'event')} to {out}: wrote {counted(result.written, 'file')}, left "
+                   f"{counted(result.tree_size, 'event')} to {out}: rendered {counted(result.rebuilt, 'paper')}"
+                   f"{f' ({result.whole})' if result.whole else ''}, wrote {counted(result.written, 'file')}, left "
                    f"{result.unchanged} unchanged")

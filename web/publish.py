@@ -4,29 +4,41 @@ written is the route table's (`web.routes`): each row's forms, once or per asset
 its own, or tile, and the checkpoint with a key.
 
 An HTML page is `<path>/index.html`, which every static host serves for `<path>/` (and most for `<path>`);
-everything else keeps its path. A file whose bytes are already there is left alone, so a re-run after more
-appends rewrites only what changed (new tiles, the right edge, records whose bytes changed); a partial tile
-of an earlier size stays, as C2SP asks of a log that signed a checkpoint of that size. Every id is checked
+everything else keeps its path. A re-run costs what changed: the state saved last in OUT/ (`STATE`: the
+as-of, key, renderer, tree size and chain hash, every file's size and time) tells which papers have events
+since and which files were edited or deleted since; only those papers are rendered, only new tiles read.
+Another as-of, key, ledger or version renders every paper. A file whose bytes are already there is left
+alone; a partial tile of an earlier size stays, as C2SP asks of a log that signed a checkpoint of that
+size. Every id is checked
 to be a well-formed arXiv id before anything is written, and every file is checked to resolve inside OUT/
 (a symlink there cannot lead out either). Files are replaced atomically (write, then rename).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from importlib.resources import files
 from typing import Callable
+
+import orjson
 
 from ledger.core.errors import InputError
 from ledger.core.times import When, when
+from ledger import __version__
 from ledger.log.signed_notes import Signer
+from ledger.log.tiles import Tile, parse_tile_path, tiles_of
 from ledger.storage.store import Store
 from ledger.services.tilestore import all_tiles
 
 from ledger.model.arxiv import paper_id
 from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
 from ledger.web.site import ASSETS, Site
+
+
+STATE = ".ledger-publish.json"  # what the last publish wrote, so that the next rebuilds only what changed
 
 
 @dataclass
@@ -37,10 +49,13 @@ class Published:
     unchanged: int
     tree_size: int
     out: str
+    rebuilt: int = 0  # papers rendered this time; the others' files were left as the last publish wrote them
+    whole: str | None = None  # why every paper was rendered (no state, another as-of, key, ledger or renderer)
 
     def as_json(self) -> dict:
-        return {"as_of": self.as_of, "out": self.out, "papers": self.papers, "tree_size": self.tree_size,
-                "unchanged": self.unchanged, "written": self.written}
+        return {"as_of": self.as_of, "out": self.out, "papers": self.papers, "rebuilt": self.rebuilt,
+                "tree_size": self.tree_size, "unchanged": self.unchanged, "whole": self.whole,
+                "written": self.written}
 
 
 class Folder:
@@ -55,7 +70,8 @@ class Folder:
         if not out.is_dir():
             raise InputError(f"{out}: not a folder")
         self.root = os.path.realpath(out)
-        self.written = self.unchanged = 0
+        self.written = 0
+        self.files: dict[str, list[int]] = {}  # relative path -> [size, mtime_ns] as this run left it
         self._checked: set[str] = set()  # folders known to resolve inside OUT/
 
     def _inside(self, relative: str) -> Path:
@@ -77,24 +93,85 @@ class Folder:
     def put(self, relative: str, data: bytes) -> None:
         target = self._inside(relative)
         try:
-            if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
-                self.unchanged += 1
-                return
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._inside(relative)  # again, now that the folders exist: none of them may lead out
-            temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            temporary.write_bytes(data)
-            os.replace(temporary, target)
+            if not (target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self._inside(relative)  # again, now that the folders exist: none of them may lead out
+                temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+                temporary.write_bytes(data)
+                os.replace(temporary, target)
+                self.written += 1
+            stat = target.stat()
         except OSError as exc:
             raise InputError(f"{self.out}/{relative}: cannot write: {exc.strerror}") from None
-        self.written += 1
+        self.files[relative] = [stat.st_size, stat.st_mtime_ns]
+
+    def touched(self, recorded: dict[str, list[int]]) -> set[str]:
+        """The files of `recorded` that are gone or whose size or modification time is not the one recorded:
+        edited, replaced or deleted since (by hand, or by a run that stopped before saving its state)."""
+        touched = set()
+        for relative, (size, mtime) in recorded.items():
+            try:
+                stat = os.lstat(os.path.join(self.root, relative))
+            except OSError:
+                touched.add(relative)
+                continue
+            if stat.st_size != size or stat.st_mtime_ns != mtime:
+                touched.add(relative)
+        return touched
+
+    def state(self) -> dict | None:
+        """What the last publish into OUT/ saved, or None (none saved, or not readable as one)."""
+        try:
+            state = orjson.loads(Path(self.root, STATE).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        return state if isinstance(state, dict) and state.get("format") == 1 else None
+
+    def save(self, state: dict) -> None:
+        """Write the state last, atomically: a run that stops before this leaves the previous one, and the files
+        it did write no longer match it, so the next run writes them again."""
+        temporary = Path(self.root, f".{STATE}.{os.getpid()}.tmp")
+        try:
+            temporary.write_bytes(orjson.dumps(state))
+            os.replace(temporary, Path(self.root, STATE))
+        except OSError as exc:
+            raise InputError(f"{self.out}/{STATE}: cannot write: {exc.strerror}") from None
+
+
+def _renderer() -> str:
+    """What the bytes of a page depend on besides the ledger: this version's templates and assets."""
+    digest = hashlib.sha256(__version__.encode())
+    for folder in ("templates", "assets"):
+        for item in sorted(files("ledger.web").joinpath(folder).iterdir(), key=lambda i: i.name):
+            if item.is_file():
+                digest.update(item.name.encode() + b"\0" + item.read_bytes())
+    return digest.hexdigest()
+
+
+def _whole(before: dict | None, settings: dict, store: Store, size: int) -> str | None:
+    """Why every paper must be rendered again, or None when the last publish's files can be kept."""
+    if before is None:
+        return "no earlier publish in this folder"
+    for name, why in (("as_of", "another --as-of"), ("verifier", "another key"), ("renderer", "another version")):
+        if before.get(name) != settings[name]:
+            return why
+    old = before.get("tree_size")
+    if not isinstance(old, int) or not 0 <= old <= size or not isinstance(before.get("files"), dict):
+        return "the state names a log larger than this ledger's"
+    with store.reading() as cursor:
+        chain = cursor.entry(old).chain_hash.hex() if old else None
+    if old and chain != before.get("chain"):
+        return "another ledger published into this folder"
+    return None
 
 
 def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
             progress: Callable[[int, int], None] | None = None) -> Published:
     """Write the site as of `as_of` under `out`; return how many files were written and left alone.
-    `progress(done, total)` is told after each paper."""
-    size = store.head()[0]
+    Papers with no event since the last publish into `out` (its state: as-of, key, tree size, every file's
+    size and time) keep their files, unless one was edited or deleted since. `progress(done, total)` is told
+    after each paper rendered."""
+    size, chain, _ = store.head()
     papers = list(store.papers(as_of.key))
     for paper in papers:  # every id, before any file: one that is not an arXiv id writes nothing at all
         try:
@@ -103,6 +180,17 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
             raise InputError(f"publish: the ledger holds a paper whose id cannot be a path: {exc}; nothing written") from None
     folder = Folder(out)
     site = Site(store, signer)
+    settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None}
+    before = folder.state()
+    whole = _whole(before, settings, store, size)
+    wanted, since, touched = set(papers), 0, set()
+    if whole is None:
+        touched = folder.touched(before["files"])
+        folder.files = {name: kept for name, kept in before["files"].items() if name not in touched}
+        with store.reading() as cursor:
+            changed = cursor.papers_since(before["tree_size"], size)
+        wanted = changed | {t.split("/")[1] for t in touched if t.startswith("paper/")} | (set(papers) - set(before["papers"]))
+        since = before["tree_size"]
 
     def write(route: Route, question: Question) -> None:
         for form, render in route.forms():
@@ -113,7 +201,8 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
             write(route, Question(name=name))
     for route in published(ONCE):
         write(route, Question())
-    for count, paper in enumerate(papers, start=1):
+    rendered = [paper for paper in papers if paper in wanted]
+    for count, paper in enumerate(rendered, start=1):
         shared = Question(paper, as_of)  # one read of the paper's facts and one record for all its files
         for route in published(PER_PAPER):
             write(route, shared)
@@ -123,11 +212,23 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
                 for route in published(PER_DAY):
                     write(route, on)
         if progress:
-            progress(count, len(papers))
+            progress(count, len(rendered))
+    redone = frozenset(_tile(t) for t in touched if t.startswith("tile/"))
     for route in published(PER_TILE):
-        for tile, data in all_tiles(store, size):  # tiles before the checkpoint that needs them
+        for tile, data in all_tiles(store, size, since, redone):  # tiles before the checkpoint that needs them
             folder.put(route.file_of("file", Question(tile=tile)), data)
     if signer is not None:
         for route in published(SIGNED):
             write(route, Question(size=size))
-    return Published(as_of.text, len(papers), folder.written, folder.unchanged, size, str(out))
+    folder.save({"format": 1, **settings, "tree_size": size, "chain": chain.hex(), "papers": papers,
+                 "files": folder.files})
+    tiles = {tile.path() for tile in tiles_of(size)}  # the partial tiles of earlier sizes are kept, not counted
+    publication = sum(1 for name in folder.files if not name.startswith("tile/") or name in tiles)
+    return Published(as_of.text, len(papers), folder.written, publication - folder.written, size, str(out),
+                     len(rendered), whole)
+
+
+def _tile(relative: str) -> Tile:
+    """The tile a touched file of tile/ is (an entry bundle: its level-0 tile, which brings it)."""
+    tile = parse_tile_path(relative)
+    return Tile(0, tile.index, tile.width) if tile.entries else tile

@@ -71,16 +71,18 @@ def read_tile(store: Store, tile: Tile) -> tuple[bytes, int]:
         return tile_bytes(cursor, tile), size
 
 
-def all_tiles(store: Store, size: int):
+def all_tiles(store: Store, size: int, since: int = 0, also: frozenset[Tile] = frozenset()):
     """(tile, bytes) for every tile of the tree of `size` leaves; a level-0 tile and its entry bundle come
-    from one read of their (at most 256) rows.
+    from one read of their (at most 256) rows. With `since`, only the tiles a tree of that size did not have
+    (a tile it had, full or partial, has the same path and bytes) and those in `also`.
 
     Raises: IntegrityError when rows or nodes are missing, or a StoreError from the store (EntryTooLongError:
     an entry too long for an entry bundle).
     """
+    had = set(tiles_of(since)) - also if since else set()
     for tile in tiles_of(size):
-        if tile.entries:
-            continue  # yielded with their level-0 tile
+        if tile.entries or tile in had:
+            continue  # an entry bundle is yielded with its level-0 tile
         with store.reading() as cursor:
             if tile.level == 0:
                 entries = read_entries(cursor, tile.first, tile.width)

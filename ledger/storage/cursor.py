@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
+import orjson
+
 from ledger.core.errors import IntegrityError
 from ledger.log.chain import GENESIS, Entry, entry_bytes
 from ledger.log.merkle import leaf_hash, perfect_subtrees
-from ledger.model.events import OBSERVATION_KINDS, PAPER_SNAPSHOT, Event, Fact
+from ledger.model.events import CITATION_OBSERVED, OBSERVATION_KINDS, PAPER_SNAPSHOT, Event, Fact, citation_papers
 from ledger.storage.backends.base import Backend
 
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
@@ -144,6 +146,25 @@ class Cursor:
         """The sequence numbers of `paper_facts(paper)`, without reading the events. Raises the driver's errors."""
         where, params = _paper_events(paper, None, None)
         return [r[0] for r in self.execute(f"SELECT seq FROM events WHERE {where} ORDER BY seq", params).fetchall()]
+
+    def papers_since(self, after: int, size: int) -> set[str]:
+        """The papers with an event (of `paper_facts`) among seqs `after` + 1 .. `size`: paper-level events'
+        papers, and for an observation's events the papers its citations link it to. Reads those events and
+        those citations only, so it costs what changed.
+        Raises: IntegrityError for a citation whose papers cannot be read, or the driver's errors."""
+        papers, observations = set(), set()
+        for paper, subject in self.execute("SELECT paper, subject FROM events WHERE seq > ? AND seq <= ?", (after, size)):
+            (papers.add(paper) if paper is not None else observations.add(subject))
+        wanted = sorted(observations)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            for subject, payload in self.execute(f"SELECT subject, payload FROM events WHERE kind = ? AND subject IN "
+                                                 f"({', '.join(['?'] * len(chunk))})", [CITATION_OBSERVED, *chunk]):
+                try:
+                    papers.update(citation_papers(orjson.loads(_blob(payload))["citation"]))
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    raise IntegrityError(f"observation {subject}: a citation whose papers cannot be read") from None
+        return papers
 
     def paper_version(self, paper: str) -> tuple[int, int]:
         """(how many, the largest seq) of `paper_facts(paper)`: it changes exactly when a fact of the paper is

@@ -84,7 +84,7 @@ def test_counts_are_worded_in_the_singular_when_they_are_one(seeded, tmp_path):
     code, stdout, stderr = outcome(seeded("publish", "--as-of", "2026-08-09", "site"))
     assert (code, stderr) == (0, "")
     assert stdout.startswith("published 1 paper as of 2026-08-09T23:59:59.999999Z and the log of 40 events to site: "
-                             "wrote ")
+                             "rendered 1 paper (no earlier publish in this folder), wrote ")
     line = b'{"kind":"source.checked","payload":{"observed_at":"2026-08-10T00:00:00Z","paper":"2407.20018",' \
            b'"source":"crossref"}}\n'
     (tmp_path / "one.jsonl").write_bytes(line)

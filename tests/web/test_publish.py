@@ -7,9 +7,10 @@ import orjson
 import pytest
 
 from ledger.core.errors import InputError
+from ledger.log.signed_notes import generate_signer, parse_signer, verify_checkpoint
 from tests.conftest import PAPER_004, Cli
 from tests.helpers import event_line
-from ledger.web.publish import Folder
+from ledger.web.publish import STATE, Folder
 from ledger.web.routes import file_for
 
 
@@ -17,10 +18,12 @@ AS_OF = "2026-09-02"  # every paper of the ledger has a record by then
 
 
 def files_of(out) -> dict[str, tuple[bytes, int, int]]:
-    """relative path -> (bytes, inode, mtime_ns) of every file under `out`."""
+    """relative path -> (bytes, inode, mtime_ns) of every file under `out` but the publish state."""
     found = {}
     for folder, _, names in os.walk(out):
         for name in names:
+            if name == STATE and folder == str(out):
+                continue
             path = os.path.join(folder, name)
             stat = os.stat(path)
             found[os.path.relpath(path, out)] = (open(path, "rb").read(), stat.st_ino, stat.st_mtime_ns)
@@ -71,6 +74,8 @@ def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
     before = files_of(out)
     again = publish(cli, out)
     assert (again["written"], again["unchanged"]) == (0, first["written"])
+    assert (first["rebuilt"], first["whole"]) == (len(dates), "no earlier publish in this folder")
+    assert (again["rebuilt"], again["whole"]) == (0, None)  # nothing since: no paper rendered at all
     assert files_of(out) == before  # not even touched: same inode, same mtime
     # One more fact about seed 004's paper, effective before the as-of date on a day of its own.
     record = orjson.loads(before[f"paper/{PAPER_004}/citation-record.json"][0])
@@ -80,6 +85,7 @@ def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
         "observed_at": "2026-08-23T10:00:00Z", "resolver_source": "arxiv_id", "status": "metadata_mismatch"}}))
     assert cli("import", str(later)).exit_code == 0
     third = publish(cli, out)
+    assert third["rebuilt"] == 1  # the paper of that observation's record only
     after = files_of(out)
     size = third["tree_size"]
     changed = {name for name in after if name not in before or after[name][0] != before[name][0]}
@@ -97,7 +103,7 @@ def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
         assert after[name] == before[name], name  # left alone
     text = cli("publish", "--as-of", AS_OF, str(out))
     assert text.stdout == (f"published {len(dates)} papers as of {AS_OF}T23:59:59.999999Z and the log of {size} events "
-                           f"to {out}: wrote 0 files, left {len(after) - len(earlier)} unchanged\n")
+                           f"to {out}: rendered 0 papers, wrote 0 files, left {len(after) - len(earlier)} unchanged\n")
 
 
 @pytest.mark.parametrize("bad", ["../../escaped", "..", "2407.20018/../../../escaped", "/etc/escaped", "a\\b",
@@ -137,3 +143,65 @@ def test_the_static_layout():
     assert file_for("/paper/2407.20018/citation-record", True) == "paper/2407.20018/citation-record/index.html"
     assert file_for("/paper/2407.20018/citation-record.json", False) == "paper/2407.20018/citation-record.json"
     assert file_for("/tile/0/x001/000.p/5", False) == "tile/0/x001/000.p/5"
+
+
+def test_a_file_deleted_or_edited_by_hand_is_restored_to_the_bytes_serve_gives(client, rich, key_file, tmp_path):
+    store, dates = rich
+    cli, out = Cli.of(store), tmp_path / "site"
+    publish(cli, out, "--key", str(key_file))
+    first = files_of(out)
+    other = next(p for p in dates if p != PAPER_004)
+    tile = next(name for name in first if name.startswith("tile/entries/"))
+    gone, edited = [f"paper/{PAPER_004}/integrity.json", tile], f"paper/{other}/citation-record/index.html"
+    for name in gone:
+        os.remove(out / name)
+    with open(out / edited, "ab") as page:  # in place: same inode, one byte longer
+        page.write(b" ")
+    again = publish(cli, out, "--key", str(key_file))
+    assert (again["rebuilt"], again["written"], again["whole"]) == (2, 3, None)
+    assert files_of(out).keys() == first.keys()
+    for name in gone + [edited]:
+        assert (out / name).read_bytes() == first[name][0] == client.get(url_of(name, AS_OF)).content, name
+    # Restored and recorded again: the next run has nothing to do.
+    assert publish(cli, out, "--key", str(key_file))["rebuilt"] == 0
+
+
+@pytest.mark.parametrize("change, why", [("as_of", "another --as-of"), ("key", "another key"),
+                                         ("version", "another version")])
+def test_another_as_of_key_or_version_renders_every_paper(client, rich, key_file, tmp_path, change, why):
+    store, dates = rich
+    cli, out = Cli.of(store), tmp_path / "site"
+    publish(cli, out, "--key", str(key_file))
+    as_of, key = AS_OF, key_file
+    if change == "as_of":
+        as_of = "2026-09-03"
+    elif change == "key":
+        key = tmp_path / "other.key"
+        key.write_text(f"{generate_signer('example.org/ledger')}\n")
+    else:
+        state = orjson.loads((out / STATE).read_bytes())
+        (out / STATE).write_bytes(orjson.dumps({**state, "renderer": "0" * 64}))
+    result = cli("publish", "--as-of", as_of, str(out), "--json", "--key", str(key))
+    assert result.exit_code == 0, result.stderr
+    again = orjson.loads(result.stdout)
+    assert (again["rebuilt"], again["whole"]) == (len(dates), why)
+    if change == "as_of":
+        record = client.get(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": as_of}).content
+        assert (out / f"paper/{PAPER_004}/citation-record.json").read_bytes() == record
+    if change == "key":
+        page = orjson.loads((out / f"paper/{PAPER_004}/integrity.json").read_bytes())
+        assert page["verifier_key"] == str(parse_signer(key.read_text()).verifier) != (tmp_path / "ledger.vkey").read_text().strip()
+        assert verify_checkpoint((out / "checkpoint").read_text(), parse_signer(key.read_text()).verifier).size == again["tree_size"]
+
+
+def test_another_ledger_published_into_the_same_folder_renders_every_paper(rich, tmp_path):
+    store, dates = rich
+    out = tmp_path / "site"
+    publish(Cli.of(store), out)
+    cli = Cli(str(tmp_path / "other.db"))
+    assert cli("init").exit_code == 0
+    lines = tmp_path / "one.jsonl"
+    lines.write_bytes(event_line("paper.snapshot", {"arxiv_id": "2407.20018", "snapshot_observed_at": "2026-01-01T00:00:00Z"}))
+    assert cli("import", str(lines)).exit_code == 0
+    again = publish(cli, out)
+    assert (again["rebuilt"], again["whole"]) == (1, "the state names a log larger than this ledger's")

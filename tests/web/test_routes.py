@@ -12,7 +12,7 @@ import pytest
 from fastapi.responses import Response
 
 from ledger.model import paths
-from ledger.web.publish import publish
+from ledger.web.publish import STATE, publish
 from ledger.web.routes import ROUTES, Route
 from ledger.core.times import when
 from tests.conftest import PAPER_004
@@ -87,6 +87,7 @@ def site(rich, signer, tmp_path) -> dict[str, bytes]:
         for name in names:
             path = os.path.join(folder, name)
             found[os.path.relpath(path, out)] = open(path, "rb").read()
+    assert orjson.loads(found.pop(STATE))["tree_size"] == store.head()[0]  # publish's own record, not a page
     return found
 
 
