@@ -56,8 +56,8 @@ KINDS = (("day record JSON", r"paper/.+/as-of/[^/]+/citation-record\.json"),
          ("paper page", r"paper/.+/index\.html"),
          ("entry bundles", r"tile/entries/.+"),
          ("tiles", r"tile/.+"))
-KIND_NAMES = ["record JSON", "day record JSON", "record HTML", "day HTML", "paper page", "history.json", "integrity.json",
-              "integrity HTML", "tiles", "entry bundles", "other"]
+KIND_NAMES = ["record JSON", "day record JSON", "record HTML", "day HTML", "paper page", "history.json",
+              "integrity.json", "integrity HTML", "tiles", "entry bundles", "other"]
 
 
 def kind_of(relative: str) -> str:
@@ -87,7 +87,8 @@ def ledger_of(papers: int, seed: int, cache: Path) -> Built:
     store = Store.create(str(db))
     appended = 0
     for start in range(0, len(events), 5000):
-        appended += import_inputs(store, [Parsed("bench", events=[(0, e) for e in events[start:start + 5000]])]).appended
+        batch = [(0, event) for event in events[start:start + 5000]]
+        appended += import_inputs(store, [Parsed("bench", events=batch)]).appended
     gate(store.head()[0] == len(events) == appended, f"build: {appended} of {len(events)} events appended")
     store.close()
     seconds = time.perf_counter() - started
@@ -103,7 +104,8 @@ class Run(NamedTuple):
 
 def publish_run(db: Path, out: Path, as_of: str, key: Path) -> Run:
     """`ledger --db DB publish OUT --as-of AS_OF --key KEY --json`, the whole command in a fresh process."""
-    seconds, stdout, rss = command(["--db", str(db), "publish", str(out), "--as-of", as_of, "--key", str(key), "--json"])
+    seconds, stdout, rss = command(["--db", str(db), "publish", str(out), "--as-of", as_of, "--key", str(key),
+                                    "--json"])
     printed = json.loads(stdout)
     gate(isinstance(printed.get("written"), int) and isinstance(printed.get("unchanged"), int),
          f"publish --json says nothing of what it wrote and left alone: {printed}")
@@ -168,20 +170,23 @@ def measure(papers: int, built: Built, folder: Path, key: Path, reps: int) -> Si
         gate(first.printed["papers"] == papers, f"first publish: {first.printed['papers']} papers of {papers}")
         site = site_size(out)
         files = sum(count for count, _ in site.values())
-        gate(files == first.printed["written"], f"first publish: {files} files in OUT/, {first.printed['written']} written")
+        gate(files == first.printed["written"],
+             f"first publish: {files} files in OUT/, {first.printed['written']} written")
         again = []
         for _ in range(reps):
             run = publish_run(db, out, AS_OF, key)
             gate(run.printed["written"] == 0 and run.printed["unchanged"] == files, f"publish again: {run.printed}")
             again.append(run)
         median = sorted(again, key=lambda run: run.seconds)[len(again) // 2]
-        record, day = out / f"paper/{PROBE}/citation-record.json", out / f"paper/{PROBE}/as-of/{FACT_AT[:10]}/citation-record.json"
+        record = out / f"paper/{PROBE}/citation-record.json"
+        day = out / f"paper/{PROBE}/as-of/{FACT_AT[:10]}/citation-record.json"
         before = record.read_bytes()
         import_seconds, printed, _ = command(["--db", str(db), "import", str(one_fact(folder)), "--json"])
         gate(json.loads(printed)["appended"] == 1, f"import of one fact: {printed!r}")
         fact = publish_run(db, out, AS_OF, key)
         gate(fact.printed["written"] > 0 and record.read_bytes() != before and day.is_file(),
-             f"after one fact: {fact.printed}; the paper's record {'changed' if record.read_bytes() != before else 'unchanged'}")
+             f"after one fact: {fact.printed}; the paper's record changed: {record.read_bytes() != before}; "
+             f"its day's record written: {day.is_file()}")
         later = publish_run(db, out, NEXT_DAY, key)
         gate(later.printed["written"] > 0 and later.printed["as_of"] == NEXT_DAY, f"a day later: {later.printed}")
         kept = tamper(out)
@@ -190,7 +195,8 @@ def measure(papers: int, built: Built, folder: Path, key: Path, reps: int) -> Si
         restored(out, kept)
         steps = [("a", "first publish, into an empty folder: every file rendered and written", first),
                  ("b", f"the same again, nothing changed: every file rendered and compared (median of {reps})", median),
-                 ("c", "after one paper gained one fact (one event line through `ledger import`, not counted here)", fact),
+                 ("c", "after one paper gained one fact (one event line through `ledger import`, not counted here)",
+                  fact),
                  ("d", "`--as-of` a day later, nothing appended", later),
                  ("e", "after one file was deleted and another edited by hand: both restored, bytes checked", mended)]
         return Size(papers, built, built.db.stat().st_size, steps, import_seconds, site)
@@ -244,7 +250,8 @@ def report(sizes: list[Size], args, say) -> None:
         rss = {s.papers: max(run.rss for _, _, run in s.steps) for s in (small, large)}
         scale = "" if (small.papers, large.papers) == (1000, 10000) else (
             f" (the targets are for 1,000 to 10,000 papers; here {small.papers:,} to {large.papers:,})")
-        say(f"- b at {large.papers:,} / b at {small.papers:,} papers: {verdict(b[large.papers] / b[small.papers], 1.5)}{scale}")
+        say(f"- b at {large.papers:,} / b at {small.papers:,} papers: "
+            f"{verdict(b[large.papers] / b[small.papers], 1.5)}{scale}")
         say(f"- max RSS (of steps a to e) at {large.papers:,} / at {small.papers:,} papers: "
             f"{verdict(rss[large.papers] / rss[small.papers], 1.3)}{scale}")
     say("\nThe site the first publish wrote (step a), per kind of file (files / bytes):\n")
