@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from importlib.resources import files
-from typing import Callable
+from typing import Callable, Iterator
 
 import orjson
 
@@ -38,7 +38,10 @@ from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_PAPER, PER_TILE, SIG
 from ledger.web.site import ASSETS, Site
 
 
-STATE = ".ledger-publish.json"  # what the last publish wrote, so that the next rebuilds only what changed
+# What the last publish wrote, so that the next rebuilds only what changed: its settings, the site's own files,
+# and each paper's files, a line per paper. Not a page: no route serves it.
+STATE = ".ledger-publish"
+SETTINGS, PAPERS = f"{STATE}/state.json", f"{STATE}/papers.jsonl"
 
 
 @dataclass
@@ -71,7 +74,10 @@ class Folder:
             raise InputError(f"{out}: not a folder")
         self.root = os.path.realpath(out)
         self.written = 0
-        self.files: dict[str, list[int]] = {}  # relative path -> [size, mtime_ns] as this run left it
+        # relative path -> [size, mtime_ns] as this run left it: the site's own files, and the current paper's
+        # (handed to the state a paper at a time, so memory stays flat however many papers there are)
+        self.files: dict[str, list[int]] = {}
+        self.paper_files: dict[str, list[int]] = {}
         self._checked: set[str] = set()  # folders known to resolve inside OUT/
 
     def _inside(self, relative: str) -> Path:
@@ -103,7 +109,7 @@ class Folder:
             stat = target.stat()
         except OSError as exc:
             raise InputError(f"{self.out}/{relative}: cannot write: {exc.strerror}") from None
-        self.files[relative] = [stat.st_size, stat.st_mtime_ns]
+        (self.paper_files if relative.startswith("paper/") else self.files)[relative] = [stat.st_size, stat.st_mtime_ns]
 
     def touched(self, recorded: dict[str, list[int]]) -> set[str]:
         """The files of `recorded` that are gone or whose size or modification time is not the one recorded:
@@ -122,20 +128,42 @@ class Folder:
     def state(self) -> dict | None:
         """What the last publish into OUT/ saved, or None (none saved, or not readable as one)."""
         try:
-            state = orjson.loads(Path(self.root, STATE).read_bytes())
+            state = orjson.loads(self._inside(SETTINGS).read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return None
-        return state if isinstance(state, dict) and state.get("format") == 1 else None
+        return state if isinstance(state, dict) and state.get("format") == 2 else None
 
-    def save(self, state: dict) -> None:
-        """Write the state last, atomically: a run that stops before this leaves the previous one, and the files
-        it did write no longer match it, so the next run writes them again."""
-        temporary = Path(self.root, f".{STATE}.{os.getpid()}.tmp")
+    def kept_papers(self) -> Iterator[tuple[str, dict[str, list[int]]]]:
+        """(paper, its files as the last publish left them) line by line, in the order they were saved."""
         try:
-            temporary.write_bytes(orjson.dumps(state))
-            os.replace(temporary, Path(self.root, STATE))
+            with open(self._inside(PAPERS), "rb") as lines:
+                for line in lines:
+                    paper, files = orjson.loads(line)
+                    yield paper, files
+        except (OSError, orjson.JSONDecodeError, ValueError):
+            return  # what cannot be read is rendered again
+
+    def state_lines(self) -> Path:
+        """Where this run writes its papers' lines, until `save` puts them in place."""
+        target = self._inside(PAPERS)
+        try:
+            target.parent.mkdir(exist_ok=True)
         except OSError as exc:
-            raise InputError(f"{self.out}/{STATE}: cannot write: {exc.strerror}") from None
+            raise InputError(f"{self.out}/{STATE}: cannot create: {exc.strerror}") from None
+        self._inside(PAPERS)  # the folder, now that it exists, must not lead out
+        return target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+    def save(self, state: dict, papers: Path) -> None:
+        """Write the state last, atomically, after the papers' lines: a run that stops before this leaves the
+        previous state, and the files it did write no longer match it, so the next run writes them again."""
+        target = self._inside(SETTINGS)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            os.replace(papers, self._inside(PAPERS))
+            temporary.write_bytes(orjson.dumps(state))
+            os.replace(temporary, target)
+        except OSError as exc:
+            raise InputError(f"{self.out}/{SETTINGS}: cannot write: {exc.strerror}") from None
 
 
 def _renderer() -> str:
@@ -170,9 +198,9 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
     """Write the site as of `as_of` under `out`; return how many files were written and left alone.
     Papers with no event since the last publish into `out` (its state: as-of, key, tree size, every file's
     size and time) keep their files, unless one was edited or deleted since. `progress(done, total)` is told
-    after each paper rendered."""
+    after each paper."""
     size, chain, _ = store.head()
-    papers = list(store.papers(as_of.key))
+    papers = sorted(store.papers(as_of.key))  # sorted here: the state's lines are merged in this order
     for paper in papers:  # every id, before any file: one that is not an arXiv id writes nothing at all
         try:
             paper_id(paper)
@@ -183,14 +211,13 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
     settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None}
     before = folder.state()
     whole = _whole(before, settings, store, size)
-    wanted, since, touched = set(papers), 0, set()
+    since, touched, changed, kept = 0, set(), set(papers), iter(())
     if whole is None:
         touched = folder.touched(before["files"])
-        folder.files = {name: kept for name, kept in before["files"].items() if name not in touched}
+        folder.files = {name: stat for name, stat in before["files"].items() if name not in touched}
         with store.reading() as cursor:
             changed = cursor.papers_since(before["tree_size"], size)
-        wanted = changed | {t.split("/")[1] for t in touched if t.startswith("paper/")} | (set(papers) - set(before["papers"]))
-        since = before["tree_size"]
+        since, kept = before["tree_size"], folder.kept_papers()
 
     def write(route: Route, question: Question) -> None:
         for form, render in route.forms():
@@ -201,18 +228,21 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
             write(route, Question(name=name))
     for route in published(ONCE):
         write(route, Question())
-    rendered = [paper for paper in papers if paper in wanted]
-    for count, paper in enumerate(rendered, start=1):
-        shared = Question(paper, as_of)  # one read of the paper's facts and one record for all its files
-        for route in published(PER_PAPER):
-            write(route, shared)
-        for day, own in site.change_days(paper, shared.facts_from(site), as_of):
-            if own:
-                on = Question(paper, when("as_of", day), day=day, facts=shared.facts)
-                for route in published(PER_DAY):
-                    write(route, on)
-        if progress:
-            progress(count, len(rendered))
+    rendered = unchanged = 0
+    lines = folder.state_lines()
+    with open(lines, "wb") as state:
+        last = next(kept, None)
+        for count, paper in enumerate(papers, start=1):
+            while last is not None and last[0] < paper:
+                last = next(kept, None)
+            files = last[1] if last is not None and last[0] == paper else None
+            if files is None or paper in changed or folder.touched(files):
+                rendered += 1
+                files = _render(site, paper, as_of, write, folder)
+            unchanged += len(files)
+            state.write(orjson.dumps([paper, files]) + b"\n")
+            if progress:
+                progress(count, len(papers))
     redone = frozenset(_tile(t) for t in touched if t.startswith("tile/"))
     for route in published(PER_TILE):
         for tile, data in all_tiles(store, size, since, redone):  # tiles before the checkpoint that needs them
@@ -220,12 +250,26 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
     if signer is not None:
         for route in published(SIGNED):
             write(route, Question(size=size))
-    folder.save({"format": 1, **settings, "tree_size": size, "chain": chain.hex(), "papers": papers,
-                 "files": folder.files})
+    folder.save({"format": 2, **settings, "tree_size": size, "chain": chain.hex(), "files": folder.files}, lines)
     tiles = {tile.path() for tile in tiles_of(size)}  # the partial tiles of earlier sizes are kept, not counted
-    publication = sum(1 for name in folder.files if not name.startswith("tile/") or name in tiles)
-    return Published(as_of.text, len(papers), folder.written, publication - folder.written, size, str(out),
-                     len(rendered), whole)
+    unchanged += sum(1 for name in folder.files if not name.startswith("tile/") or name in tiles)
+    return Published(as_of.text, len(papers), folder.written, unchanged - folder.written, size, str(out),
+                     rendered, whole)
+
+
+def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Question], None],
+            folder: Folder) -> dict[str, list[int]]:
+    """Every file of one paper, written where its bytes changed; its files as they are now."""
+    folder.paper_files = {}
+    shared = Question(paper, as_of)  # one read of the paper's facts and one record for all its files
+    for route in published(PER_PAPER):
+        write(route, shared)
+    for day, own in site.change_days(paper, shared.facts_from(site), as_of):
+        if own:
+            on = Question(paper, when("as_of", day), day=day, facts=shared.facts)
+            for route in published(PER_DAY):
+                write(route, on)
+    return folder.paper_files
 
 
 def _tile(relative: str) -> Tile:

@@ -10,7 +10,7 @@ from ledger.core.errors import InputError
 from ledger.log.signed_notes import generate_signer, parse_signer, verify_checkpoint
 from tests.conftest import PAPER_004, Cli
 from tests.helpers import event_line
-from ledger.web.publish import STATE, Folder
+from ledger.web.publish import SETTINGS, STATE, Folder
 from ledger.web.routes import file_for
 
 
@@ -22,7 +22,7 @@ def files_of(out) -> dict[str, tuple[bytes, int, int]]:
     found = {}
     for folder, _, names in os.walk(out):
         for name in names:
-            if name == STATE and folder == str(out):
+            if os.path.relpath(folder, out).split(os.sep)[0] == STATE:
                 continue
             path = os.path.join(folder, name)
             stat = os.stat(path)
@@ -179,8 +179,8 @@ def test_another_as_of_key_or_version_renders_every_paper(client, rich, key_file
         key = tmp_path / "other.key"
         key.write_text(f"{generate_signer('example.org/ledger')}\n")
     else:
-        state = orjson.loads((out / STATE).read_bytes())
-        (out / STATE).write_bytes(orjson.dumps({**state, "renderer": "0" * 64}))
+        state = orjson.loads((out / SETTINGS).read_bytes())
+        (out / SETTINGS).write_bytes(orjson.dumps({**state, "renderer": "0" * 64}))
     result = cli("publish", "--as-of", as_of, str(out), "--json", "--key", str(key))
     assert result.exit_code == 0, result.stderr
     again = orjson.loads(result.stdout)
@@ -205,3 +205,33 @@ def test_another_ledger_published_into_the_same_folder_renders_every_paper(rich,
     assert cli("import", str(lines)).exit_code == 0
     again = publish(cli, out)
     assert (again["rebuilt"], again["whole"]) == (1, "the state names a log larger than this ledger's")
+
+
+def test_a_run_that_stops_before_saving_its_state_is_made_whole_by_the_next(rich, tmp_path, monkeypatch):
+    store, dates = rich
+    cli, out = Cli.of(store), tmp_path / "site"
+    publish(cli, out)
+    record = orjson.loads((out / f"paper/{PAPER_004}/citation-record.json").read_bytes())
+    later = tmp_path / "more.jsonl"
+    later.write_bytes(event_line("resolution.recorded", {"observation_id": record["inbound"][2]["observation_id"],
+                      "resolution": {"observed_at": "2026-08-23T10:00:00Z", "resolver_source": "arxiv_id",
+                                     "status": "metadata_mismatch"}}))
+    assert cli("import", str(later)).exit_code == 0
+    saved = (out / SETTINGS).read_bytes()
+
+    def stop(*args):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Folder, "save", stop)
+        with pytest.raises(KeyboardInterrupt):
+            from ledger.web.publish import publish as write_site
+            from ledger.core.times import when
+            write_site(store, out, when("as_of", AS_OF))
+    assert (out / SETTINGS).read_bytes() == saved  # the state is the last run's: the new files are not in it
+    again = publish(cli, out)
+    assert again["rebuilt"] == 1 and again["whole"] is None
+    fresh = tmp_path / "fresh"
+    publish(cli, fresh)
+    assert {k: v[0] for k, v in files_of(out).items() if "000.p/" not in k or k.endswith(f"/{again['tree_size']}")} \
+        == {k: v[0] for k, v in files_of(fresh).items()}

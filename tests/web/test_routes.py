@@ -87,7 +87,9 @@ def site(rich, signer, tmp_path) -> dict[str, bytes]:
         for name in names:
             path = os.path.join(folder, name)
             found[os.path.relpath(path, out)] = open(path, "rb").read()
-    assert orjson.loads(found.pop(STATE))["tree_size"] == store.head()[0]  # publish's own record, not a page
+    # publish's own record of what it wrote, not a page
+    assert orjson.loads(found.pop(f"{STATE}/state.json"))["tree_size"] == store.head()[0]
+    assert found.pop(f"{STATE}/papers.jsonl").count(b"\n") == len(list(store.papers(when("as_of", AS_OF).key)))
     return found
 
 
