@@ -58,3 +58,18 @@ def test_what_memory_holds_is_bounded_and_computed_again_when_dropped(read_only,
     assert sorted(read_only.index_nodes.roots) == list(range(13, head, 4)) + [head]
     monkeypatch.undo()
     assert _asked(read_only, [head - 5, head]) == {**first, **again}
+
+
+def test_a_sqlite_file_this_process_may_not_write_is_served_from_memory(store, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("a file's permissions")
+    from ledger.importing.importer import import_files
+    from ledger.storage.backends import sqlite
+    from tests.conftest import SEED_004
+
+    import_files(store, [str(SEED_004)])
+    monkeypatch.setattr(sqlite.os, "access", lambda path, mode: False)  # as for a file of mode 0444, not as root
+    held = _asked(store, [store.head()[0]])
+    assert _stored(store) == [] and store.index_nodes.roots
+    monkeypatch.undo()
+    assert _asked(store, [store.head()[0] - 1, store.head()[0]])[store.head()[0]] == held[store.head()[0]]

@@ -1,6 +1,6 @@
 """Serving from a PostgreSQL hot standby (README "A read replica"): every route answers 200 with the bytes the
 primary gives, also where the paper index was never kept at the size asked (it is computed in memory, never
-written); `replay`, `verify` and `prove` run against the standby; `import` fails in one line, exit 3."""
+written); `replay`, `verify`, `prove` and `serve` run against the standby; `import` fails in one line, exit 3."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _urls(store: Store, signer, out) -> list[str]:
     return sorted(urls)
 
 
-def _answers(store: Store, signer, urls: list[str]) -> dict[str, tuple[int, bytes]]:
+def _answers(store: Store | str, signer, urls: list[str]) -> dict[str, tuple[int, bytes]]:
     with TestClient(create_app(store, signer)) as client:
         return {url: (response.status_code, response.content) for url in urls for response in [client.get(url)]}
 
@@ -104,7 +104,7 @@ def test_an_index_size_never_kept_on_the_primary_is_answered_on_the_standby(pair
     assert all(status == 200 for status, _ in on_standby.values())
 
 
-def test_replay_verify_and_prove_run_against_the_standby(pair):
+def test_replay_verify_prove_and_serve_run_against_the_standby(pair, signer):
     primary, replica, _ = pair
     cli, head = Cli(replica.url), replica.head()[0]
     for args in (["replay", "--paper", PAPER_004, "--as-of", AS_OF], ["replay", "--as-of", AS_OF],
@@ -113,6 +113,10 @@ def test_replay_verify_and_prove_run_against_the_standby(pair):
         done = cli(*args)
         assert (done.exit_code, done.stderr) == (0, ""), (args, done.stderr)
         assert done.stdout == Cli(primary.url)(*args).stdout, args
+    # `ledger serve --db <standby URL>`: the app opens the ledger its URL names, in the store's thread.
+    urls = ["/checkpoint", f"/paper/{PAPER_004}/integrity.json?as_of={AS_OF}"]
+    on_standby = _answers(replica.url, signer, urls)
+    assert on_standby == _answers(primary, signer, urls) and {status for status, _ in on_standby.values()} == {200}
 
 
 def test_an_import_into_the_standby_fails_in_one_line_with_exit_3(pair):
