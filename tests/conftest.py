@@ -6,9 +6,14 @@ server and sets it). Under CI the PostgreSQL backend is required: a missing URL 
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -40,6 +45,81 @@ def _admin(sql: str) -> None:
     plain = POSTGRES.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(plain, autocommit=True) as conn:
         conn.execute(sql)
+
+
+class Standby:
+    """A hot standby of the LEDGER_TEST_POSTGRES server (`pg_basebackup -R`), read-only, on loopback."""
+
+    def __init__(self, url: str):
+        self.url = url  # postgresql+psycopg://USER@127.0.0.1:PORT/postgres
+
+    def schema_url(self, schema: str) -> str:
+        """`postgres_schema_url(schema)` on the standby."""
+        return postgres_schema_url(schema).replace(POSTGRES.split("?")[0], self.url, 1)
+
+    def wait(self, timeout: float = 60) -> None:
+        """Return once the standby has replayed everything the primary has written so far."""
+        import psycopg
+
+        with psycopg.connect(_plain(POSTGRES), autocommit=True) as primary:
+            lsn = primary.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+        deadline = time.monotonic() + timeout
+        with psycopg.connect(_plain(self.url), autocommit=True) as standby:
+            while not standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the standby did not replay up to {lsn} within {timeout:g}s")
+                time.sleep(0.02)  # replication is asynchronous: the standby is polled, its clock is not the ledger's
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# Settings a hot standby must hold at least as high as its primary, or it refuses to start.
+_AS_PRIMARY = ("max_connections", "max_worker_processes", "max_wal_senders", "max_prepared_transactions",
+               "max_locks_per_transaction")
+
+
+@pytest.fixture(scope="session")
+def standby():
+    """A hot standby of the PostgreSQL server the tests use, made with `pg_basebackup -R -X stream` and started on
+    a port of its own; stopped and removed at the end. Skipped without LEDGER_TEST_POSTGRES."""
+    if not POSTGRES:
+        pytest.skip("a hot standby needs PostgreSQL: set LEDGER_TEST_POSTGRES (see .ci/postgres.sh)")
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda b: int(b.split("/")[-2]))
+    if not bins:
+        pytest.skip("a hot standby needs PostgreSQL's server binaries (/usr/lib/postgresql/*/bin)")
+    primary = make_url(POSTGRES)
+    with psycopg.connect(_plain(POSTGRES), autocommit=True) as conn:
+        settings = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in _AS_PRIMARY}
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    data = tempfile.mkdtemp(prefix="ledger-standby.")
+    if as_pg:
+        shutil.chown(data, "postgres")
+    os.chmod(data, 0o700)
+    port = _free_port()
+    options = f"-p {port} -c listen_addresses=127.0.0.1 -k {data} -c hot_standby=on " + \
+              " ".join(f"-c {name}={value}" for name, value in settings.items())
+    try:
+        subprocess.run([*as_pg, f"{bins[-1]}/pg_basebackup", "-h", "127.0.0.1", "-p", str(primary.port), "-U",
+                        primary.username, "-D", data, "-R", "-X", "stream"], check=True, capture_output=True)
+        subprocess.run([*as_pg, f"{bins[-1]}/pg_ctl", "-D", data, "-l", f"{data}/server.log", "-w", "-o", options,
+                        "start"], check=True, capture_output=True)
+        made = Standby(f"postgresql+psycopg://{primary.username}@127.0.0.1:{port}/{primary.database}")
+        made.wait()
+        yield made
+    finally:
+        subprocess.run([*as_pg, f"{bins[-1]}/pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -50,11 +50,11 @@ def checkpoint(store: Store, signer: Signer, size: int | None = None) -> tuple[s
     """
     size = _indexed(store, size or None)
     with store.snapshot() as cursor:
-        return _signed_checkpoint(signer, cursor, cursor.node_source(size), size), size
+        return _signed_checkpoint(signer, store, cursor, cursor.node_source(size), size), size
 
 
-def _signed_checkpoint(signer: Signer, cursor, nodes, size: int) -> str:
-    found = root_at(cursor, size)
+def _signed_checkpoint(signer: Signer, store: Store, cursor, nodes, size: int) -> str:
+    found = root_at(cursor, size, store.index_nodes)  # kept there, or held in memory (a read-only database)
     if found is None:
         raise IntegrityError(f"the ledger has no paper index root at tree size {size}")
     return signer.sign(Checkpoint(signer.name, size, root(nodes, size), found[1]).text())
@@ -150,7 +150,7 @@ def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known
             for position, event in enumerate(events):
                 event["paper_proof"] = {"index": position,
                                         "path": [p.hex() for p in inclusion_path(tree, position, len(leaves))]}
-        note = _signed_checkpoint(signer, cursor, nodes, size)
+        note = _signed_checkpoint(signer, store, cursor, nodes, size)
     bundle = {"checkpoint": note, "events": events, "index": index.to_json(), "record": record}
     if compact:
         bundle["inclusion"] = [p.hex() for p in multi_inclusion_path(nodes, seqs, size)]

@@ -28,8 +28,10 @@ _STAND_IN = bytes(32)  # a node's value while a proof's nodes are being listed (
 
 
 class Owner(Protocol):
-    """What a cursor needs of its store (`ledger.storage.store.Store`): the backend, and the statement count."""
+    """What a cursor needs of its store (`ledger.storage.store.Store`): its URL, the backend, and the statement
+    count."""
 
+    url: str
     backend: Backend
     statements: int
 

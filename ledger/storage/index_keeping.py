@@ -4,8 +4,10 @@ that has one, writing new nodes for the paths the papers of the events in betwee
 It takes those events (read back from the log, or as the store appended them) a chunk at a time, and writes
 nodes with ids = the size they are of * 2**24 + a counter, so their rows land together at the end of the
 table (a rowid table on SQLite: appends fill pages, they do not split them); a node is never changed.
-`index_roots` names the root node of every size the index was kept for. Appends never call this module.
-It never decides what an event means (`ledger.log.paper_index` does), never opens or commits a transaction
+`index_roots` names the root node of every size the index was kept for. Where the database is read-only
+(a hot standby), a catch-up `held` computes the same nodes and holds them in memory (`Nodes.hold`), with ids
+of their own (`HELD`): the index roots, and so the proofs, are the bytes a writable database gives.
+Appends never call this module. It never decides what an event means (`ledger.log.paper_index` does), never opens or commits a transaction
 (`Store.keep_index` does), and never writes anything but index rows.
 """
 
@@ -21,7 +23,7 @@ from ledger.log.merkle import leaf_hash as log_leaf_hash
 from ledger.log.paper_index import paper_key
 from ledger.model.events import CITATION_OBSERVED, citation_papers
 from ledger.storage.index_nodes import EMPTY_NODE, ID_SHIFT, SLOTS, Child, Leaf, Node, child, encode, grown
-from ledger.storage.index_reads import CACHE_LIMIT, IN_LIST, Nodes, paper_events, root_at
+from ledger.storage.index_reads import CACHE_LIMIT, HELD, IN_LIST, Nodes, paper_events, root_at
 
 CHUNK = 50_000  # events read and added at a time while catching up: memory stays flat however far behind
 _HEX = {f"{digit:x}": digit for digit in range(SLOTS)}
@@ -80,17 +82,21 @@ class Logged(NamedTuple):
 
 def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = None,
              recent: tuple[int, list[tuple[int, Logged, bytes]]] | None = None,
-             chunk: int = CHUNK) -> tuple[dict[int, Node], Edge | None]:
+             chunk: int = CHUNK, held: bool = False) -> tuple[dict[int, Node], Edge | None]:
     """Keep the index at tree `size` (at most the head), unless it is kept there already: from the largest
     size below it that has an index (or from the empty index), add the log's events in between, `chunk` at a
     time, each chunk writing its nodes and its root. `edge` is (size, what an earlier catch-up left there),
     when still true; `recent` is (size, the events appended after it, as `update` takes them) when this
-    process appended them: a chunk they cover is not read back from the log. Returns the nodes written (to
-    remember once committed) and the edge left at `size`.
+    process appended them: a chunk they cover is not read back from the log. `held`: nothing is written,
+    each chunk's nodes and root go to `nodes.hold` instead. Returns the nodes written (to remember once
+    committed) and the edge left at `size`.
     Raises: IntegrityError for an event row or a stored node that is not one, and the driver's errors."""
-    if size == 0 or root_at(cursor, size) is not None:
+    memory = nodes if held else None  # a stored node never points at a held one
+    if size == 0 or root_at(cursor, size, memory) is not None:
         return {}, None
     before = cursor.execute("SELECT MAX(size) FROM index_roots WHERE size < ?", (size,)).fetchone()[0] or 0
+    if held:
+        before = max([before, *(kept for kept in nodes.roots if kept < size)])
     left = edge[1] if edge is not None and edge[0] == before else None
     written: dict[int, Node] = {}
     columns = cursor.store.backend.entry_columns
@@ -106,8 +112,11 @@ def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = No
             appended = [(r[0], _logged(r), log_leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], bytes(r[4]))))
                         for r in rows]
             del rows
-        done = update(cursor, nodes, left, before, after, appended)
-        cursor.store.backend.insert_index(cursor, done.nodes, done.root)
+        done = update(cursor, nodes, left, before, after, appended, held)
+        if held:
+            nodes.hold(done.written, done.root)
+        else:
+            cursor.store.backend.insert_index(cursor, done.nodes, done.root)
         written.update(done.written)
         left, before = done.edge, after
     return written, left
@@ -127,18 +136,18 @@ def _cited(payload, where: str) -> tuple[str, ...]:
 
 
 def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,
-           appended: list[tuple[int, Logged, bytes]]) -> Update:
+           appended: list[tuple[int, Logged, bytes]], held: bool = False) -> Update:
     """The index at `after` from the index at `before` and the log's events in between (seq, what the index
     needs of the event, log leaf hash), in seq order. `edge` is what the index's last update left at
-    `before`.
+    `before`; `held`: its nodes are numbered for memory (`HELD`), not for rows.
     Raises: IntegrityError when the stored index is missing or malformed, and the driver's errors."""
-    root = edge.root if edge is not None else root_at(cursor, before)
+    root = edge.root if edge is not None else root_at(cursor, before, nodes if held else None)
     if root is None:
         raise IntegrityError(f"paper index: no root at tree size {before}; the index was never built here")
     known, added, rebuild = _members(cursor, edge, before, appended)
     if not added:
         return Update([], (after, root[0], root[1]), {}, Edge(root, known))
-    return write_leaves(cursor, nodes, root, after, added, rebuild, known)
+    return write_leaves(cursor, nodes, root, after, added, rebuild, known, held)
 
 
 def _members(cursor, edge: Edge | None, before: int, appended: list[tuple[int, Logged, bytes]]):
@@ -195,9 +204,10 @@ def _members(cursor, edge: Edge | None, before: int, appended: list[tuple[int, L
 
 
 def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: int, added: dict[str, list[bytes]],
-                 rebuild: set[str] = frozenset(), known: dict | None = None) -> Update:
+                 rebuild: set[str] = frozenset(), known: dict | None = None, held: bool = False) -> Update:
     """The index at `after`: the index whose root is `root` with each paper of `added` given its new events
-    (leaf hashes in seq order; the papers of `rebuild` read again from the store instead).
+    (leaf hashes in seq order; the papers of `rebuild` read again from the store instead); `held`: its node
+    ids have the bit `HELD` set.
     Raises: IntegrityError when a stored node is missing or malformed, and the driver's errors."""
     keyed = _keyed(added)
     current, leaves = _paths(cursor, nodes, root[0], keyed)
@@ -209,7 +219,7 @@ def write_leaves(cursor, nodes: Nodes, root: tuple[int | None, bytes], after: in
             changes.append((hexkey, grown(key, leaves.get(hexkey), added[paper])))
     rows: list[tuple[int, bytes]] = []
     written: dict[int, Node] = {}
-    first = after << ID_SHIFT
+    first = after << ID_SHIFT | (HELD if held else 0)
     if after >= 1 << (63 - ID_SHIFT):
         raise IntegrityError(f"paper index: tree size {after} is past what node ids can number")
 

@@ -38,7 +38,7 @@ class Leaf(NamedTuple):
 
 
 def child(digest: bytes, node_id: int) -> Child:
-    """A child slot; `node_id` is below 2**63."""
+    """A child slot; `node_id` is below 2**64 (2**63 for a stored row)."""
     return Child(digest, node_id, digest + node_id.to_bytes(8, "big"))
 
 

@@ -1,9 +1,11 @@
 """Reading the paper index the store keeps: its root at a tree size, its decoded nodes (cached: a node never
 changes), a paper's index proof, and a paper's events as the index counts them.
 
-Readers follow node ids from the root down, one statement per level. This module never writes a row (the
-index is kept by `ledger.storage.index_keeping`) and never opens a connection: it is handed the store's
-cursor.
+Readers follow node ids from the root down, one statement per level. Where the database is read-only (a hot
+standby), the index at a size it does not keep is computed in memory and held by `Nodes` (its nodes' ids
+have the bit `HELD` set, so they never meet a stored row's); readers find it there first. This module never
+writes a row (the index is kept by `ledger.storage.index_keeping`) and never opens a connection: it is handed
+the store's cursor.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ledger.storage.index_nodes import ID_SHIFT, SLOTS, Leaf, Node, decode, leaf
 
 IN_LIST = 400  # parameters per IN list: under every SQLite build's limit
 CACHE_LIMIT = 200_000  # decoded nodes (or papers' keys, observations' links) kept; past it a cache starts again
+HELD = 1 << 63  # in the id of a node computed in memory: stored ids are below 2**63 (a signed 64-bit key)
 
 
 def _nibble(key: bytes, depth: int) -> int:
@@ -26,16 +29,20 @@ def _nibble(key: bytes, depth: int) -> int:
 
 class Nodes:
     """Decoded nodes by id: a node is written once, so what is cached stays true. A catch-up's nodes are
-    added only once its transaction has committed (`remember`)."""
+    added only once its transaction has committed (`remember`). Also the index computed in memory where the
+    database cannot keep it (`hold`): its nodes and its roots by tree size, until `forget`."""
 
     def __init__(self) -> None:
         self.known: dict[int, Node] = {}
+        self.held: dict[int, Node] = {}
+        self.roots: dict[int, tuple[int | None, bytes]] = {}
 
     def get(self, cursor, wanted: Iterable[int]) -> dict[int, Node]:
         """The nodes asked for, read in one statement when not held.
         Raises: IntegrityError for a node the ledger does not have, and the driver's errors."""
         wanted = set(wanted)
-        found = {w: self.known[w] for w in wanted if w in self.known}
+        found = {w: self.known[w] if w in self.known else self.held[w] for w in wanted
+                 if w in self.known or w in self.held}
         missing = sorted(wanted - set(found))
         for start in range(0, len(missing), IN_LIST):
             chunk = missing[start:start + IN_LIST]
@@ -54,12 +61,24 @@ class Nodes:
         """Keep the nodes a committed catch-up wrote."""
         self.known.update(written)
 
+    def hold(self, written: dict[int, Node], root: tuple[int, int | None, bytes]) -> None:
+        """Hold the nodes an update computed in memory and its root row (size, root node id, hash)."""
+        self.held.update(written)
+        self.roots[root[0]] = (root[1], root[2])
 
-def root_at(cursor, size: int) -> tuple[int | None, bytes] | None:
-    """(root node id, index root) at a tree size the index was kept at (`index_keeping.catch_up`); (None, 32 zero bytes)
-    at size 0; None when it was not kept there. Raises the driver's errors."""
+    def forget(self) -> None:
+        """Drop the index held in memory (memory stays bounded; it is computed again when asked)."""
+        self.held, self.roots = {}, {}
+
+
+def root_at(cursor, size: int, nodes: Nodes | None = None) -> tuple[int | None, bytes] | None:
+    """(root node id, index root) at a tree size the index was kept at (`index_keeping.catch_up`), or that
+    `nodes` holds in memory; (None, 32 zero bytes) at size 0; None when it was not kept there. Raises the
+    driver's errors."""
     if size == 0:
         return None, ZERO
+    if nodes is not None and size in nodes.roots:
+        return nodes.roots[size]
     row = cursor.execute("SELECT node, hash FROM index_roots WHERE size = ?", (size,)).fetchone()
     return None if row is None else (row[0], bytes(row[1]))
 
@@ -68,7 +87,7 @@ def prove(cursor, nodes: Nodes, paper: str, size: int) -> IndexProof:
     """The index proof of one paper at a tree size the index was kept at.
     Raises: InputError when there is no index at that size, IntegrityError for a missing or malformed node, and
     the driver's errors."""
-    root = root_at(cursor, size)
+    root = root_at(cursor, size, nodes)
     if root is None:
         raise InputError(f"tree size {size}: no paper index at that size (keep it there first: Store.keep_index)")
     top, index_root = root

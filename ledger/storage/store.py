@@ -26,7 +26,7 @@ from ledger.model.events import Fact
 from ledger.storage.backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for, database_url, shown_location, sqlite_path
 from ledger.storage.cursor import Cursor
 from ledger.storage.index_keeping import CHUNK, Edge as IndexEdge, catch_up
-from ledger.storage.index_reads import Nodes, root_at
+from ledger.storage.index_reads import CACHE_LIMIT, Nodes, root_at
 from ledger.storage.schema import SCHEMA_VERSION
 from ledger.storage.writer import Recent, Writer
 
@@ -365,13 +365,22 @@ class Store:
         one write lock; on PostgreSQL a lock of its own, so appends and catch-ups never wait for each other),
         so that whoever asks first writes it and everyone reads the same nodes. Appends never do this: the
         index costs them nothing, and is written where a checkpoint, a proof or a bundle needs it. It is
-        caught up `index_chunk` events at a time.
+        caught up `index_chunk` events at a time; on a read-only database (a hot standby), held in memory.
         Raises: StoreError when the lock is not had in time.
         An event or a node that is not one raises IntegrityError."""
         with self.reading() as cursor:
-            if root_at(cursor, size) is not None:
+            if root_at(cursor, size, self.index_nodes) is not None:
                 return
+            read_only = self.backend.read_only(cursor)
         handed, self._index_edge = self._index_edge, None  # the catch-up changes it: gone should it roll back
+        if len(self.index_nodes.held) >= CACHE_LIMIT or not read_only and self.index_nodes.roots:
+            self.index_nodes.forget()  # bounded; and a held node is never stored, once it can write
+            handed = None
+        if read_only:
+            with self.snapshot() as cursor:
+                _, edge = catch_up(cursor, self.index_nodes, size, handed, None, self.index_chunk, held=True)
+            self._index_edge = None if edge is None else (size, edge)
+            return
         relax, restore = self.backend.index_durability or (None, None)
         if relax:
             with self._connection("paper index", None) as cursor:

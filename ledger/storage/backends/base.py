@@ -89,6 +89,11 @@ class Backend(ABC):
     def is_locked(self, error: BaseException) -> bool:
         """Whether a driver error means another writer held the lock past the timeout."""
 
+    def read_only(self, cursor: Any) -> bool:
+        """Whether this connection's transactions cannot write (a hot standby): the paper index is then
+        computed in memory, not kept. Raises the driver's errors."""
+        return False
+
     def is_not_a_database(self, error: BaseException) -> bool:
         """Whether a driver error means the file or server is not a database at all."""
         return False

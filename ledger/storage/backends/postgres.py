@@ -138,5 +138,9 @@ class PostgreSQL(Backend):
         return getattr(error, "sqlstate", None) == UNIQUE_VIOLATION and diag is not None \
             and diag.constraint_name != "events_pkey"
 
+    def read_only(self, cursor: Any) -> bool:
+        # `on` in recovery (a hot standby), and where default_transaction_read_only is set.
+        return cursor.execute("SHOW transaction_read_only").fetchone()[0] == "on"
+
     def is_locked(self, error: BaseException) -> bool:
         return getattr(error, "sqlstate", None) == LOCK_NOT_AVAILABLE

@@ -156,6 +156,11 @@ class SQLite(Backend):
         # The fact key is a UNIQUE index (under any name); a taken seq is the rowid's PRIMARYKEY constraint.
         return getattr(error, "sqlite_errorname", None) == "SQLITE_CONSTRAINT_UNIQUE"
 
+    def read_only(self, cursor: Any) -> bool:
+        # A file this process may not write (read-only permissions or mount): reads work, writes would not.
+        path = file_of(cursor.store.url)
+        return path is not None and not os.access(path, os.W_OK)
+
     def is_locked(self, error: BaseException) -> bool:
         name = getattr(error, "sqlite_errorname", "") or ""
         return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
