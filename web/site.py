@@ -190,11 +190,10 @@ class Site:
         if self.signer is not None:
             own = self.store.paper_version(paper)[1] or None  # none: no events, and the bundle says not found
             bundle = evidence_bundle(self.store, paper, as_of, self.signer, _known(known_at), own, compact=True)
-            record, checkpoint, verifier = bundle["record"], bundle["checkpoint"], str(self.signer.verifier)
-            index = bundle["index"]
+            checkpoint, verifier, index = bundle["checkpoint"], str(self.signer.verifier), bundle["index"]
         else:
-            record = record or self.record(paper, as_of, known_at)
             bundle, checkpoint, verifier, index = None, None, None, None
+        record = record or self.record(paper, as_of, known_at)
         return {
             "paper": paper, "as_of": record["as_of"], "known_at": known,
             "record": urls.record_url(paper, as_of.text, known, html=False),

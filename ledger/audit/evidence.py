@@ -1,7 +1,8 @@
 """Evidence bundles, checked offline: each event in the signed log, the record their rebuild, and (with the
 paper index proof) the events exactly the paper's. Two forms: one inclusion proof per event (`ledger replay
---bundle`: a failure names the event), or compact, one multi-leaf proof for all of them (`inclusion`, the
-integrity pages: no sibling repeated), whose events must then be every event of the paper, in seq order.
+--bundle`: a failure names the event), or compact (the integrity pages): each event its log entry, one
+multi-leaf proof for all of them (`inclusion`: no sibling repeated), the events every event of the paper in
+seq order, and the record named by its as-of time and context digest rather than copied.
 """
 
 from __future__ import annotations
@@ -10,16 +11,18 @@ import base64
 import binascii
 from typing import Any, NamedTuple
 
-from ledger.projections.record import rebuild_mismatch
+from ledger.projections.record import build_record, rebuild_mismatch
 
 from ledger.core.canonical import canonical, parse_json
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.model.events import Event, Fact, make_event
+from ledger.core.times import When
 from ledger.log.merkle import leaf_hash, root, verify_inclusion, verify_multi_inclusion
 from ledger.log.paper_index import IndexProof, events_tree, parse_proof, verify_index_proof
 from ledger.log.signed_notes import INDEX_EXTENSION, Checkpoint, Verifier, verify_checkpoint
 from ledger.audit.results import Evidence
 from ledger.model.published import _type_name, check_record, count_field, digest_mismatches, field, field_name, sha256_field, shown
+from ledger.model.published import timestamp
 from ledger.model.parts import counted
 
 
@@ -51,15 +54,21 @@ def _read_event(index: int, item: Any, placed: bool, compact: bool) -> _Event:
     at = f"events[{index}]"
     if not isinstance(item, dict):
         raise InputError(f"field {at}: expected an object with leaf, proof and seq, found {_type_name(item)}")
+    if compact:
+        if set(item) != {"entry"}:
+            raise InputError(f"field {at}: a compact bundle's event is its log entry alone (its inclusion is the "
+                             f"bundle's), found {', '.join(sorted(item)) or 'nothing'}")
+        entry = field(item, "entry", dict, at)
+        seq = field(entry, "seq", int, f"{at}.entry")
+        try:
+            leaf = canonical(entry)  # the leaf: an entry is canonical JSON, so its parse encodes back to it
+        except InputError as exc:
+            raise InputError(f"field {at}.entry: {exc}") from None
+        return _Event(seq, leaf, seq - 1, 0, None, None)
     seq = field(item, "seq", int, at)
     if seq < 1:
         raise InputError(f"field {at}.seq: expected a sequence number (1 or more), found {seq}")
     leaf = _b64(item, "leaf", at)
-    if compact:
-        if set(item) != {"leaf", "seq"}:
-            raise InputError(f"field {at}: a compact bundle's event has only leaf and seq (its inclusion is the "
-                             f"bundle's), found {', '.join(sorted(set(item) - {'leaf', 'seq'}))}")
-        return _Event(seq, leaf, seq - 1, 0, None, None)
     proof = field(item, "proof", dict, at)
     place = None
     if placed:
@@ -110,8 +119,8 @@ def _bundle_fact(event: _Event, signed: Checkpoint) -> _Read:
 
 
 _OLD_BUNDLE = frozenset({"checkpoint", "events", "record"})  # made before the paper index
-_BUNDLES = (_OLD_BUNDLE, _OLD_BUNDLE | {"index"}, _OLD_BUNDLE | {"index", "known_at"},
-            _OLD_BUNDLE | {"index", "inclusion"}, _OLD_BUNDLE | {"index", "inclusion", "known_at"})  # compact
+_COMPACT = frozenset({"as_of", "checkpoint", "context_digest", "events", "inclusion", "index"})
+_BUNDLES = (_OLD_BUNDLE, _OLD_BUNDLE | {"index"}, _OLD_BUNDLE | {"index", "known_at"}, _COMPACT, _COMPACT | {"known_at"})
 
 
 class _Bundle(NamedTuple):
@@ -121,7 +130,9 @@ class _Bundle(NamedTuple):
     inclusion: list[bytes] | None  # a compact bundle's one proof of every event
     index: IndexProof | None
     known_at: str | None
-    record: dict
+    record: dict | None  # None in a compact bundle: it names the record by its as-of time and context digest
+    as_of: str
+    context: str | None
     signed: Checkpoint
 
 
@@ -130,7 +141,8 @@ def _read_bundle(bundle: Any, verifier: Verifier) -> _Bundle:
     Raises: InputError naming the field, or IntegrityError for a checkpoint this key did not sign."""
     if not isinstance(bundle, dict) or set(bundle) not in _BUNDLES:
         raise InputError("expected an evidence bundle: an object with checkpoint, events and record (and index, "
-                         "known_at)")
+                         "known_at), or a compact one with as_of, checkpoint, context_digest, events, inclusion and "
+                         "index (and known_at)")
     field(bundle, "checkpoint", str, "")
     compact = "inclusion" in bundle
     placed = "index" in bundle and not compact
@@ -139,16 +151,25 @@ def _read_bundle(bundle: Any, verifier: Verifier) -> _Bundle:
         if compact else None
     proof = parse_proof(bundle["index"], "index") if "index" in bundle else None
     known_at = field(bundle, "known_at", str, "") if "known_at" in bundle else None
-    try:
-        record = check_record(bundle["record"])
-    except InputError as exc:
-        raise InputError(f"record: {exc}") from None
+    record, context = None, None
+    if compact:
+        timestamp(bundle, "as_of", "")
+        as_of, context = bundle["as_of"], field(bundle, "context_digest", str, "")
+        if not context.startswith("sha256:"):
+            raise InputError(f"field context_digest: expected sha256:<64 hex>, found {shown(context)}")
+        sha256_field(context.removeprefix("sha256:"), "context_digest")
+    else:
+        try:
+            record = check_record(bundle["record"])
+        except InputError as exc:
+            raise InputError(f"record: {exc}") from None
+        as_of = record["as_of"]
     try:
         signed = verify_checkpoint(bundle["checkpoint"], verifier)
     except LedgerError as exc:  # InputError: not a checkpoint; IntegrityError: not signed by this key
         message = str(exc)
         raise type(exc)(message if message.startswith("checkpoint: ") else f"checkpoint: {message}") from None
-    return _Bundle(events, inclusion, proof, known_at, record, signed)
+    return _Bundle(events, inclusion, proof, known_at, record, as_of, context, signed)
 
 
 def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle") -> Evidence:
@@ -180,8 +201,9 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
             read.append(_bundle_fact(event, signed))
         except IntegrityError as exc:
             problems.append(f"{name}: {exc}")
-    problems += [f"{name}: record: {p}" for p in digest_mismatches(given.record)]
-    paper = given.record["paper"]["arxiv_id"]
+    if given.record is not None:
+        problems += [f"{name}: record: {p}" for p in digest_mismatches(given.record)]
+    paper = given.record["paper"]["arxiv_id"] if given.record is not None else proof.paper
     if proof is not None:
         try:
             if proof.paper != paper:
@@ -195,7 +217,14 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
     # The rebuild is compared whatever else failed: a bundle without an event the record depends on says both.
     facts = [r.fact for r in read if given.known_at is None or r.fact.recorded_at <= given.known_at]
     try:
-        mismatch = rebuild_mismatch(facts, given.record)
+        if given.record is None:
+            rebuilt = build_record(paper, facts, When.at(given.as_of))["context_digest"]
+            if rebuilt != given.context:
+                problems.append(f"{name}: the bundle's events rebuild the record of arXiv:{paper} as of {given.as_of} "
+                                f"with context digest {rebuilt}, the bundle names {given.context}")
+            mismatch = None
+        else:
+            mismatch = rebuild_mismatch(facts, given.record)
     except NotFoundError as exc:
         problems.append(f"{name}: {exc}")
     else:
@@ -204,7 +233,7 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
                          f"{p}" for p in mismatch.each()]
     if problems:
         raise IntegrityError(f"{name}: {counted(len(problems), 'problem')}", problems)
-    return Evidence(len(read), signed.size, verifier.name, paper, given.record["as_of"], given.known_at,
+    return Evidence(len(read), signed.size, verifier.name, paper, given.as_of, given.known_at,
                     proof.count if proof is not None else None)
 
 

@@ -14,6 +14,7 @@ import base64
 
 from ledger.projections.record import build_record
 
+from ledger.core.canonical import parse_json
 from ledger.log.chain import entry_bytes
 from ledger.core.errors import InputError, IntegrityError
 from ledger.storage.index_reads import prove as index_proof, root_at
@@ -114,8 +115,9 @@ def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known
     """The record; every event of its paper in the log of the checkpoint's size (default: now), also those
     the record does not show (effective after as_of, recorded after known_at), each with its leaf, its
     inclusion proof in the log and its place in the paper's events tree; the paper index proof; a signed
-    checkpoint: all read from one snapshot, every read bounded by the tree's size. `compact`: the events with
-    their leaves only, and one multi-leaf inclusion proof for all of them (`inclusion`), no sibling repeated.
+    checkpoint: all read from one snapshot, every read bounded by the tree's size. `compact`: each event its
+    log entry alone, one multi-leaf inclusion proof for all of them (`inclusion`), no sibling repeated, and
+    the record named by its as_of and context digest instead of copied.
 
     Raises: IntegrityError when the ledger's index disagrees with its events, a NotFoundError when the paper
     has no record then, an InputError for a size the ledger does not hold, or a StoreError from the store.
@@ -137,7 +139,7 @@ def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known
             if compact:
                 leaf = entry_bytes(f.seq, f.kind, f.effective_at, f.recorded_at, f.payload)
                 leaves.append(leaf_hash(leaf))
-                events.append({"leaf": base64.b64encode(leaf).decode(), "seq": f.seq})
+                events.append({"entry": parse_json(leaf.decode())})  # canonical: it encodes back to the leaf
                 continue
             proof = _inclusion(nodes, f.seq, size, f.kind, f.effective_at, f.recorded_at, f.payload)
             leaves.append(bytes.fromhex(proof["leaf_hash"]))
@@ -152,8 +154,10 @@ def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known
                                         "path": [p.hex() for p in inclusion_path(tree, position, len(leaves))]}
         note = _signed_checkpoint(signer, store, cursor, nodes, size)
     bundle = {"checkpoint": note, "events": events, "index": index.to_json(), "record": record}
-    if compact:
-        bundle["inclusion"] = [p.hex() for p in multi_inclusion_path(nodes, seqs, size)]
+    if compact:  # the record is named, not copied: its context digest covers all of it but its as_of
+        del bundle["record"]
+        bundle.update(as_of=record["as_of"], context_digest=record["context_digest"],
+                      inclusion=[p.hex() for p in multi_inclusion_path(nodes, seqs, size)])
     if known_at is not None:
         bundle["known_at"] = known_at
     return bundle

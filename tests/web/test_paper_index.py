@@ -10,6 +10,7 @@ import base64
 import orjson
 import pytest
 
+from ledger.core.canonical import canonical
 from ledger.log.signed_notes import parse_checkpoint
 from tests.conftest import AS_OF_004, PAPER_004, Cli
 from tests.web.conftest import LATER, SCRIPT_PAPER
@@ -87,12 +88,14 @@ def _flipped(text: str) -> str:
     (lambda b: b["inclusion"].__setitem__(0, _flipped(b["inclusion"][0])), "do not lead to the root"),
     (lambda b: b["inclusion"].pop(), "path shorter than the leaves need"),
     (lambda b: b["inclusion"].append(b["inclusion"][0]), "path longer than the leaves need"),
-    (lambda b: b["events"][3].__setitem__("leaf", base64.b64encode(
-        base64.b64decode(b["events"][3]["leaf"]).replace(b"2026", b"2025", 1)).decode()), "not all in the signed log"),
+    (lambda b: b["events"][3]["entry"].__setitem__("recorded_at", "2025" + b["events"][3]["entry"]["recorded_at"][4:]),
+     "not all in the signed log"),
+    (lambda b: b.__setitem__("context_digest", "sha256:" + "0" * 64), "the bundle names sha256:0000"),
+    (lambda b: b.__setitem__("as_of", "2026-08-01T00:00:00Z"), "the bundle's events rebuild the record"),
 ])
 def test_a_compact_bundle_left_short_altered_or_reordered_fails(client, tmp_path, tamper, says):
     bundle = _page_bundle(client)
-    assert set(bundle["events"][0]) == {"leaf", "seq"} and bundle["inclusion"]
+    assert set(bundle["events"][0]) == {"entry"} and bundle["inclusion"] and "record" not in bundle
     tamper(bundle)
     result = _checked(tmp_path, bundle)
     assert result.exit_code == 1 and says in result.stderr and "Traceback" not in result.stderr, result.stderr
@@ -102,7 +105,7 @@ def test_a_compact_bundle_with_an_event_of_its_own_proof_is_malformed(client, tm
     bundle = _page_bundle(client)
     bundle["events"][2]["proof"] = {"leaf_index": 2}
     result = _checked(tmp_path, bundle)
-    assert result.exit_code == 2 and "events[2]: a compact bundle's event has only leaf and seq" in result.stderr
+    assert result.exit_code == 2 and "events[2]: a compact bundle's event is its log entry alone" in result.stderr
 
 
 def test_the_compact_bundle_holds_what_the_cli_bundle_holds_in_a_fraction_of_the_bytes(client, rich, key_file, tmp_path):
@@ -112,6 +115,7 @@ def test_the_compact_bundle_holds_what_the_cli_bundle_holds_in_a_fraction_of_the
                          "--key", str(key_file))
     assert made.exit_code == 0, made.stderr
     full = orjson.loads((tmp_path / "full.json").read_bytes())
-    assert [(e["seq"], e["leaf"]) for e in compact["events"]] == [(e["seq"], e["leaf"]) for e in full["events"]]
-    assert compact["record"] == full["record"] and compact["index"]["count"] == full["index"]["count"]
-    assert len(orjson.dumps(compact)) < 0.6 * len(orjson.dumps(full))
+    assert [canonical(e["entry"]) for e in compact["events"]] == [base64.b64decode(e["leaf"]) for e in full["events"]]
+    assert compact["context_digest"] == full["record"]["context_digest"] and compact["as_of"] == full["record"]["as_of"]
+    assert compact["index"]["count"] == full["index"]["count"]
+    assert len(orjson.dumps(compact)) < 0.4 * len(orjson.dumps(full))
