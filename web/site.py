@@ -11,6 +11,7 @@ This module never writes to the ledger and never decides a status code.
 from __future__ import annotations
 
 import base64
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -47,6 +48,7 @@ SHORT = "public, max-age=60"
 CHECKPOINT = "public, max-age=5"
 IMMUTABLE = "public, max-age=31536000, immutable"
 ASSET = "public, max-age=3600"
+LATEST = 20  # events in full on a paper's page, newest first
 # No script, style, font or image from anywhere but this origin, no inline script or style at all.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'")
@@ -261,11 +263,18 @@ class Site:
         known = known_at.text if known_at else None
         snapshot = [(key, value if isinstance(value, str) else orjson.dumps(value).decode())
                     for key, value in sorted(record["paper"].items())]
+        kinds: dict[str, Counter] = {}
+        for fact in seen:
+            kinds.setdefault(fact.effective_key[:10], Counter())[fact.kind] += 1
         days = [(d, urls.day_record_url(paper, d, known) if own else urls.record_url(paper, as_of.text, known),
-                 urls.day_record_url(paper, d, known, html=False) if own else urls.record_url(paper, as_of.text, known, html=False))
+                 urls.day_record_url(paper, d, known, html=False) if own else urls.record_url(paper, as_of.text, known, html=False),
+                 ", ".join(f"{n} {kind}" for kind, n in sorted(kinds[d].items())))
                 for d, own in self.change_days(paper, seen, as_of)]
+        # The latest events only: every one is in history.json, and a page of thousands of rows is read by no one
+        # (it was most of the site's HTML bytes).
+        history = views.history(seen)
         page = render("paper.html", record=record, snapshot=snapshot, versions=list(versions.values()),
-                      history=views.history(seen), days=days, paper=paper,
+                      latest=history[::-1][:LATEST], events=len(history), days=days, paper=paper,
                       record_url=urls.record_url(paper, as_of.text, known),
                       json_url=urls.record_url(paper, as_of.text, known, html=False),
                       integrity_url=urls.integrity_url(paper, as_of.text, known),

@@ -2,6 +2,7 @@
 headers a cache and a browser rely on, and one-line errors for everything a client can get wrong."""
 
 import hashlib
+from collections import Counter
 import re
 import subprocess
 import sys
@@ -208,9 +209,15 @@ def test_the_paper_page_shows_snapshot_versions_history_and_a_record_per_day(cli
     response = client.get(f"/paper/{PAPER_004}", params={"as_of": LATER})
     html = ok(response, "text/html").decode()
     text = visible(response.content)
-    for row in orjson.loads(Cli.of(store)("history", PAPER_004, "--json").stdout):
+    rows = orjson.loads(Cli.of(store)("history", PAPER_004, "--json").stdout)
+    latest = re.findall(r"<tr><td>(\d+)</td>", html)
+    assert latest == [str(r["seq"]) for r in rows[::-1][:20]]  # the 20 latest, newest first
+    assert f"The 20 latest of this paper's {len(rows)} events" in text and len(rows) > 20
+    for row in rows[::-1][:20]:
         assert row["account"] in text
     assert "v1" in text and "v2" in text
+    counts = Counter(r["kind"] for r in rows if r["effective_at"].startswith("2026-08-09"))
+    assert "2026-08-09 (JSON): " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) in text
     days = re.findall(rf'href="/paper/{PAPER_004}/as-of/(\d{{4}}-\d\d-\d\d)/citation-record"', html)
     assert "2026-08-09" in days and "2026-08-20" in days and days == sorted(days, reverse=True)
     for day in days:
