@@ -339,7 +339,7 @@ def endpoint(ledger: Ledger, route: Route, form: str, render: Render) -> Callabl
     async def answer(request: Request, **values):
         question = ask(route, {names.get(name, name): value for name, value in values.items()})
         if route.store:
-            url = (request.url.path, request.scope.get("query_string", b"")) if request.method == "GET" else None
+            url = (request.scope["path"], request.scope.get("query_string", b"")) if request.method == "GET" else None
             body = await ledger(ledger.answers.answer, route, form, render, question, url)
         else:
             body = render(None, question)
