@@ -3,7 +3,7 @@ as what its bytes depend on has not changed. A route names what that is (`Route.
 (their count and largest seq, which change exactly when a fact of the paper is appended, by this process or
 another), the log's size (a checkpoint, the proofs of an integrity page), or nothing (a tile by its path). The
 check is one small read of the store per request; the cache holds at most `BUDGET` bytes, least recently
-checked first out. Where the store has a commit counter (`Store.commits`: SQLite's data version), a body
+checked first out. Where the store has a commit counter (`Backend.watch`: SQLite's data version), a body
 checked at one value of it is sent again while the value is the same, without reading the store at all: no
 commit since means nothing it depends on changed. Changed in the store's thread only (`web.app.Ledger`), so
 it needs no lock; `knows` and `ready`, dict lookups that change nothing, are asked from the event loop.

@@ -73,7 +73,7 @@ class Ledger:
         self.source, self.signer = source, signer
         self.site: Site | None = None
         self.answers = Answers()  # pages already rendered, kept while what they depend on is unchanged
-        self.commits = None  # the store's commit counter (`Store.commits`), read in the event loop; or None
+        self.commits = None  # the database's commit counter (`Backend.watch`), read in the event loop; or None
         self.thread: ThreadPoolExecutor | None = None
         try:  # a path that is not a ledger fails now; a database that is down answers 503 until it is back
             self._executor().submit(self._open).result()
@@ -90,7 +90,7 @@ class Ledger:
             store = self.source if isinstance(self.source, Store) else open_ledger(self.source)
             self.site = Site(store, self.signer)
             self.answers.unstamp()  # stamps of a counter closed before, if any, mean nothing to this one
-            self.commits = store.commits()
+            self.commits = store.backend.watch(store.url)
         return self.site
 
     def _run(self, work: Callable, args: tuple):

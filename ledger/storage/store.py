@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from ledger.core.errors import InputError, StoreError
 from ledger.log.chain import Entry
@@ -290,13 +290,6 @@ class Store:
         Raises: StoreError."""
         with self.reading() as cursor:
             return cursor.paper_version(paper)
-
-    def commits(self) -> Any | None:
-        """A reader of a number that changes with every commit to the database, by any connection, read without
-        the store (`Backend.watch`); None where the backend has none (PostgreSQL, an exported log).
-        Raises: StoreError when it cannot be opened."""
-        with self._failures("watch"):
-            return self.backend.watch(self.url)
 
     def observation_facts(self, observation: str) -> list[Fact]:
         """Every event of one observation, in ledger order.

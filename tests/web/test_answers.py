@@ -128,7 +128,7 @@ def test_a_url_answered_before_is_answered_before_routing_with_the_same_headers(
 def test_the_commit_counter_moves_with_every_commit_of_another_process(cli, tmp_path):
     assert cli("init").exit_code == 0
     store = Store.open(cli.location)
-    commits = store.commits()
+    commits = store.backend.watch(store.url)
     if commits is None:
         assert store.dialect == "postgresql"  # no counter: every request reads the paper's version instead
         return

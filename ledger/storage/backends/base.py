@@ -50,7 +50,7 @@ class Backend(ABC):
     def watch(self, url: str) -> Any | None:
         """A reader, called from one thread at a time without the store, of a number that changes whenever any
         connection (another process's too) commits to the database; it returns None when it cannot tell now,
-        and has `close()`. None where the backend has no such cheap read. Raises the driver's errors."""
+        and has `close()`. None where the backend has no such cheap read, or it cannot be opened."""
         return None
 
     def sql(self, statement: str) -> str:

@@ -107,7 +107,10 @@ class SQLite(Backend):
 
     def watch(self, url: str) -> "Commits | None":
         path = file_of(url)
-        return None if path is None else Commits(path)
+        try:
+            return None if path is None else Commits(path)
+        except sqlite3.Error:  # no counter: every request reads the paper's version in the store's thread
+            return None
 
     def _prepare(self, connection: Any) -> None:
         connection.isolation_level = None  # transactions are begun explicitly
