@@ -3,8 +3,10 @@ as what its bytes depend on has not changed. A route names what that is (`Route.
 (their count and largest seq, which change exactly when a fact of the paper is appended, by this process or
 another), the log's size (a checkpoint, the proofs of an integrity page), or nothing (a tile by its path). The
 check is one small read of the store per request; the cache holds at most `BUDGET` bytes, least recently
-asked first out. Changed in the store's thread only (`web.app.Ledger`), so it needs no lock; `knows`, a
-dict lookup, is asked from the event loop.
+checked first out. Where the store has a commit counter (`Backend.watch`: SQLite's data version), a body
+checked at one value of it is sent again while the value is the same, without reading the store at all: no
+commit since means nothing it depends on changed. Changed in the store's thread only (`web.app.Ledger`), so
+it needs no lock; `knows` and `ready`, dict lookups that change nothing, are asked from the event loop.
 """
 
 from __future__ import annotations
@@ -19,14 +21,25 @@ BUDGET = 64 * 1024 * 1024  # bytes of bodies kept per process: memory stays flat
 URLS = 65_536  # URLs remembered for `fresh`, the oldest forgotten first
 
 
+class Kept:
+    """A body, the state of what it depends on when it was rendered, the commit counter's value when that
+    state was last found current (None: not yet; set in the store's thread), and what the server sends with it
+    (made once, by `web.app` in the event loop)."""
+
+    __slots__ = ("state", "body", "stamp", "sent")
+
+    def __init__(self, state: tuple, body: Body):
+        self.state, self.body, self.stamp, self.sent = state, body, None, None
+
+
 class Answers:
     """Rendered bodies by question, each with the state of what it depends on when it was rendered."""
 
     def __init__(self, budget: int = BUDGET):
         self.budget, self.held = budget, 0
-        self.kept: OrderedDict[tuple, tuple[tuple, Body]] = OrderedDict()
+        self.kept: OrderedDict[tuple, Kept] = OrderedDict()
         self.renders = 0  # bodies rendered here (not answered from the cache): for tests and benchmarks
-        self.fast = 0  # answers `fresh` gave, before any routing
+        self.fast = 0  # answers sent before any routing (counted by `web.app`, in the event loop)
         # (path, raw query) -> what the full route answered for it: `web.app.Guard` answers it again from here,
         # before routing, while the body kept is still fresh.
         self.urls: OrderedDict[tuple[str, bytes], tuple[Route, tuple]] = OrderedDict()
@@ -42,17 +55,17 @@ class Answers:
             self.remember(url, route, form, question)
         state = _state(site, route, question)
         found = self.kept.get(key)
-        if found is not None and found[0] == state:
+        if found is not None and found.state == state:
             self.kept.move_to_end(key)
-            return found[1]
+            return found.body
         body = self._render(site, render, question)
         if found is not None:
-            self.held -= len(found[1].content)
-        self.kept[key] = (state, body)
+            self.held -= len(found.body.content)
+        self.kept[key] = Kept(state, body)
         self.held += len(body.content)
         while self.held > self.budget and self.kept:
-            _, (_, dropped) = self.kept.popitem(last=False)
-            self.held -= len(dropped.content)
+            _, dropped = self.kept.popitem(last=False)
+            self.held -= len(dropped.body.content)
         return body
 
     def remember(self, url: tuple[str, bytes], route: Route, form: str, question: Question) -> None:
@@ -69,19 +82,32 @@ class Answers:
     def knows(self, url: tuple[str, bytes]) -> bool:
         return url in self.urls
 
-    def fresh(self, site: Site, url: tuple[str, bytes]) -> Body | None:
-        """The body kept for `url` when nothing it depends on changed since; None otherwise (the full route
-        answers then, and renders)."""
+    def ready(self, url: tuple[str, bytes], stamp: int | None) -> Kept | None:
+        """What is kept for `url` when it was found current at commit counter `stamp` (read now, so no commit
+        came since); None otherwise (ask `fresh`). Reads only: asked from the event loop."""
+        found = self.urls.get(url) if stamp is not None else None
+        kept = self.kept.get(found[1][0]) if found is not None else None
+        return kept if kept is not None and kept.stamp == stamp else None
+
+    def fresh(self, site: Site, url: tuple[str, bytes], stamp: int | None = None) -> Kept | None:
+        """What is kept for `url` when nothing it depends on changed since; None otherwise (the full route
+        answers then, and renders). `stamp` is the commit counter read before this check began: while it
+        reads the same, `ready` answers without a check."""
         found = self.urls.get(url)
         if found is None:
             return None
         route, (key, question) = found
         kept = self.kept.get(key)
-        if kept is None or kept[0] != _state(site, route, question):
+        if kept is None or kept.state != _state(site, route, question):
             return None
         self.kept.move_to_end(key)
-        self.fast += 1
-        return kept[1]
+        kept.stamp = stamp
+        return kept
+
+    def unstamp(self) -> None:
+        """Forget every stamp: the commit counter they were read from is gone (another counts anew)."""
+        for kept in self.kept.values():
+            kept.stamp = None
 
     def _render(self, site: Site, render: Render, question: Question) -> Body:
         self.renders += 1

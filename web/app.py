@@ -2,8 +2,8 @@
 HTTP status codes (as `cli.main.LedgerGroup` makes them exit codes).
 
 Routes are thin, and all of them come from the route table (`web.routes`): parse the path and query, render
-in the store's thread (`web.site`, which calls `ledger/` and `projections/`), send the bytes. Status codes, by
-error family:
+in the store's thread (`web.site`, which calls `ledger/` and `projections/`), send the bytes. A GET of a URL
+answered before is sent from the cache ahead of all of that (`App`), while fresh. Status codes, by error family:
 
     InputError     400  a malformed id, date, tile path or query, a query too long
     NotFoundError  404  no such paper (as of that date), a tile the tree does not hold yet, no signing key
@@ -73,6 +73,7 @@ class Ledger:
         self.source, self.signer = source, signer
         self.site: Site | None = None
         self.answers = Answers()  # pages already rendered, kept while what they depend on is unchanged
+        self.commits = None  # the database's commit counter (`Backend.watch`), read in the event loop; or None
         self.thread: ThreadPoolExecutor | None = None
         try:  # a path that is not a ledger fails now; a database that is down answers 503 until it is back
             self._executor().submit(self._open).result()
@@ -88,6 +89,8 @@ class Ledger:
         if self.site is None:
             store = self.source if isinstance(self.source, Store) else open_ledger(self.source)
             self.site = Site(store, self.signer)
+            self.answers.unstamp()  # stamps of a counter closed before, if any, mean nothing to this one
+            self.commits = store.backend.watch(store.url)
         return self.site
 
     def _run(self, work: Callable, args: tuple):
@@ -102,11 +105,19 @@ class Ledger:
     async def __call__(self, work: Callable, *args):
         return await asyncio.get_running_loop().run_in_executor(self._executor(), self._run, work, args)
 
+    def stamp(self) -> int | None:
+        """The commit counter, read now in the caller's thread (the event loop); None without one."""
+        commits = self.commits
+        return commits() if commits is not None else None
+
     def close(self) -> None:
         if self.thread is None:
             return
 
         def shut() -> None:
+            commits, self.commits = self.commits, None
+            if commits is not None:
+                commits.close()
             if self.site is not None and not isinstance(self.source, Store):
                 self.site.store.close()
                 self.site = None
@@ -155,14 +166,77 @@ def _etag_matches(header: str, etag: str) -> bool:
     return any(tag.strip() == "*" or tag.strip().removeprefix("W/") == plain for tag in header.split(","))
 
 
-def respond(request: Request, body: Body, headers: dict | None = None) -> Response:
+def _headers(body: Body, headers: dict | None = None) -> dict:
     extra = {"cache-control": body.cache, **(headers or {})}
     if body.etag:
         extra["etag"] = body.etag
+    return extra
+
+
+def respond(request: Request, body: Body, headers: dict | None = None) -> Response:
+    extra = _headers(body, headers)
+    if body.etag:
         match = request.headers.get("if-none-match")
         if match and _etag_matches(match, body.etag):
             return Response(status_code=304, headers=extra)
     return Response(body.content, media_type=body.media_type, headers=extra)
+
+
+def _secured(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Raw headers with each security header they lack, as `Guard` adds them."""
+    names = {name for name, _ in raw}
+    return raw + [(name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items()
+                  if name.encode() not in names]
+
+
+def _sent(body: Body) -> tuple[list, list]:
+    """The raw headers of a 200 and of a 304 of `body`, as the full route and `Guard` send them."""
+    extra = _headers(body)
+    return (_secured(Response(body.content, media_type=body.media_type, headers=extra).raw_headers),
+            _secured(Response(status_code=304, headers=extra).raw_headers))
+
+
+async def answer_kept(ledger: Ledger, scope, send) -> bool:
+    """Send what is kept for the GET of a URL answered before, when it is fresh; False when there is none or it
+    is not (the request is routed then). While the store's commit counter reads as it did when the body was
+    last found current, no commit came since, and nothing is read from the store."""
+    answers = ledger.answers
+    url = (scope["path"], scope.get("query_string", b""))
+    if not answers.knows(url):
+        return False
+    stamp = ledger.stamp()  # read before any check: a commit after it is seen at the next request
+    kept = answers.ready(url, stamp)
+    if kept is None:
+        try:
+            kept = await ledger(answers.fresh, url, stamp)
+        except LedgerError:
+            return False  # the full route says what is wrong, as it always does
+        except Exception:  # a bug here must not cost the request: the full route answers it
+            log.exception("ledger: the cache failed on %s", scope["path"])
+            return False
+        if kept is None:
+            return False
+    if kept.sent is None:
+        kept.sent = _sent(kept.body)
+    answers.fast += 1
+    etag = kept.body.etag
+    match = next((value for name, value in scope["headers"] if name == b"if-none-match"), None) if etag else None
+    if match is not None and _etag_matches(match.decode("latin-1"), etag):
+        await send({"type": "http.response.start", "status": 304, "headers": kept.sent[1]})
+        await send({"type": "http.response.body", "body": b""})
+    else:
+        await send({"type": "http.response.start", "status": 200, "headers": kept.sent[0]})
+        await send({"type": "http.response.body", "body": kept.body.content})
+    return True
+
+
+class App(FastAPI):
+    """The FastAPI application, with one step before all of Starlette's middleware and routing: a GET of a URL
+    answered before is sent from the cache while fresh (`answer_kept`). Every other request is routed."""
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "GET" or not await answer_kept(self.state.ledger, scope, send):
+            await super().__call__(scope, receive, send)
 
 
 class Guard:
@@ -197,16 +271,6 @@ class Guard:
             # One leading slash: `//host/` must not become a redirect to another host.
             location = quote("/" + path.strip("/")) + (f"?{query}" if query else "")
             return await Response(status_code=308, headers={"location": location})(scope, receive, send_secured)
-        if scope["method"] == "GET":  # a URL answered before: from the cache, without routing, while fresh
-            ledger = scope["app"].state.ledger
-            url = (path, scope.get("query_string", b""))
-            if ledger.answers.knows(url):
-                try:
-                    body = await ledger(ledger.answers.fresh, url)
-                except LedgerError:
-                    body = None  # the full route says what is wrong, as it always does
-                if body is not None:
-                    return await respond(Request(scope), body)(scope, receive, send_secured)
         await self.app(scope, receive, send_secured)
 
 
@@ -275,7 +339,7 @@ def endpoint(ledger: Ledger, route: Route, form: str, render: Render) -> Callabl
     async def answer(request: Request, **values):
         question = ask(route, {names.get(name, name): value for name, value in values.items()})
         if route.store:
-            url = (request.url.path, request.scope.get("query_string", b"")) if request.method == "GET" else None
+            url = (request.scope["path"], request.scope.get("query_string", b"")) if request.method == "GET" else None
             body = await ledger(ledger.answers.answer, route, form, render, question, url)
         else:
             body = render(None, question)
@@ -294,7 +358,7 @@ def endpoint(ledger: Ledger, route: Route, form: str, render: Render) -> Callabl
     return answer
 
 
-def create_app(source: Store | str, signer: Signer | None = None) -> FastAPI:
+def create_app(source: Store | str, signer: Signer | None = None) -> App:
     """The site over a Store, or over the ledger a `--db` location names (opened in the store's thread): a
     GET route, answering HEAD too (as a static host does), for each form of each row of `routes.ROUTES`."""
     ledger = Ledger(source, signer)
@@ -304,7 +368,7 @@ def create_app(source: Store | str, signer: Signer | None = None) -> FastAPI:
         yield
         ledger.close()
 
-    app = FastAPI(title="ledger", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
+    app = App(title="ledger", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
                   exception_handlers=HANDLERS, description="Paper Citation Records and the log behind them, read-only.")
     app.state.ledger = ledger
     app.add_middleware(Guard)

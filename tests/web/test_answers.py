@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ledger.log.signed_notes import generate_signer
+from ledger.storage.store import Store
 from ledger.web.answers import Answers
 from ledger.web.app import create_app
 from ledger.web.urls import integrity_url, record_url
@@ -33,11 +34,16 @@ def served(cli):
 
 def append_elsewhere(cli, tmp_path, *lines: bytes) -> None:
     """Append in another process, as a second writer would: the server learns of it only through the store."""
-    path = tmp_path / f"more-{len(os.listdir(tmp_path))}.jsonl"
-    path.write_bytes(b"".join(lines))
+    path = write_lines(tmp_path, *lines)
     done = subprocess.run([sys.executable, "-m", "ledger.cli", "--db", cli.location, "import", str(path)],
                           capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def write_lines(tmp_path, *lines: bytes):
+    path = tmp_path / f"more-{len(os.listdir(tmp_path))}.jsonl"
+    path.write_bytes(b"".join(lines))
+    return path
 
 
 def sweep(paper: str, at: str) -> bytes:
@@ -117,3 +123,52 @@ def test_a_url_answered_before_is_answered_before_routing_with_the_same_headers(
     changed = client.get(url)  # not fresh: the full route renders it again
     assert answers.fast == 2 and changed.content != full.content
     assert client.get(url + "&bogus=1").status_code == 400  # another URL: routed, and refused as before
+
+
+def test_the_commit_counter_moves_with_every_commit_of_another_process(cli, tmp_path):
+    assert cli("init").exit_code == 0
+    store = Store.open(cli.location)
+    commits = store.backend.watch(store.url)
+    if commits is None:
+        assert store.dialect == "postgresql"  # no counter: every request reads the paper's version instead
+        return
+    try:
+        seen = [commits()]
+        for day in ("2026-08-20", "2026-08-21"):
+            append_elsewhere(cli, tmp_path, sweep(PAPER_004, f"{day}T00:00:00Z"))
+            seen += [commits(), commits()]
+        assert seen[1] == seen[2] != seen[0] and seen[3] == seen[4] != seen[2]  # moved once per commit, then still
+    finally:
+        commits.close()
+        store.close()
+
+
+def test_an_unchanged_commit_counter_answers_without_reading_the_store(served, cli, tmp_path):
+    client, answers = served
+    ledger = client.app.state.ledger
+    if ledger.commits is None:
+        pytest.skip("no commit counter on this backend: each request reads the paper's version")
+    url = record_url(PAPER_004, LATER, html=False)
+    full = client.get(url)
+    client.get(url)  # checked against the store once, and stamped with the counter
+    read = ledger.site.store.statements
+    fast = client.get(url)
+    assert ledger.site.store.statements == read and answers.fast == 2 and fast.content == full.content
+    assert client.get(url, headers={"if-none-match": full.headers["etag"]}).status_code == 304
+    assert ledger.site.store.statements == read
+    assert cli("import", str(write_lines(tmp_path, sweep(PAPER_004, "2026-08-22T00:00:00Z")))).exit_code == 0
+    changed = client.get(url)  # appended in this process, through another connection: seen at once
+    assert [s["observed_at"] for s in changed.json()["standing_sources"] if s["source"] == "crossref"] == \
+        ["2026-08-22T00:00:00Z"]
+
+
+def test_another_papers_commit_costs_one_check_and_the_record_stays_kept(served, cli, tmp_path):
+    client, answers = served
+    url = record_url(PAPER_004, LATER, html=False)
+    full = client.get(url)
+    client.get(url)
+    rendered, fast = answers.renders, answers.fast
+    snapshot = {"arxiv_id": "2501.00002", "snapshot_observed_at": "2026-08-01T00:00:00Z", "title": "Other"}
+    append_elsewhere(cli, tmp_path, event_line("paper.snapshot", snapshot))
+    assert client.get(url).content == full.content and client.get(url).content == full.content
+    assert (answers.renders, answers.fast) == (rendered, fast + 2)  # checked once, then stamped again

@@ -47,6 +47,12 @@ class Backend(ABC):
         """Prepare a newly opened DBAPI connection (through the statement-counting `cursor`). Raises the
         driver's errors."""
 
+    def watch(self, url: str) -> Any | None:
+        """A reader, called from one thread at a time without the store, of a number that changes whenever any
+        connection (another process's too) commits to the database; it returns None when it cannot tell now,
+        and has `close()`. None where the backend has no such cheap read, or it cannot be opened."""
+        return None
+
     def sql(self, statement: str) -> str:
         """A statement written with `?` placeholders, in this driver's paramstyle."""
         return statement

@@ -105,6 +105,13 @@ class SQLite(Backend):
         self._prepare(connection)
         return connection
 
+    def watch(self, url: str) -> "Commits | None":
+        path = file_of(url)
+        try:
+            return None if path is None else Commits(path)
+        except sqlite3.Error:  # no counter: every request reads the paper's version in the store's thread
+            return None
+
     def _prepare(self, connection: Any) -> None:
         connection.isolation_level = None  # transactions are begun explicitly
         cursor = connection.cursor()
@@ -168,3 +175,23 @@ class SQLite(Backend):
     def is_not_a_database(self, error: BaseException) -> bool:
         return getattr(error, "sqlite_errorname", None) == "SQLITE_NOTADB"
 
+
+
+class Commits:
+    """`PRAGMA data_version` on a connection of its own, which never writes: the value changes when any other
+    connection commits (https://sqlite.org/pragma.html#pragma_data_version), and each read begins a read
+    transaction of its own, so a commit made before the read is always seen."""
+
+    def __init__(self, path: str):
+        # No busy wait: the caller is an event loop; busy, it is told None and asks the store instead.
+        self.connection = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+        self.cursor = self.connection.cursor()
+
+    def __call__(self) -> int | None:
+        try:
+            return self.cursor.execute("PRAGMA data_version").fetchall()[0][0]
+        except sqlite3.Error:
+            return None
+
+    def close(self) -> None:
+        self.connection.close()
