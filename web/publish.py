@@ -115,13 +115,13 @@ class Folder:
         """The files of `recorded` that are gone or whose size or modification time is not the one recorded:
         edited, replaced or deleted since (by hand, or by a run that stopped before saving its state)."""
         touched = set()
-        for relative, (size, mtime) in recorded.items():
+        for relative, kept in recorded.items():
             try:
                 stat = os.lstat(os.path.join(self.root, relative))
-            except OSError:
+            except (OSError, TypeError, ValueError):
                 touched.add(relative)
                 continue
-            if stat.st_size != size or stat.st_mtime_ns != mtime:
+            if kept != [stat.st_size, stat.st_mtime_ns]:  # also a state edited into something else
                 touched.add(relative)
         return touched
 
@@ -140,7 +140,7 @@ class Folder:
                 for line in lines:
                     paper, files = orjson.loads(line)
                     yield paper, files
-        except (OSError, orjson.JSONDecodeError, ValueError):
+        except (OSError, orjson.JSONDecodeError, ValueError, TypeError):
             return  # what cannot be read is rendered again
 
     def state_lines(self) -> Path:
@@ -167,12 +167,19 @@ class Folder:
 
 
 def _renderer() -> str:
-    """What the bytes of a page depend on besides the ledger: this version's templates and assets."""
+    """What the bytes of a page depend on besides the ledger: this installation's code, templates and assets
+    (every file of the package, so a changed line of a renderer renders every paper again)."""
     digest = hashlib.sha256(__version__.encode())
-    for folder in ("templates", "assets"):
-        for item in sorted(files("ledger.web").joinpath(folder).iterdir(), key=lambda i: i.name):
-            if item.is_file():
-                digest.update(item.name.encode() + b"\0" + item.read_bytes())
+
+    def walk(folder, prefix: str) -> None:
+        for item in sorted(folder.iterdir(), key=lambda i: i.name):
+            if item.is_dir() and item.name != "__pycache__":
+                walk(item, f"{prefix}{item.name}/")
+            elif item.is_file() and item.name.endswith((".py", ".html", ".js", ".css", ".svg")):
+                digest.update(f"{prefix}{item.name}".encode() + b"\0" + item.read_bytes())
+
+    for package in ("ledger", "ledger.projections", "ledger.web"):  # three folders (pyproject's package-dir)
+        walk(files(package), f"{package}:")
     return digest.hexdigest()
 
 
@@ -243,7 +250,7 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
             state.write(orjson.dumps([paper, files]) + b"\n")
             if progress:
                 progress(count, len(papers))
-    redone = frozenset(_tile(t) for t in touched if t.startswith("tile/"))
+    redone = frozenset(filter(None, (_tile(t) for t in touched if t.startswith("tile/"))))
     for route in published(PER_TILE):
         for tile, data in all_tiles(store, size, since, redone):  # tiles before the checkpoint that needs them
             folder.put(route.file_of("file", Question(tile=tile)), data)
@@ -272,7 +279,11 @@ def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Questio
     return folder.paper_files
 
 
-def _tile(relative: str) -> Tile:
-    """The tile a touched file of tile/ is (an entry bundle: its level-0 tile, which brings it)."""
-    tile = parse_tile_path(relative)
+def _tile(relative: str) -> Tile | None:
+    """The tile a touched file of tile/ is (an entry bundle: its level-0 tile, which brings it); None for a
+    path the state should not hold."""
+    try:
+        tile = parse_tile_path(relative)
+    except InputError:
+        return None
     return Tile(0, tile.index, tile.width) if tile.entries else tile

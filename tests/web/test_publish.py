@@ -10,7 +10,7 @@ from ledger.core.errors import InputError
 from ledger.log.signed_notes import generate_signer, parse_signer, verify_checkpoint
 from tests.conftest import PAPER_004, Cli
 from tests.helpers import event_line
-from ledger.web.publish import SETTINGS, STATE, Folder
+from ledger.web.publish import PAPERS, SETTINGS, STATE, Folder
 from ledger.web.routes import file_for
 
 
@@ -235,3 +235,24 @@ def test_a_run_that_stops_before_saving_its_state_is_made_whole_by_the_next(rich
     publish(cli, fresh)
     assert {k: v[0] for k, v in files_of(out).items() if "000.p/" not in k or k.endswith(f"/{again['tree_size']}")} \
         == {k: v[0] for k, v in files_of(fresh).items()}
+
+
+@pytest.mark.parametrize("damage", ["state", "lines", "stat"])
+def test_a_damaged_state_renders_again_what_it_cannot_vouch_for(rich, tmp_path, damage):
+    store, dates = rich
+    cli, out = Cli.of(store), tmp_path / "site"
+    first = publish(cli, out)
+    if damage == "state":
+        (out / SETTINGS).write_bytes(b"{not json")
+    elif damage == "lines":
+        lines = (out / PAPERS).read_bytes().splitlines(keepends=True)
+        (out / PAPERS).write_bytes(b"".join(lines[:1]) + b"[1, 2, 3]\n" + b"".join(lines[2:]))
+    else:
+        state = orjson.loads((out / SETTINGS).read_bytes())
+        name = next(iter(state["files"]))
+        (out / SETTINGS).write_bytes(orjson.dumps({**state, "files": {**state["files"], name: "garbage",
+                                                                      "tile/../../x": [1, 2]}}))
+    again = publish(cli, out)
+    expected = {"state": len(dates), "lines": len(dates) - 1, "stat": 0}[damage]
+    assert again["rebuilt"] == expected and again["written"] == 0 and again["unchanged"] == first["written"]
+    assert publish(cli, out)["rebuilt"] == 0  # and the state is whole again
