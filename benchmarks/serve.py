@@ -323,22 +323,23 @@ def main(argv: list[str] | None = None) -> int:
         for name, workers, threads, rate, p50, p99 in rows:
             say(f"| {name} | {workers} | {threads} | {rate:,.0f} | {p50:.2f} | {p99:.2f} |")
         say(f"\n`publish` of {first.papers:,} papers as of {AS_OF}, with a signing key (so each paper's integrity "
-            "page carries an evidence bundle with an inclusion proof per event), into an empty folder and again:\n")
+            "page carries a compact evidence bundle at the paper's own size), into an empty folder and again:\n")
         say("| run | includes | files written | files left alone | seconds | files/s |\n|---|---|---|---|---|---|")
         say(f"| first | every record (JSON, HTML, one per day something changed), integrity, paper page, history, "
             f"every tile and entry bundle of {first.tree_size:,} events, checkpoint | {first.written:,} | 0 | "
             f"{first_s:.1f} | {first.written / first_s:,.0f} |")
-        say(f"| again, nothing changed | the same work, every file compared and left alone | 0 | {again.unchanged:,} | "
+        say(f"| again, nothing changed | the state read, every file's size and time checked, no paper rendered | 0 | {again.unchanged:,} | "
             f"{again_s:.1f} | {again.unchanged / again_s:,.0f} |")
         say("\nServed beside a static host, in one run: `ledger serve` (one worker; a page asked before at the same "
-            "as-of is answered from its cache, checked against the paper's facts with one SQL statement) and nginx "
+            "as-of is answered from its cache before any routing, checked against SQLite's commit counter, and against "
+            "the paper's facts only after a commit) and nginx "
             "(one worker) serving the files `publish` wrote for the same paths; the same client, 4 threads with a "
             f"keep-alive connection each, {args.requests:,} requests per row in {args.reps} interleaved repetitions "
             "(requests/s: their median), every body checked against the in-process bytes:\n")
         say("| path | server | includes | requests/s | p50 ms | p99 ms | of nginx's requests/s |\n"
             "|---|---|---|---|---|---|---|")
-        serving = {"ledger serve": "HTTP (uvicorn, FastAPI routing), the hop to the store's thread, one SQL statement "
-                                   "(the paper's facts: count and last seq), the cached bytes",
+        serving = {"ledger serve": "HTTP (uvicorn with httptools and uvloop), SQLite's commit counter "
+                                   "(`PRAGMA data_version`, no thread hop), the cached bytes and headers",
                    "nginx": "HTTP, reading the published file"}
         for name, by in anchored.items():
             for who, (rate, latencies) in by.items():

@@ -117,7 +117,7 @@ class Folder:
         touched = set()
         for relative, kept in recorded.items():
             try:
-                stat = os.lstat(os.path.join(self.root, relative))
+                stat = os.lstat(f"{self.root}/{relative}")
             except (OSError, TypeError, ValueError):
                 touched.add(relative)
                 continue
@@ -225,6 +225,10 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
         with store.reading() as cursor:
             changed = cursor.papers_since(before["tree_size"], size)
         since, kept = before["tree_size"], folder.kept_papers()
+
+    if signer is not None:  # the index at each paper's own size, smallest first: each catch-up is short
+        for own in sorted({store.paper_version(paper)[1] for paper in papers if paper in changed} - {0}):
+            store.keep_index(own)
 
     def write(route: Route, question: Question) -> None:
         for form, render in route.forms():

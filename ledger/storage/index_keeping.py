@@ -26,6 +26,9 @@ from ledger.storage.index_nodes import EMPTY_NODE, ID_SHIFT, SLOTS, Child, Leaf,
 from ledger.storage.index_reads import CACHE_LIMIT, HELD, IN_LIST, Nodes, paper_events, root_at
 
 CHUNK = 50_000  # events read and added at a time while catching up: memory stays flat however far behind
+# Observations' links an edge keeps for the next catch-up (a few hundred bytes each): past it they are read again
+# as needed, so thousands of catch-ups in one process (publish, a paper's own size each) stay flat in memory.
+LINKS_KEPT = 20_000
 _HEX = {f"{digit:x}": digit for digit in range(SLOTS)}
 _KEYS: dict[str, tuple[str, bytes]] = {}  # paper -> its key (hex, bytes): SHA-256 once per paper and process
 
@@ -198,7 +201,7 @@ def _members(cursor, edge: Edge | None, before: int, appended: list[tuple[int, L
             found.append(digest)
     for subject, linked in links.items():
         known[subject] = (frozenset(linked), True)
-    if len(known) > CACHE_LIMIT:
+    if len(known) > LINKS_KEPT:
         known = {}
     return known, added, rebuild
 

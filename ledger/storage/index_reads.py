@@ -20,6 +20,8 @@ from ledger.storage.index_nodes import ID_SHIFT, SLOTS, Leaf, Node, decode, leaf
 
 IN_LIST = 400  # parameters per IN list: under every SQLite build's limit
 CACHE_LIMIT = 200_000  # decoded nodes (or papers' keys, observations' links) kept; past it a cache starts again
+NODES_KEPT = 2_000  # decoded nodes read or written kept for later reads (a node is a few KB decoded): past it,
+# the cache starts again, so a process asking proofs at thousands of sizes (publish) stays flat in memory
 HELD = 1 << 63  # in the id of a node computed in memory: stored ids are below 2**63 (a signed 64-bit key)
 
 
@@ -53,13 +55,16 @@ class Nodes:
         if len(found) != len(wanted):
             absent = min(wanted - set(found))
             raise IntegrityError(f"paper index: node {absent} (of size {absent >> ID_SHIFT}) is missing")
-        if len(self.known) > CACHE_LIMIT:
+        if len(self.known) > NODES_KEPT:
             self.known.clear()
         return found
 
     def remember(self, written: dict[int, Node]) -> None:
-        """Keep the nodes a committed catch-up wrote."""
-        self.known.update(written)
+        """Keep the nodes a committed catch-up wrote (none, when they are more than the cache keeps)."""
+        if len(self.known) + len(written) > NODES_KEPT:
+            self.known.clear()
+        if len(written) <= NODES_KEPT:
+            self.known.update(written)
 
     def hold(self, written: dict[int, Node], root: tuple[int, int | None, bytes]) -> None:
         """Hold the nodes an update computed in memory and its root row (size, root node id, hash)."""
