@@ -162,10 +162,7 @@ class Cursor:
             chunk = wanted[start:start + 500]
             for subject, payload in self.execute(f"SELECT subject, payload FROM events WHERE kind = ? AND subject IN "
                                                  f"({', '.join(['?'] * len(chunk))})", [CITATION_OBSERVED, *chunk]):
-                try:
-                    papers.update(citation_papers(orjson.loads(_blob(payload))["citation"]))
-                except (orjson.JSONDecodeError, KeyError, TypeError):
-                    raise IntegrityError(f"observation {subject}: a citation whose papers cannot be read") from None
+                papers.update(stored_citation_papers(payload, f"observation {subject}"))
         return papers
 
     def paper_version(self, paper: str) -> tuple[int, int]:
@@ -234,6 +231,15 @@ def _paper_events(paper: str, known_at: str | None, size: int | None) -> tuple[s
 
 def _fact(r) -> Fact:
     return Fact(r[0], r[1], r[2], r[3], r[4], r[5], _blob(r[6]))
+
+
+def stored_citation_papers(payload: object, where: str) -> tuple[str, ...]:
+    """The papers a stored citation event's payload links its observation to (`citation_papers`).
+    Raises: IntegrityError naming `where` for a payload whose papers cannot be read."""
+    try:
+        return citation_papers(orjson.loads(_blob(payload))["citation"])
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        raise IntegrityError(f"{where}: a citation whose papers cannot be read") from None
 
 
 def _blob(value: object) -> bytes:

@@ -15,21 +15,21 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-import orjson
-
 from ledger.core.errors import IntegrityError
 from ledger.log.chain import entry_bytes
 from ledger.log.merkle import leaf_hash as log_leaf_hash
 from ledger.log.paper_index import paper_key
-from ledger.model.events import CITATION_OBSERVED, citation_papers
+from ledger.model.events import CITATION_OBSERVED
+from ledger.storage.cursor import stored_citation_papers
 from ledger.storage.index_nodes import EMPTY_NODE, ID_SHIFT, SLOTS, Child, Leaf, Node, child, encode, grown
-from ledger.storage.index_reads import CACHE_LIMIT, HELD, IN_LIST, Nodes, paper_events, root_at
+from ledger.storage.index_reads import HELD, IN_LIST, Nodes, paper_events, root_at
 
 CHUNK = 50_000  # events read and added at a time while catching up: memory stays flat however far behind
 # Observations' links an edge keeps for the next catch-up (a few hundred bytes each): past it they are read again
 # as needed, so thousands of catch-ups in one process (publish, a paper's own size each) stay flat in memory.
-LINKS_KEPT = 20_000
+LINKS_KEPT = 5_000
 _HEX = {f"{digit:x}": digit for digit in range(SLOTS)}
+KEYS_KEPT = 5_000  # papers whose keys are kept: the busiest are asked most; the rest cost a SHA-256 again
 _KEYS: dict[str, tuple[str, bytes]] = {}  # paper -> its key (hex, bytes): SHA-256 once per paper and process
 
 
@@ -56,7 +56,7 @@ def _observations(cursor, wanted: list[str], size: int) -> dict[str, tuple[froze
         for subject, payload in rows:
             papers = found[subject][0]
             if payload is not None:
-                papers.update(_cited(payload, f"observation {subject}"))
+                papers.update(stored_citation_papers(payload, f"paper index: observation {subject}"))
             found[subject] = (papers, True)
     return {o: (frozenset(papers), had) for o, (papers, had) in found.items()}
 
@@ -127,15 +127,8 @@ def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = No
 
 def _logged(row) -> Logged:
     seq, kind, payload, subject, paper = row[0], row[1], row[4], row[7], row[8]
-    return Logged(subject, paper, _cited(payload, f"event seq {seq}") if kind == CITATION_OBSERVED else ())
-
-
-def _cited(payload, where: str) -> tuple[str, ...]:
-    """The papers a stored citation's payload links its observation to."""
-    try:
-        return citation_papers(orjson.loads(bytes(payload))["citation"])
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        raise IntegrityError(f"paper index: {where}: a citation whose papers cannot be read") from None
+    cited = stored_citation_papers(payload, f"paper index: event seq {seq}") if kind == CITATION_OBSERVED else ()
+    return Logged(subject, paper, cited)
 
 
 def update(cursor, nodes: Nodes, edge: Edge | None, before: int, after: int,
@@ -271,7 +264,7 @@ def _keyed(papers: Iterable[str]) -> dict[str, tuple[bytes, str]]:
         if found is None:
             key = paper_key(paper)
             found = (key.hex(), key)
-            if len(_KEYS) < CACHE_LIMIT:
+            if len(_KEYS) < KEYS_KEPT:
                 _KEYS[paper] = found
         keyed[found[0]] = (found[1], paper)
     return keyed
