@@ -78,7 +78,7 @@ class Folder:
         # (handed to the state a paper at a time, so memory stays flat however many papers there are)
         self.files: dict[str, list[int]] = {}
         self.paper_files: dict[str, list[int]] = {}
-        self._checked: set[str] = set()  # folders known to resolve inside OUT/
+        self._checked: set[str] = set()  # folders known to resolve inside OUT/ (the current paper's and above)
 
     def _inside(self, relative: str) -> Path:
         parts = relative.split("/")
@@ -110,6 +110,12 @@ class Folder:
         except OSError as exc:
             raise InputError(f"{self.out}/{relative}: cannot write: {exc.strerror}") from None
         (self.paper_files if relative.startswith("paper/") else self.files)[relative] = [stat.st_size, stat.st_mtime_ns]
+
+    def next_paper(self) -> None:
+        """Forget the last paper's files and checked folders: what is held stays one paper's worth (a set of
+        every folder checked grew with the corpus, about ten paths a paper)."""
+        self.paper_files = {}
+        self._checked = {folder for folder in self._checked if not folder.startswith(f"{self.root}/paper/")}
 
     def touched(self, recorded: dict[str, list[int]]) -> set[str]:
         """The files of `recorded` that are gone or whose size or modification time is not the one recorded:
@@ -271,7 +277,7 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
 def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Question], None],
             folder: Folder) -> dict[str, list[int]]:
     """Every file of one paper, written where its bytes changed; its files as they are now."""
-    folder.paper_files = {}
+    folder.next_paper()
     shared = Question(paper, as_of)  # one read of the paper's facts and one record for all its files
     for route in published(PER_PAPER):
         write(route, shared)
