@@ -29,8 +29,8 @@ CHUNK = 50_000  # events read and added at a time while catching up: memory stay
 # as needed, so thousands of catch-ups in one process (publish, a paper's own size each) stay flat in memory.
 LINKS_KEPT = 5_000
 _HEX = {f"{digit:x}": digit for digit in range(SLOTS)}
-KEYS_KEPT = 5_000  # papers whose keys are kept: the busiest are asked most; the rest cost a SHA-256 again
-_KEYS: dict[str, tuple[str, bytes]] = {}  # paper -> its key (hex, bytes): SHA-256 once per paper and process
+KEYS_KEPT = 5_000  # papers whose keys are kept, the first met; any other costs its SHA-256 each time asked
+_KEYS: dict[str, tuple[str, bytes]] = {}  # paper -> its key (hex, bytes)
 
 
 class Edge(NamedTuple):

@@ -19,7 +19,7 @@ from ledger.log.paper_index import ZERO, IndexProof, Neighbour, paper_key
 from ledger.storage.index_nodes import ID_SHIFT, SLOTS, Leaf, Node, decode, leaf_root
 
 IN_LIST = 400  # parameters per IN list: under every SQLite build's limit
-CACHE_LIMIT = 200_000  # decoded nodes (or papers' keys, observations' links) kept; past it a cache starts again
+CACHE_LIMIT = 200_000  # nodes of an index held in memory where it cannot be written; past it, computed again
 NODES_KEPT = 500  # decoded nodes read or written kept for later reads (a node is a few KB decoded): past it,
 # the cache starts again, so a process asking proofs at thousands of sizes (publish) stays flat in memory
 HELD = 1 << 63  # in the id of a node computed in memory: stored ids are below 2**63 (a signed 64-bit key)
