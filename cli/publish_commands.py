@@ -73,6 +73,9 @@ def publish(
     as_of: Annotated[str, typer.Option("--as-of", help="Effective time: a date (end of that day, UTC) or a timestamp.")],
     key: Annotated[Optional[str], typer.Option("--key", help="Signing key file: write /checkpoint and evidence "
                                                              "bundles (default: none, neither is written).")] = None,
+    trust_folder: Annotated[bool, typer.Option(
+        "--trust-folder", help="Do not re-check the files of papers with no new event (their size and time, one "
+                               "look a file): a quick daily run; a run without it finds files edited by hand.")] = False,
     json: Json = False,
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""
@@ -82,7 +85,8 @@ def publish(
     at = when("--as-of", as_of)
     signer = load_signer(key) if key else None
     meter = Meter("publish", "papers")  # on a terminal only: papers done, their rate, the time left
-    result = write_site(open_store(ctx), out, at, signer, lambda done, total: meter.update("", done, total, done))
+    result = write_site(open_store(ctx), out, at, signer, lambda done, total: meter.update("", done, total, done),
+                        trust_folder)
     meter.close()
     if json:
         write_json(result.as_json())

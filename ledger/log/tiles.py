@@ -117,23 +117,38 @@ def parse_tile_path(path: str) -> Tile:
     return tile
 
 
-def tiles_of(size: int) -> Iterator[Tile]:
+def tiles_of(size: int, since: int = 0) -> Iterator[Tile]:
     """Every tile a tree of `size` leaves has, level by level: its full tiles and, at each level, the
     partial tile of width floor(size / 256**L) mod 256 when that is not zero; then the entry bundles (the
-    same indexes and widths as level 0)."""
+    same indexes and widths as level 0). With `since`, only the tiles a tree of that size did not have (one
+    it had, full or partial, has the same path and bytes): a re-publish reads what is new, not the log."""
     level = 0
     while size >> (HEIGHT * level):
-        count = size >> (HEIGHT * level)  # complete subtrees of 256**level leaves
-        yield from (Tile(level, n) for n in range(count // WIDTH))
-        if count % WIDTH:
+        count, before = size >> (HEIGHT * level), since >> (HEIGHT * level)  # complete subtrees of 256**level leaves
+        yield from (Tile(level, n) for n in range(before // WIDTH, count // WIDTH))
+        if count % WIDTH and count != before:
             yield Tile(level, count // WIDTH, count % WIDTH)
         level += 1
-    yield from (Tile(None, t.index, t.width) for t in tiles_of_level0(size))
+    yield from (Tile(None, t.index, t.width) for t in tiles_of_level0(size, since))
 
 
-def tiles_of_level0(size: int) -> list[Tile]:
-    """The level-0 tiles of a tree of `size` leaves, the partial one last."""
-    return [Tile(0, n) for n in range(size // WIDTH)] + ([Tile(0, size // WIDTH, size % WIDTH)] if size % WIDTH else [])
+def tiles_of_level0(size: int, since: int = 0) -> list[Tile]:
+    """The level-0 tiles of a tree of `size` leaves (that one of `since` leaves did not have), the partial one last."""
+    return [Tile(0, n) for n in range(since // WIDTH, size // WIDTH)] + \
+        ([Tile(0, size // WIDTH, size % WIDTH)] if size % WIDTH and size != since else [])
+
+
+def partial_tiles(size: int) -> list[Tile]:
+    """The partial tiles of a tree of `size` leaves: at most one a level, and the partial entry bundle."""
+    found = [Tile(level, (size >> (HEIGHT * level)) // WIDTH, (size >> (HEIGHT * level)) % WIDTH)
+             for level in range(MAX_LEVEL + 1) if (size >> (HEIGHT * level)) % WIDTH]
+    return found + [Tile(None, size // WIDTH, size % WIDTH)] * bool(size % WIDTH)
+
+
+def in_tree(tile: Tile, size: int) -> bool:
+    """Whether a tree of `size` leaves has `tile` (as `tiles_of(size)` lists it)."""
+    count = size >> tile.height
+    return (tile.full and tile.index < count // WIDTH) or (tile.index == count // WIDTH and tile.width == count % WIDTH)
 
 
 def hash_tile(hashes: list[bytes]) -> bytes:

@@ -14,7 +14,7 @@ from ledger.core.errors import IntegrityError, NotFoundError
 from ledger.log.merkle import leaf_hash
 from ledger.storage.cursor import Cursor
 from ledger.storage.store import Store
-from ledger.log.tiles import Tile, bundle, hash_tile, tiles_of
+from ledger.log.tiles import Tile, bundle, hash_tile, in_tree, tiles_of
 
 
 def read_entries(cursor: Cursor, first: int, count: int) -> list[tuple[int, bytes]]:
@@ -79,9 +79,9 @@ def all_tiles(store: Store, size: int, since: int = 0, also: frozenset[Tile] = f
     Raises: IntegrityError when rows or nodes are missing, or a StoreError from the store (EntryTooLongError:
     an entry too long for an entry bundle).
     """
-    had = set(tiles_of(since)) - also if since else set()
-    for tile in tiles_of(size):
-        if tile.entries or tile in had:
+    again = sorted((t for t in also if in_tree(t, size)), key=lambda t: (t.entries, t.level or 0, t.index))
+    for tile in [*again, *(t for t in tiles_of(size, since) if t not in also)]:
+        if tile.entries:
             continue  # an entry bundle is yielded with its level-0 tile
         with store.reading() as cursor:
             if tile.level == 0:

@@ -166,6 +166,41 @@ def test_a_file_deleted_or_edited_by_hand_is_restored_to_the_bytes_serve_gives(c
     assert publish(cli, out, "--key", str(key_file))["rebuilt"] == 0
 
 
+def test_trust_folder_looks_only_at_papers_with_new_events(client, rich, key_file, tmp_path):
+    store, dates = rich
+    cli, out, fresh = Cli.of(store), tmp_path / "site", tmp_path / "fresh"
+    first = publish(cli, out, "--key", str(key_file))
+    other = next(p for p in dates if p != PAPER_004)
+    name = f"paper/{other}/citation-record/index.html"
+    edited = out / name
+    with open(edited, "ab") as page:  # by hand, in place: what --trust-folder does not look for
+        page.write(b" ")
+    trusted = publish(cli, out, "--key", str(key_file), "--trust-folder")
+    assert (trusted["rebuilt"], trusted["written"], trusted["unchanged"]) == (0, 0, first["written"])
+    assert edited.read_bytes().endswith(b" ")
+    # A new fact of one paper: that paper is rendered, and the site is what a publish from nothing writes.
+    record = orjson.loads((out / f"paper/{PAPER_004}/citation-record.json").read_bytes())
+    later = tmp_path / "more.jsonl"
+    later.write_bytes(event_line("resolution.recorded", {"observation_id": record["inbound"][5]["observation_id"],
+        "resolution": {"observed_at": "2026-08-23T10:00:00Z", "resolver_source": "arxiv_id", "status": "metadata_mismatch"}}))
+    assert cli("import", str(later)).exit_code == 0
+    assert publish(cli, out, "--key", str(key_file), "--trust-folder")["rebuilt"] == 1
+    publish(cli, fresh, "--key", str(key_file))
+    now, whole = files_of(out), files_of(fresh)
+    size = trusted["tree_size"]
+    stale = {name for name in now if name.startswith("tile/") and name.endswith(f".p/{size}")}  # kept, as C2SP asks
+    assert stale and {n: v[0] for n, v in now.items() if n not in stale and n != name} \
+        == {n: v[0] for n, v in whole.items() if n != name}
+    # A run without it finds the edit and restores the bytes serve gives.
+    checked = publish(cli, out, "--key", str(key_file))
+    assert (checked["rebuilt"], checked["written"]) == (1, 1)
+    assert edited.read_bytes() == whole[name][0] == client.get(url_of(name, AS_OF)).content
+    # Another as-of is every paper again, trusted or not.
+    assert cli("publish", "--as-of", "2026-09-03", str(out), "--json", "--key", str(key_file),
+               "--trust-folder").exit_code == 0
+    assert orjson.loads((out / SETTINGS).read_bytes())["as_of"].startswith("2026-09-03")
+
+
 @pytest.mark.parametrize("change, why", [("as_of", "another --as-of"), ("key", "another key"),
                                          ("version", "another version")])
 def test_another_as_of_key_or_version_renders_every_paper(client, rich, key_file, tmp_path, change, why):
@@ -253,6 +288,6 @@ def test_a_damaged_state_renders_again_what_it_cannot_vouch_for(rich, tmp_path, 
         (out / SETTINGS).write_bytes(orjson.dumps({**state, "files": {**state["files"], name: "garbage",
                                                                       "tile/../../x": [1, 2]}}))
     again = publish(cli, out)
-    expected = {"state": len(dates), "lines": len(dates) - 1, "stat": 0}[damage]
+    expected = {"state": len(dates), "lines": 1, "stat": 0}[damage]  # a bad line: that paper only
     assert again["rebuilt"] == expected and again["written"] == 0 and again["unchanged"] == first["written"]
     assert publish(cli, out)["rebuilt"] == 0  # and the state is whole again

@@ -17,8 +17,8 @@ from ledger.core.canonical import canonical
 from ledger.core.errors import InputError
 from ledger.model.events import make_event
 from ledger.services.proofs import prove_inclusion
-from ledger.log.tiles import (MAX_ENTRY, EntryTooLongError, Tile, bundle, format_index, longest_entry, parse_tile_path,
-                          read_bundle, tiles_of)
+from ledger.log.tiles import (MAX_ENTRY, EntryTooLongError, Tile, bundle, format_index, in_tree, longest_entry,
+                              parse_tile_path, partial_tiles, read_bundle, tiles_of)
 from tests.conftest import Cli, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_merkle import rfc_verify_inclusion
@@ -213,6 +213,17 @@ def test_tile_paths_follow_the_spec_examples():
     assert [t.path() for t in tiles if not t.full] == ["tile/0/273.p/112", "tile/1/001.p/17", "tile/2/000.p/1"]
     assert [t.path() for t in tiles_of(256)] == ["tile/0/000", "tile/1/000.p/1", "tile/entries/000"]
     assert list(tiles_of(0)) == []
+
+
+@given(st.integers(0, 300_000), st.integers(0, 300_000))
+def test_the_tiles_since_a_size_are_those_that_size_did_not_have(a, b):
+    since, size = min(a, b), max(a, b)
+    every = list(tiles_of(size))
+    had = set(tiles_of(since))
+    assert list(tiles_of(size, since)) == [t for t in every if t not in had]
+    assert set(partial_tiles(size)) == {t for t in every if not t.full}
+    assert all(in_tree(t, size) for t in every)
+    assert not any(in_tree(t, size) for t in had - set(every))  # an earlier size's partial tiles
 
 
 @given(st.one_of(st.none(), st.integers(0, 63)), st.integers(0, 2**64), st.integers(1, 256))
