@@ -21,9 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from importlib.resources import files
-from typing import Callable, Iterator
+from typing import Callable, Iterable
 
-import orjson
 
 from ledger.core.errors import InputError
 from ledger.core.times import When, when
@@ -35,13 +34,14 @@ from ledger.services.tilestore import all_tiles
 
 from ledger.model.arxiv import paper_id
 from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
+from ledger.web.publish_state import PublishState
 from ledger.web.site import ASSETS, Site
 
 
-# What the last publish wrote, so that the next rebuilds only what changed: its settings, the site's own files,
-# and each paper's files, a line per paper. Not a page: no route serves it.
+# What the last publish wrote, so that the next rebuilds only what changed (`web.publish_state`). Not a page:
+# no route serves it.
 STATE = ".ledger-publish"
-SETTINGS, PAPERS = f"{STATE}/state.json", f"{STATE}/papers.jsonl"
+STATE_FILE = f"{STATE}/state.sqlite"
 
 
 @dataclass
@@ -74,8 +74,8 @@ class Folder:
             raise InputError(f"{out}: not a folder")
         self.root = os.path.realpath(out)
         self.written = 0
-        # relative path -> [size, mtime_ns] as this run left it: the site's own files, and the current paper's
-        # (handed to the state a paper at a time, so memory stays flat however many papers there are)
+        # relative path -> [size, mtime_ns] of what this run wrote or found written: the site's own files, and
+        # the current paper's (handed to the state a paper at a time, so memory stays flat)
         self.files: dict[str, list[int]] = {}
         self.paper_files: dict[str, list[int]] = {}
         self._checked: set[str] = set()  # folders known to resolve inside OUT/ (the current paper's and above)
@@ -131,55 +131,14 @@ class Folder:
                 touched.add(relative)
         return touched
 
-    def state(self) -> dict | None:
-        """What the last publish into OUT/ saved, or None (none saved, or not readable as one)."""
-        try:
-            state = orjson.loads(self._inside(SETTINGS).read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return None
-        return state if isinstance(state, dict) and state.get("format") == 2 else None
-
-    def kept_papers(self) -> Iterator[tuple[str, bytes]]:
-        """(paper, its line as the last publish saved it: `[paper, {file: [size, mtime]}]`), in saved order.
-        Only the id is read here (an arXiv id holds no quote): `kept_files` decodes the rest when needed."""
-        try:
-            with open(self._inside(PAPERS), "rb") as lines:
-                for line in lines:
-                    if line.startswith(b'["') and line.endswith(b"]\n"):
-                        yield line[2:line.find(b'"', 2)].decode("ascii", "replace"), line
-        except OSError:
-            return  # what cannot be read is rendered again
-
-    @staticmethod
-    def kept_files(line: bytes | None) -> dict[str, list[int]] | None:
-        """The files of a kept line, or None when it is not one (rendered again)."""
-        try:
-            _, files = orjson.loads(line)
-        except (orjson.JSONDecodeError, ValueError, TypeError):
-            return None
-        return files if isinstance(files, dict) else None
-
-    def state_lines(self) -> Path:
-        """Where this run writes its papers' lines, until `save` puts them in place."""
-        target = self._inside(PAPERS)
+    def state_file(self) -> Path:
+        """Where the publish state is kept (`web.publish_state`), its folder made."""
+        target = self._inside(STATE_FILE)
         try:
             target.parent.mkdir(exist_ok=True)
         except OSError as exc:
             raise InputError(f"{self.out}/{STATE}: cannot create: {exc.strerror}") from None
-        self._inside(PAPERS)  # the folder, now that it exists, must not lead out
-        return target.with_name(f".{target.name}.{os.getpid()}.tmp")
-
-    def save(self, state: dict, papers: Path) -> None:
-        """Write the state last, atomically, after the papers' lines: a run that stops before this leaves the
-        previous state, and the files it did write no longer match it, so the next run writes them again."""
-        target = self._inside(SETTINGS)
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        try:
-            os.replace(papers, self._inside(PAPERS))
-            temporary.write_bytes(orjson.dumps(state))
-            os.replace(temporary, target)
-        except OSError as exc:
-            raise InputError(f"{self.out}/{SETTINGS}: cannot write: {exc.strerror}") from None
+        return self._inside(STATE_FILE)  # the folder, now that it exists, must not lead out
 
 
 def _renderer() -> str:
@@ -207,7 +166,7 @@ def _whole(before: dict | None, settings: dict, store: Store, size: int) -> str 
         if before.get(name) != settings[name]:
             return why
     old = before.get("tree_size")
-    if not isinstance(old, int) or not 0 <= old <= size or not isinstance(before.get("files"), dict):
+    if not isinstance(old, int) or not 0 <= old <= size:
         return "the state names a log larger than this ledger's"
     with store.reading() as cursor:
         chain = cursor.entry(old).chain_hash.hex() if old else None
@@ -216,33 +175,58 @@ def _whole(before: dict | None, settings: dict, store: Store, size: int) -> str 
     return None
 
 
+def _checked_ids(papers: Iterable[str]) -> list[str]:
+    """The papers, each id checked to be an arXiv id (one that is not could name a path outside OUT/)."""
+    papers = list(papers)
+    for paper in papers:
+        try:
+            paper_id(paper)
+        except InputError as exc:
+            raise InputError(f"publish: the ledger holds a paper whose id cannot be a path: {exc}; nothing written") from None
+    return papers
+
+
 def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
             progress: Callable[[int, int], None] | None = None, trust: bool = False) -> Published:
     """Write the site as of `as_of` under `out`; return how many files were written and left alone.
     Papers with no event since the last publish into `out` (its state: as-of, key, tree size, every file's
     size and time) keep their files, unless one was edited or deleted since. With `trust`, the files of those
-    papers and the log's tiles are not looked at (one lstat a file, the run's cost on a large site): what an
-    unchanged paper has in OUT/ is taken to be what the state says. `progress(done, total)` is told after
-    each paper."""
-    size, chain, _ = store.head()
-    papers = sorted(store.papers(as_of.key))  # sorted here: the state's lines are merged in this order
-    for paper in papers:  # every id, before any file: one that is not an arXiv id writes nothing at all
-        try:
-            paper_id(paper)
-        except InputError as exc:
-            raise InputError(f"publish: the ledger holds a paper whose id cannot be a path: {exc}; nothing written") from None
+    papers and the site's are not looked at (one lstat a file, the run's cost on a large site): only the
+    papers with events since are read at all. `progress(done, total)` is told after each paper rendered or
+    checked."""
+    if not os.path.lexists(out / STATE_FILE):  # a first publish: every id checked before OUT/ is made
+        _checked_ids(store.papers(as_of.key))
     folder = Folder(out)
+    state = PublishState(folder.state_file())
+    try:
+        return _publish(store, folder, state, as_of, signer, progress, trust)
+    finally:
+        state.close()
+
+
+def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, signer: Signer | None,
+             progress: Callable[[int, int], None] | None, trust: bool) -> Published:
+    size, chain, _ = store.head()
     site = Site(store, signer)
     settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None}
-    before = folder.state()
+    before = state.settings()
     whole = _whole(before, settings, store, size)
-    since, touched, changed, kept = 0, set(), set(papers), iter(())
+    since, touched = 0, set()
     if whole is None:
-        touched = set() if trust else folder.touched(before["files"])
-        folder.files = {name: stat for name, stat in before["files"].items() if name not in touched}
+        since = before["tree_size"]
         with store.reading() as cursor:
-            changed = cursor.papers_since(before["tree_size"], size)
-        since, kept = before["tree_size"], folder.kept_papers()
+            changed = cursor.papers_since(since, size)
+            if trust:  # the papers with events since that have a record as of then: nothing else is read
+                papers = _checked_ids(sorted(cursor.shown_papers(changed, as_of.key)))
+        if not trust:
+            touched = folder.touched(dict(state.site_files()))
+            state.forget_site_files(touched)
+    else:
+        state.forget()
+    if whole is not None or not trust:
+        papers = _checked_ids(store.papers(as_of.key))  # sorted by the store, as the state's rows are
+    if whole is not None:
+        changed = set(papers)
 
     if signer is not None:  # the index at each paper's own size, smallest first: each catch-up is short
         for own in sorted({store.paper_version(paper)[1] for paper in papers if paper in changed} - {0}):
@@ -257,26 +241,18 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
             write(route, Question(name=name))
     for route in published(ONCE):
         write(route, Question())
-    rendered = unchanged = 0
-    lines = folder.state_lines()
-    with open(lines, "wb") as state:
-        last = next(kept, None)
-        for count, paper in enumerate(papers, start=1):
-            while last is not None and last[0] < paper:
-                last = next(kept, None)
-            line = last[1] if last is not None and last[0] == paper else None
-            if trust and line is not None and paper not in changed:
-                unchanged += line.count(b'":[')  # a file is `"path":[size,mtime]`, decoded by nobody here
-            else:
-                files = None if line is None or paper in changed else folder.kept_files(line)
-                if files is None or folder.touched(files):
-                    rendered += 1
-                    files = _render(site, paper, as_of, write, folder)
-                unchanged += len(files)
-                line = orjson.dumps([paper, files]) + b"\n"
-            state.write(line)
-            if progress:
-                progress(count, len(papers))
+    rendered = 0
+    kept = state.papers() if whole is None and not trust else iter(())
+    last = next(kept, None)
+    for count, paper in enumerate(papers, start=1):
+        while last is not None and last[0] < paper:
+            last = next(kept, None)
+        files = last[1] if last is not None and last[0] == paper else None
+        if paper in changed or files is None or folder.touched(files):
+            rendered += 1
+            state.keep_paper(paper, _render(site, paper, as_of, write, folder))
+        if progress:
+            progress(count, len(papers))
     redone = frozenset(filter(None, (_tile(t) for t in touched if t.startswith("tile/"))))
     for route in published(PER_TILE):
         for tile, data in all_tiles(store, size, since, redone):  # tiles before the checkpoint that needs them
@@ -284,11 +260,11 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
     if signer is not None:
         for route in published(SIGNED):
             write(route, Question(size=size))
-    folder.save({"format": 2, **settings, "tree_size": size, "chain": chain.hex(), "files": folder.files}, lines)
-    partial = {tile.path() for tile in partial_tiles(size)}  # the partial tiles of earlier sizes are kept, not counted
-    unchanged += sum(1 for name in folder.files if not (name.startswith("tile/") and ".p/" in name) or name in partial)
-    return Published(as_of.text, len(papers), folder.written, unchanged - folder.written, size, str(out),
-                     rendered, whole)
+    state.keep_site_files(folder.files)
+    count, paper_files = state.paper_totals()
+    unchanged = paper_files + state.site_count(tile.path() for tile in partial_tiles(size)) - folder.written
+    state.save({**settings, "tree_size": size, "chain": chain.hex()})
+    return Published(as_of.text, count, folder.written, unchanged, size, str(folder.out), rendered, whole)
 
 
 def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Question], None],

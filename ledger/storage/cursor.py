@@ -189,6 +189,13 @@ class Cursor:
                "LIMIT ?) AS p ORDER BY p.paper")
         return [(paper, bool(snapshot)) for paper, snapshot in self.execute(sql, params + [after, limit]).fetchall()]
 
+    def shown_papers(self, papers: Iterable[str], as_of_key: str) -> set[str]:
+        """Those of `papers` with a snapshot effective by `as_of_key`: a query a paper, for a few papers (all
+        of them: `papers_after`). Raises the driver's errors."""
+        shown, params = _snapshot_by(as_of_key, None)
+        sql = f"SELECT {shown} FROM (SELECT CAST(? AS TEXT) AS paper) AS p"
+        return {paper for paper in papers if self.execute(sql, params + [paper]).fetchone()[0]}
+
     def paper_count(self, as_of_key: str, known_at: str | None = None) -> int:
         """How many papers have a snapshot effective by `as_of_key` (and recorded by `known_at`). Raises the
         driver's errors."""
@@ -206,7 +213,7 @@ class Cursor:
 
 def _snapshot_by(as_of_key: str, known_at: str | None) -> tuple[str, list]:
     """Whether paper `p.paper` has a snapshot effective by `as_of_key` (and recorded by `known_at`): an SQL
-    condition and its parameters, for `Cursor.papers_after` and `Cursor.paper_count`."""
+    condition and its parameters, for `Cursor.papers_after`, `shown_papers` and `paper_count`."""
     sql = "EXISTS (SELECT 1 FROM events AS s WHERE s.paper = p.paper AND s.kind = ? AND s.effective_key <= ?"
     if known_at is None:
         return sql + ")", [PAPER_SNAPSHOT, as_of_key]

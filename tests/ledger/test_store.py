@@ -419,6 +419,9 @@ def test_papers_and_their_count_skip_papers_without_a_snapshot_by_then_across_pa
     assert list(store.papers("2026-12-31T00:00:00.000000Z", batch=3)) == ids + ["2601.00008"]
     assert list(store.papers(as_of, known_at=recorded, batch=2)) == shown[:-1]
     assert store.paper_count(as_of, known_at=recorded) == len(shown) - 1
+    with store.reading() as cursor:  # a few papers asked by name: the same answer as the listing's
+        assert cursor.shown_papers([*ids, "2601.00008", "2601.99999"], as_of) == set(shown)
+        assert cursor.shown_papers([], as_of) == set()
 
 
 def test_listing_and_counting_papers_read_the_paper_index_not_every_event(tmp_path):

@@ -2,6 +2,7 @@
 nothing ever written outside OUT/."""
 
 import os
+import sqlite3
 
 import orjson
 import pytest
@@ -10,7 +11,8 @@ from ledger.core.errors import InputError
 from ledger.log.signed_notes import generate_signer, parse_signer, verify_checkpoint
 from tests.conftest import PAPER_004, Cli
 from tests.helpers import event_line
-from ledger.web.publish import PAPERS, SETTINGS, STATE, Folder
+from ledger.web.publish import STATE, STATE_FILE, Folder
+from ledger.web.publish_state import PublishState
 from ledger.web.routes import file_for
 
 
@@ -28,6 +30,16 @@ def files_of(out) -> dict[str, tuple[bytes, int, int]]:
             stat = os.stat(path)
             found[os.path.relpath(path, out)] = (open(path, "rb").read(), stat.st_ino, stat.st_mtime_ns)
     return found
+
+
+def state_sql(out, sql: str, *params):
+    """Run one statement on the publish state of `out` (to read it, or damage it), committed."""
+    with sqlite3.connect(out / STATE_FILE) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def saved_settings(out) -> dict:
+    return orjson.loads(state_sql(out, "SELECT body FROM settings")[0][0])
 
 
 def url_of(relative: str, as_of: str) -> str:
@@ -198,7 +210,7 @@ def test_trust_folder_looks_only_at_papers_with_new_events(client, rich, key_fil
     # Another as-of is every paper again, trusted or not.
     assert cli("publish", "--as-of", "2026-09-03", str(out), "--json", "--key", str(key_file),
                "--trust-folder").exit_code == 0
-    assert orjson.loads((out / SETTINGS).read_bytes())["as_of"].startswith("2026-09-03")
+    assert saved_settings(out)["as_of"].startswith("2026-09-03")
 
 
 @pytest.mark.parametrize("change, why", [("as_of", "another --as-of"), ("key", "another key"),
@@ -214,8 +226,7 @@ def test_another_as_of_key_or_version_renders_every_paper(client, rich, key_file
         key = tmp_path / "other.key"
         key.write_text(f"{generate_signer('example.org/ledger')}\n")
     else:
-        state = orjson.loads((out / SETTINGS).read_bytes())
-        (out / SETTINGS).write_bytes(orjson.dumps({**state, "renderer": "0" * 64}))
+        state_sql(out, "UPDATE settings SET body = ?", orjson.dumps({**saved_settings(out), "renderer": "0" * 64}).decode())
     result = cli("publish", "--as-of", as_of, str(out), "--json", "--key", str(key))
     assert result.exit_code == 0, result.stderr
     again = orjson.loads(result.stdout)
@@ -252,18 +263,19 @@ def test_a_run_that_stops_before_saving_its_state_is_made_whole_by_the_next(rich
                       "resolution": {"observed_at": "2026-08-23T10:00:00Z", "resolver_source": "arxiv_id",
                                      "status": "metadata_mismatch"}}))
     assert cli("import", str(later)).exit_code == 0
-    saved = (out / SETTINGS).read_bytes()
+    saved = saved_settings(out), state_sql(out, "SELECT * FROM papers ORDER BY paper")
 
     def stop(*args):
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patched:
-        patched.setattr(Folder, "save", stop)
+        patched.setattr(PublishState, "save", stop)
         with pytest.raises(KeyboardInterrupt):
             from ledger.web.publish import publish as write_site
             from ledger.core.times import when
             write_site(store, out, when("as_of", AS_OF))
-    assert (out / SETTINGS).read_bytes() == saved  # the state is the last run's: the new files are not in it
+    # The state is the last run's (its transaction rolled back): the new files are not in it.
+    assert (saved_settings(out), state_sql(out, "SELECT * FROM papers ORDER BY paper")) == saved
     again = publish(cli, out)
     assert again["rebuilt"] == 1 and again["whole"] is None
     fresh = tmp_path / "fresh"
@@ -272,22 +284,21 @@ def test_a_run_that_stops_before_saving_its_state_is_made_whole_by_the_next(rich
         == {k: v[0] for k, v in files_of(fresh).items()}
 
 
-@pytest.mark.parametrize("damage", ["state", "lines", "stat"])
+@pytest.mark.parametrize("damage", ["file", "state", "row", "stat"])
 def test_a_damaged_state_renders_again_what_it_cannot_vouch_for(rich, tmp_path, damage):
     store, dates = rich
     cli, out = Cli.of(store), tmp_path / "site"
     first = publish(cli, out)
-    if damage == "state":
-        (out / SETTINGS).write_bytes(b"{not json")
-    elif damage == "lines":
-        lines = (out / PAPERS).read_bytes().splitlines(keepends=True)
-        (out / PAPERS).write_bytes(b"".join(lines[:1]) + b"[1, 2, 3]\n" + b"".join(lines[2:]))
+    if damage == "file":
+        (out / STATE_FILE).write_bytes(b"not an SQLite file, " * 100)
+    elif damage == "state":
+        state_sql(out, "UPDATE settings SET body = ?", "{not json")
+    elif damage == "row":
+        state_sql(out, "UPDATE papers SET files = ? WHERE paper = (SELECT min(paper) FROM papers)", b"[1, 2, 3]")
     else:
-        state = orjson.loads((out / SETTINGS).read_bytes())
-        name = next(iter(state["files"]))
-        (out / SETTINGS).write_bytes(orjson.dumps({**state, "files": {**state["files"], name: "garbage",
-                                                                      "tile/../../x": [1, 2]}}))
+        state_sql(out, "UPDATE site SET size = 'garbage' WHERE path = (SELECT min(path) FROM site)")
+        state_sql(out, "INSERT INTO site VALUES ('tile/../../x', 1, 2)")
     again = publish(cli, out)
-    expected = {"state": len(dates), "lines": 1, "stat": 0}[damage]  # a bad line: that paper only
+    expected = {"file": len(dates), "state": len(dates), "row": 1, "stat": 0}[damage]  # a bad row: that paper only
     assert again["rebuilt"] == expected and again["written"] == 0 and again["unchanged"] == first["written"]
     assert publish(cli, out)["rebuilt"] == 0  # and the state is whole again

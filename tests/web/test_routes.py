@@ -3,6 +3,7 @@ of the table that `serve` answers with the same bytes, and every GET route of th
 that publish writes files for, or a row that says why it is live only."""
 
 import os
+import sqlite3
 import re
 from collections import Counter
 
@@ -12,7 +13,7 @@ import pytest
 from fastapi.responses import Response
 
 from ledger.model import paths
-from ledger.web.publish import STATE, publish
+from ledger.web.publish import STATE_FILE, publish
 from ledger.web.routes import ROUTES, Route
 from ledger.core.times import when
 from tests.conftest import PAPER_004
@@ -88,8 +89,10 @@ def site(rich, signer, tmp_path) -> dict[str, bytes]:
             path = os.path.join(folder, name)
             found[os.path.relpath(path, out)] = open(path, "rb").read()
     # publish's own record of what it wrote, not a page
-    assert orjson.loads(found.pop(f"{STATE}/state.json"))["tree_size"] == store.head()[0]
-    assert found.pop(f"{STATE}/papers.jsonl").count(b"\n") == len(list(store.papers(when("as_of", AS_OF).key)))
+    with sqlite3.connect(out / STATE_FILE) as db:
+        assert orjson.loads(db.execute("SELECT body FROM settings").fetchone()[0])["tree_size"] == store.head()[0]
+        assert db.execute("SELECT count(*) FROM papers").fetchone()[0] == len(list(store.papers(when("as_of", AS_OF).key)))
+    assert found.pop(STATE_FILE)
     return found
 
 
