@@ -202,8 +202,8 @@ def measure(papers: int, built: Built, folder: Path, key: Path, reps: int) -> Si
         steps = [("a", "first publish, into an empty folder: every file rendered and written", first),
                  ("b", f"the same again, nothing changed: the state read, every file's size and time checked, no "
                        f"paper rendered (median of {reps})", medians[()]),
-                 ("b'", f"the same with `--trust-folder`: the state read, only the site's own files and papers with "
-                        f"new events looked at (median of {reps})", medians[("--trust-folder",)]),
+                 ("b'", f"the same with `--trust-folder`: only the papers with events since asked for and their "
+                        f"state rows read (none here) (median of {reps})", medians[("--trust-folder",)]),
                  ("c", "after one paper gained one fact (one event line through `ledger import`, not counted here)",
                   fact),
                  ("d", "`--as-of` a day later, nothing appended", later),
