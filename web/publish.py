@@ -240,7 +240,7 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
         for name in ASSETS:
             write(route, Question(name=name))
     for route in published(ONCE):
-        write(route, Question())
+        write(route, Question(as_of=as_of))
     rendered = 0
     kept = state.papers() if whole is None and not trust else iter(())
     last = next(kept, None)

@@ -160,7 +160,10 @@ def _record_html(site: Site, q: Question) -> Body:
 
 AS_OF = ("as_of", "known_at")
 ROUTES = (
-    Route("index", paths.INDEX, html=lambda site, q: site.index_html(), published=ONCE, depends=()),
+    Route("index", paths.INDEX, html=lambda site, q: site.index_html(q.as_of), query=("as_of",), published=ONCE,
+          depends=("log",)),
+    Route("not_found", paths.NOT_FOUND, file=lambda site, q: Site.not_found_html(), published=ONCE, store=False,
+          depends=()),
     Route("evidence", paths.EVIDENCE, html=lambda site, q: site.evidence_html(), published=ONCE, depends=()),
     Route("asset", paths.ASSET, file=lambda site, q: Site.asset(q.name), published=PER_ASSET, store=False),
     Route("checkpoint", paths.CHECKPOINT, file=lambda site, q: site.checkpoint(q.size), published=SIGNED,

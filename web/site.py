@@ -11,11 +11,13 @@ This module never writes to the ledger and never decides a status code.
 from __future__ import annotations
 
 import base64
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from typing import Iterable
+from urllib.parse import quote
 
 import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -49,10 +51,12 @@ CHECKPOINT = "public, max-age=5"
 IMMUTABLE = "public, max-age=31536000, immutable"
 ASSET = "public, max-age=3600"
 LATEST = 20  # events in full on a paper's page, newest first
+LISTED, RECENT_EVENTS = 100, 20_000  # the home page: up to 100 papers, those with events among the log's last 20,000
 # No script, style, font or image from anywhere but this origin, no inline script or style at all.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'")
-ASSETS = {"check.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+ASSETS = {"check.js": "text/javascript; charset=utf-8", "find.js": "text/javascript; charset=utf-8",
+          "style.css": "text/css; charset=utf-8",
           "icon.svg": "image/svg+xml"}
 
 
@@ -83,21 +87,64 @@ def _paper_link(arxiv_id: object) -> str | None:
         return None
 
 
+def _arxiv_link(arxiv_id: object) -> str | None:
+    try:
+        return f"https://arxiv.org/abs/{paper_id(arxiv_id)}"
+    except InputError:
+        return None
+
+
+def _doi_link(doi: object) -> str | None:
+    """doi.org's link for a DOI as the record states it (`10.<registrant>/<suffix>`), else None."""
+    if not isinstance(doi, str) or not re.fullmatch(r"10\.[0-9.]+/\S+", doi):
+        return None
+    return "https://doi.org/" + quote(doi, safe="/:;()._-")
+
+
+def _paper_row(label: str, block: dict | None, path: str) -> dict | None:
+    """A paper of a card, as the facts list shows it: its id (the JSON's, at `path`), arXiv, the local page."""
+    if not block or block.get("arxiv_id") is None:
+        return None
+    arxiv_id = block["arxiv_id"]
+    return {"label": label, "id": arxiv_id, "field": f"{path}.arxiv_id", "arxiv": _arxiv_link(arxiv_id),
+            "local": _paper_link(arxiv_id)}
+
+
+def _title(block: dict | None, path: str) -> tuple[str, str] | None:
+    """(title, its field) when the block has one."""
+    if block and isinstance(block.get("title"), str) and block["title"]:
+        return block["title"], f"{path}.title"
+    return None
+
+
 def _observation(obs: dict, direction: str, index: int) -> dict:
     citation = obs["citation"]
-    citing_id = citation["citing_paper"]["arxiv_id"]
     words = observation_words(obs, direction)
-    links = [("Citing paper", f"arXiv:{citing_id}", _paper_link(citing_id))]
-    if citation.get("cited_paper") is not None:
-        cited_id = citation["cited_paper"]["arxiv_id"]
-        links.append(("Cited paper", f"arXiv:{cited_id}", _paper_link(cited_id)))
+    citing = _title(citation["citing_paper"], "citation.citing_paper")
+    cited = _title(citation.get("cited_paper"), "citation.cited_paper") or \
+        _title(citation.get("cited_work"), "citation.cited_work")  # as `cited_label` chooses
+    # A card is headed by the other paper of the citation (inbound: who cites this one; outbound: what it cites).
+    heading = citing if direction == "inbound" else cited
+    if heading is None:
+        heading = (words["citing"] if direction == "inbound" else words["cited"], None)
+    papers = [_paper_row("Citing paper", citation["citing_paper"], "citation.citing_paper"),
+              _paper_row("Cited paper", citation.get("cited_paper"), "citation.cited_paper")]
+    work = citation.get("cited_work") or {}
+    if papers[1] is None and work.get("arxiv_id") is not None:
+        papers[1] = _paper_row("Cited paper", work, "citation.cited_work")
     return {
         "anchor": f"{direction}-{index + 1}", "id": obs["observation_id"], "direction": direction,
-        "sentence": words["sentence"], "citing": words["citing"], "cited": words["cited"],
-        "reference": words["reference"], "resolution": words["resolution"],
+        "heading": heading[0], "heading_field": heading[1],
+        "sentence": words["sentence"],
+        "citing": citing or (words["citing"], None), "cited": cited or (words["cited"], None),
+        "reference_index": citation["reference_index"],
+        "resolution": words["resolution"], "status": obs["resolution"]["status"],
         "notice": words["notice_events"] + ([words["notice_closing"]] if words["notice_closing"] else []),
+        "notice_state": obs["standing_notice"].get("state"),
         "digest": obs["observation_digest"],
-        "source": citation.get("source"), "source_observed_at": citation.get("source_observed_at"), "links": links,
+        "source": citation.get("source"), "source_observed_at": citation.get("source_observed_at"),
+        "papers": [p for p in papers if p is not None],
+        "doi": _doi_link(work.get("doi")), "doi_text": work.get("doi"),
     }
 
 
@@ -110,6 +157,7 @@ def _record_view(record: dict) -> dict:
     return {
         "title": paper.get("title") or f"arXiv:{paper['arxiv_id']}",
         "arxiv_id": paper["arxiv_id"], "version": f"v{paper.get('latest_version')}",
+        "arxiv_link": _arxiv_link(paper["arxiv_id"]),
         "lanes": lanes,
         "displayed": f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
         "states": state_words(record),
@@ -123,11 +171,21 @@ def _record_view(record: dict) -> dict:
     }
 
 
+# What would reorder the text after it (bidi controls) or print nothing (C0 and C1 controls but tab and line
+# ends): shown as its code point, here and in check.js's `shown`, so no title reverses a line or hides a part.
+HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: object) -> str:
+    return HIDDEN.sub(lambda m: f"\u27e8U+{ord(m[0]):04X}\u27e9", str(text))
+
+
 @cache
 def _templates() -> Environment:
     env = Environment(loader=PackageLoader("ledger.web", "templates"), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.globals.update(csp=CSP, urls=urls)
+    env.filters["shown"] = shown
     return env
 
 
@@ -305,8 +363,29 @@ class Site:
                            public_key=base64.b64encode(verifier.public).decode() if verifier else None),
                     HTML, ASSET)
 
-    def index_html(self) -> Body:
-        return Body(render("index.html", signed=self.signer is not None), HTML, ASSET)
+    def index_html(self, as_of: When) -> Body:
+        """The home page: the papers with the latest events (read from the log's end: its cost does not grow
+        with the ledger), each with its title, events and last change as of `as_of`, and a box to find any."""
+        with self.store.reading() as cursor:
+            recent = cursor.recent_papers(LISTED, RECENT_EVENTS)
+            listed = []
+            for paper in sorted(cursor.shown_papers(recent, as_of.key), key=recent.index):
+                snapshot, events, last = cursor.paper_summary(paper, as_of.key)
+                try:
+                    title = orjson.loads(snapshot).get("title") if snapshot else None
+                except (orjson.JSONDecodeError, AttributeError):
+                    title = None
+                listed.append({"paper": paper, "title": title if isinstance(title, str) and title else None,
+                               "events": events, "last": (last or "")[:10],
+                               "record": urls.record_url(paper, as_of.text if as_of.given else None),
+                               "page": urls.page_url(paper, as_of.text if as_of.given else None)})
+        return Body(render("index.html", signed=self.signer is not None, papers=listed, listed=LISTED,
+                           as_of=as_of.text), HTML, SHORT)
+
+    @staticmethod
+    def not_found_html() -> Body:
+        """What a static host serves for a path it does not have (`404.html`)."""
+        return Body(error_html(404, "there is no page at this address on this site"), HTML, ASSET)
 
     @staticmethod
     def asset(name: str) -> Body:

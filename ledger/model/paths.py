@@ -12,6 +12,7 @@ from __future__ import annotations
 
 INDEX = "/"
 EVIDENCE = "/evidence"
+NOT_FOUND = "/404.html"  # what a static host serves for a path the site does not have
 ASSET = "/assets/{name}"
 CHECKPOINT = "/checkpoint"
 TILE = "/tile/{rest}"  # C2SP tlog-tiles: rest is <L>/<N>[.p/<W>] or entries/<N>[.p/<W>]

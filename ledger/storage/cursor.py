@@ -196,6 +196,29 @@ class Cursor:
         sql = f"SELECT {shown} FROM (SELECT CAST(? AS TEXT) AS paper) AS p"
         return {paper for paper in papers if self.execute(sql, params + [paper]).fetchone()[0]}
 
+    def recent_papers(self, limit: int, window: int) -> list[str]:
+        """Up to `limit` papers with an event among the log's last `window`, the latest first: read from the
+        log's end, so the cost is the window's, not the log's. Raises the driver's errors."""
+        sql = ("SELECT coalesce(e.paper, o.paper) FROM events AS e LEFT JOIN observation_papers AS o "
+               "ON e.paper IS NULL AND o.observation = e.subject WHERE e.seq > ? ORDER BY e.seq DESC")
+        found: dict[str, None] = {}
+        for (paper,) in self.execute(sql, (max(self.head()[0] - window, 0),)):
+            if paper is not None:
+                found.setdefault(paper)
+                if len(found) == limit:
+                    break
+        return list(found)
+
+    def paper_summary(self, paper: str, as_of_key: str) -> tuple[bytes | None, int, str | None]:
+        """(its latest snapshot's payload, how many of its events, the latest effective key), of the events
+        effective by `as_of_key`. Raises the driver's errors."""
+        where, params = _paper_events(paper, None, None)
+        count, last = self.execute(f"SELECT count(*), max(effective_key) FROM events WHERE {where} AND "
+                                   "effective_key <= ?", params + [as_of_key]).fetchone()
+        row = self.execute("SELECT payload FROM events WHERE paper = ? AND kind = ? AND effective_key <= ? "
+                           "ORDER BY effective_key DESC, seq DESC LIMIT 1", (paper, PAPER_SNAPSHOT, as_of_key)).fetchone()
+        return (_blob(row[0]) if row else None), count, last
+
     def paper_count(self, as_of_key: str, known_at: str | None = None) -> int:
         """How many papers have a snapshot effective by `as_of_key` (and recorded by `known_at`). Raises the
         driver's errors."""

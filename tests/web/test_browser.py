@@ -110,10 +110,16 @@ class Watched:
         return self.page.eval_on_selector_all(
             "li.observation", "items => Object.fromEntries(items.map(i => [i.dataset.observationId, i.dataset.check || null]))")
 
-    def check(self) -> str:
-        self.page.click("#check-digests")
+    def verdict(self) -> str:
+        """The check's verdict, once the check the page runs on load has ended."""
         self.page.wait_for_selector("#check-summary[data-check]", timeout=30_000)
         return self.page.get_attribute("#check-summary", "data-check")
+
+    def check(self) -> str:
+        """Run the check again (the button), and its verdict."""
+        self.verdict()
+        self.page.click("#check-digests")
+        return self.verdict()
 
 
 @pytest.fixture
@@ -129,17 +135,18 @@ def watched(browser, server):
         w.close()
 
 
-def test_seed_004_page_shows_all_12_observations_checked(watched, server, tmp_path):
+def test_seed_004_page_checks_itself_on_load_all_12_observations(watched, server, tmp_path):
     w = watched()
     w.page.goto(server + RECORD)
-    assert w.page.is_visible("#check-digests")
-    assert set(w.states().values()) == {None}  # nothing claims to be checked before the reader asks
-    assert w.check() == "checked"
+    assert w.verdict() == "pass"
     states = w.states()
-    assert len(states) == 12 and set(states.values()) == {"checked"}
-    assert w.page.get_attribute('span.check[data-check-for="context"]', "data-check") == "checked"
-    assert w.page.text_content("#check-summary") == ("12 of 12 observation digests re-computed in this browser match; "
-                                                     "the context digest matches.")
+    assert len(states) == 12 and set(states.values()) == {"pass"}
+    assert w.page.get_attribute('span.check[data-check-for="context"]', "data-check") == "pass"
+    summary = w.page.text_content("#check-summary")
+    assert summary.startswith("Checked in this browser: the 12 observation cards, ") and "values and 13 digests" in summary
+    assert "Digests are not signatures" in summary and w.page.get_attribute("#check-summary", "role") == "status"
+    assert w.page.locator("#check-failures li").count() == 0
+    assert w.check() == "pass"  # and again on demand
     shot = tmp_path / "seed-004-checked.png"
     w.page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
@@ -164,15 +171,64 @@ def test_one_changed_title_byte_fails_that_observation_and_the_context_digest(wa
 
     w.page.route("**/citation-record.json*", tamper)
     w.page.goto(server + RECORD)
-    assert w.check() == "failed"
+    assert w.verdict() == "fail"
     states = w.states()
-    assert states.pop(target["observation_id"]) == "failed"
-    assert len(states) == 11 and set(states.values()) == {"checked"}
-    assert w.page.get_attribute('span.check[data-check-for="context"]', "data-check") == "failed"
+    assert states.pop(target["observation_id"]) == "fail"
+    assert len(states) == 11 and set(states.values()) == {"pass"}
+    assert w.page.get_attribute('span.check[data-check-for="context"]', "data-check") == "fail"
     failed = w.page.text_content(f'li[data-observation-id="{target["observation_id"]}"] span.check')
     assert failed.startswith("✗ failed: re-computed sha256:") and target["observation_digest"] not in failed
+    # The summary lists the card, what the page shows, what the JSON says and what was re-computed.
+    items = w.page.locator("#check-failures li").all_text_contents()
+    card = next(i for i in items if i.startswith(title.decode()))
+    assert f"the page shows “{title.decode()}” for citation.citing_paper.title, the JSON says “{changed.decode()}”" in card
+    assert f"the JSON states the digest {target['observation_digest']}, re-computed from the JSON: sha256:" in card
+    anchor = w.page.get_attribute(f'li[data-observation-id="{target["observation_id"]}"]', "id")
+    assert w.page.locator(f'#check-failures a[href="#{anchor}"]').count() == 1
     w.page.screenshot(path=str(tmp_path / "seed-004-one-byte-changed.png"), full_page=True)
     assert (tmp_path / "seed-004-one-byte-changed.png").stat().st_size > 20_000
+
+
+@pytest.mark.parametrize("tamper", ["visible digest", "citing title", "card removed", "context digest"])
+def test_what_the_page_shows_is_checked_not_only_the_json(watched, server, tamper):
+    """The JSON as served, the page's HTML changed: a digest in the visible text (the data-digest left), a
+    title in the HTML only, a card taken away, the context digest shown."""
+    w = watched()
+    record = orjson.loads(urllib.request.urlopen(f"{server}/paper/{PAPER_004}/citation-record.json?as_of={AS_OF_004}").read())
+    target = record["inbound"][3]
+
+    def edit(route):
+        response = route.fetch()
+        html = response.text()
+        if tamper == "visible digest":
+            shown = f'data-field="observation_digest">{target["observation_digest"]}<'
+            assert html.count(shown) == 1
+            html = html.replace(shown, shown.replace(target["observation_digest"][-4:] + "<", "0000<"))
+        elif tamper == "citing title":
+            title = target["citation"]["citing_paper"]["title"]
+            shown = f'data-field="citation.citing_paper.title">{title}<'
+            assert html.count(shown) >= 1
+            html = html.replace(shown, shown.replace(title, title + " (edited)"))
+        elif tamper == "card removed":
+            start = html.index(f'<li id="inbound-4"')
+            html = html[:start] + html[html.index("</li>\n<li", start) + 6:]
+        else:
+            shown = f'data-record-field="context_digest">{record["context_digest"]}<'
+            assert html.count(shown) == 1
+            html = html.replace(shown, shown.replace(record["context_digest"][-4:] + "<", "ffff<"))
+        route.fulfill(response=response, body=html)
+
+    w.page.route("**/citation-record?*", edit)
+    w.page.goto(server + RECORD)
+    assert w.verdict() == "fail"
+    failures = " ".join(w.page.locator("#check-failures li").all_text_contents())
+    if tamper == "card removed":
+        assert f"Observation {target['observation_id']} (inbound): it is in the record's JSON but not on this page" in failures
+    elif tamper == "context digest":
+        assert "for context_digest, the JSON says" in failures
+    else:
+        assert w.states()[target["observation_id"]] == "fail"
+        assert sum(v == "pass" for v in w.states().values()) == 11
 
 
 def test_the_page_reads_fully_without_javascript(watched, server):
@@ -192,7 +248,7 @@ def test_markup_in_a_record_never_runs(watched, server):
         assert w.page.text_content("h1") == SCRIPT_TITLE
         assert w.page.locator("main img").count() == 0
     w.page.goto(server + f"/paper/{SCRIPT_PAPER}/citation-record")
-    assert w.check() == "checked"  # and its digests still re-compute in the browser
+    assert w.verdict() == "pass"  # and its digests still re-compute in the browser
     assert w.page.evaluate("typeof window.__pwned") == "undefined"
 
 

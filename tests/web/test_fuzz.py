@@ -39,7 +39,7 @@ def check(case) -> None:
 def test_no_request_gets_a_500_or_a_traceback(app, mode):
     api = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in api.get_all_operations()]
-    assert len(operations) == 14
+    assert len(operations) == 15
     fuzzed = 0
     for operation in operations:
         run = given(case=operation.as_strategy(generation_mode=mode))(check)
@@ -51,12 +51,12 @@ def test_no_request_gets_a_500_or_a_traceback(app, mode):
                 p.location == "query" for p in operation.iter_parameters()), operation.label
             continue
         fuzzed += 1
-    assert fuzzed >= (14 if mode is schemathesis.GenerationMode.POSITIVE else 9)
+    assert fuzzed >= (15 if mode is schemathesis.GenerationMode.POSITIVE else 9)
 
 
 def test_the_schema_lists_every_path(app):
     paths = set(app.openapi()["paths"])
-    assert paths == {"/", "/evidence", "/assets/{name}", "/checkpoint", "/tile/{rest}",
+    assert paths == {"/", "/404.html", "/evidence", "/assets/{name}", "/checkpoint", "/tile/{rest}",
                      "/paper/{paper}/as-of/{day}/citation-record.json", "/paper/{paper}/as-of/{day}/citation-record",
                      "/paper/{paper}/citation-record.json", "/paper/{paper}/citation-record",
                      "/paper/{paper}/integrity.json", "/paper/{paper}/integrity", "/paper/{paper}/history.json",

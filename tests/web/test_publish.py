@@ -45,9 +45,9 @@ def saved_settings(out) -> dict:
 def url_of(relative: str, as_of: str) -> str:
     """The URL a published file answers, with the as-of time `serve` needs for the same bytes."""
     path = "/" + relative.removesuffix("index.html").rstrip("/")
-    if path.startswith("/paper/") and "/as-of/" not in path:
+    if (path.startswith("/paper/") and "/as-of/" not in path) or path == "/":  # the home page lists as of then
         path += f"?as_of={as_of}"
-    return path or "/"
+    return path
 
 
 def publish(cli, out, *extra):
@@ -105,7 +105,8 @@ def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
     assert changed == {f"{base}/citation-record.json", f"{base}/citation-record/index.html", f"{base}/integrity.json",
                        f"{base}/integrity/index.html", f"{base}/index.html", f"{base}/history.json",
                        f"{base}/as-of/2026-08-23/citation-record.json", f"{base}/as-of/2026-08-23/citation-record/index.html",
-                       f"tile/0/000.p/{size}", f"tile/entries/000.p/{size}"}
+                       f"tile/0/000.p/{size}", f"tile/entries/000.p/{size}",
+                       "index.html"}  # the home page: this paper's events counted, and it first in the list
     # The partial tiles of the earlier size stay (a checkpoint of that size may be out there); they are not
     # part of this publication, so neither written nor counted.
     earlier = {f"tile/0/000.p/{size - 1}", f"tile/entries/000.p/{size - 1}"}

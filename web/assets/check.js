@@ -1,9 +1,12 @@
-// Re-checks a Paper Citation Record's digests in the reader's browser.
+// Checks a Paper Citation Record page in the reader's browser, on load and again on demand.
 //
 // It fetches the record's JSON (the URL in <main data-record-json>), re-encodes it canonically exactly as
 // the ledger does (orjson with OPT_SORT_KEYS: compact, keys sorted by code point, only '"', '\' and control
-// characters escaped), hashes with WebCrypto SHA-256, and marks each observation on the page "checked" or
-// "failed". It never inserts markup: every string from the record is set as text.
+// characters escaped), hashes with WebCrypto SHA-256, and compares what the page shows with it: every element
+// marked data-field (in a card, a path in that observation) or data-record-field (a path in the record) must
+// show exactly the JSON's value, every card must be an observation of the JSON and every observation a card,
+// and every digest shown must be the one stated and the one re-computed. The summary (role="status") ends
+// with data-check "pass", "fail" or "error". It never inserts markup: every string is set as text.
 //
 // Numbers are kept as the digits the server sent (a JSON number may exceed what a JS number holds exactly;
 // the published bytes are canonical, so writing the same digits back is exact).
@@ -159,74 +162,170 @@
   }
 
   // -- the page ------------------------------------------------------------------------------------------
-  function mark(element, ok, text) {
-    if (!element) return;
-    element.textContent = text;
-    element.setAttribute("data-check", ok ? "checked" : "failed");
+  // As web/site.py's `shown`: bidi and other invisible controls are displayed as their code point.
+  var HIDDEN = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function shown(text) {
+    return text.replace(HIDDEN, function (c) {
+      return "\u27e8U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e9";
+    });
   }
 
-  async function check(main, summary) {
-    summary.textContent = "Fetching the record and re-computing its digests…";
+  function at(value, path) {
+    for (var key of path.split(".")) {
+      if (!(value instanceof Obj)) return undefined;
+      value = get(value, key);
+    }
+    return value;
+  }
+
+  function text(value) {  // a scalar as the page prints it; undefined for what a page cannot show as one
+    if (typeof value === "string") return value;
+    if (value instanceof Num) return value.lexeme;
+    if (value === true || value === false) return String(value);
+    return undefined;
+  }
+
+  function quoted(value) { return value === undefined ? "nothing" : "\u201c" + value + "\u201d"; }
+
+  // Every element of `scope` marked with `attribute` against `json`; a problem per difference.
+  function compare(scope, attribute, json, problems, inside) {
+    var count = 0;
+    scope.querySelectorAll("[" + attribute + "]").forEach(function (element) {
+      if (inside && element.closest("li.observation") !== scope) return;
+      count++;
+      var path = element.getAttribute(attribute);
+      var value = text(at(json, path));
+      var expected = value === undefined ? undefined : (element.getAttribute("data-prefix") || "") + shown(value);
+      if (element.textContent !== expected) {
+        problems.push("the page shows " + quoted(element.textContent) + " for " + path + ", the JSON says " + quoted(value));
+      }
+    });
+    return count;
+  }
+
+  function heading(li) {
+    var h = li.querySelector("h3");
+    return (h ? h.textContent : li.id) + " (" + li.id.replace("-", " ") + ")";
+  }
+
+  async function check(main, summary, failures) {
+    summary.removeAttribute("data-check");
+    failures.textContent = "";
+    summary.textContent = "Fetching the record's JSON and checking this page against it\u2026";
     var response = await fetch(main.getAttribute("data-record-json"), { cache: "no-store", credentials: "omit" });
     if (!response.ok) throw new Error("the record's JSON could not be fetched (HTTP " + response.status + ")");
     var record = parse(await response.text());
     if (!(record instanceof Obj)) throw new Error("the record's JSON is not an object");
-    var items = document.querySelectorAll("li.observation");
-    var shown = new Map();
-    items.forEach(function (li) { shown.set(li.getAttribute("data-direction") + " " + li.getAttribute("data-observation-id"), li); });
-    var checked = 0, failed = 0;
+    var cards = document.querySelectorAll("li.observation");
+    var shownCards = new Map();
+    cards.forEach(function (li) { shownCards.set(li.getAttribute("data-direction") + " " + li.getAttribute("data-observation-id"), li); });
+    var failed = [], fields = 0, digests = 0;
+    function fail(where, element, problems) {
+      failed.push([where, element, problems]);
+      if (element) element.setAttribute("data-check", "fail");
+    }
     var done = new Set();
     for (var direction of ["inbound", "outbound"]) {
       var list = get(record, direction) || [];
       for (var obs of list) {
-        var id = get(obs, "observation_id");
-        var li = shown.get(direction + " " + id);
-        var stated = get(obs, "observation_digest");
+        var id = text(get(obs, "observation_id"));
+        var li = shownCards.get(direction + " " + id);
+        var stated = text(get(obs, "observation_digest"));
         var found = await sha256(canonical(without(obs, ["observation_digest"])));
-        var ok = li !== undefined && found === stated && found === li.getAttribute("data-digest");
-        if (ok) checked++; else failed++;
-        if (li === undefined) continue;
+        digests++;
+        if (li === undefined) {
+          fail("Observation " + id + " (" + direction + ")", null, ["it is in the record's JSON but not on this page"]);
+          continue;
+        }
         done.add(li);
-        li.setAttribute("data-check", ok ? "checked" : "failed");
-        mark(li.querySelector("span.check"), ok, ok ? "✓ checked: re-computed in this browser"
-          : "✗ failed: re-computed " + found + (found === stated ? ", the page shows another digest" : ""));
+        var problems = [];
+        fields += compare(li, "data-field", obs, problems, true);
+        if (found !== stated) problems.push("the JSON states the digest " + stated + ", re-computed from the JSON: " + found);
+        if (li.getAttribute("data-digest") !== stated) problems.push("the card's data-digest is " + li.getAttribute("data-digest"));
+        var mark = li.querySelector("span.check");
+        if (problems.length) {
+          fail(heading(li), li, problems);
+          if (mark) { mark.textContent = "\u2717 failed: re-computed " + found; mark.setAttribute("data-check", "fail"); }
+        } else {
+          li.setAttribute("data-check", "pass");
+          if (mark) { mark.textContent = "\u2713 checked: re-computed in this browser"; mark.setAttribute("data-check", "pass"); }
+        }
       }
     }
-    items.forEach(function (li) {  // on the page, but not in the JSON
-      if (done.has(li)) return;
-      failed++;
-      li.setAttribute("data-check", "failed");
-      mark(li.querySelector("span.check"), false, "✗ failed: not in the record's JSON");
+    cards.forEach(function (li) {
+      if (!done.has(li)) fail(heading(li), li, ["it is on this page but not in the record's JSON"]);
     });
+    var recordProblems = [];
+    fields += compare(main, "data-record-field", record, recordProblems, false);
     var context = await sha256(canonical(without(record, ["context_digest", "as_of"])));
-    var contextOk = context === get(record, "context_digest") && context === main.getAttribute("data-context-digest");
-    mark(document.querySelector('span.check[data-check-for="context"]'), contextOk,
-      contextOk ? "✓ checked: re-computed in this browser" : "✗ failed: re-computed " + context);
-    summary.setAttribute("data-check", failed === 0 && contextOk ? "checked" : "failed");
-    summary.textContent = checked + " of " + (checked + failed) + " observation digests re-computed in this browser match; "
-      + "the context digest " + (contextOk ? "matches." : "does not match.");
+    digests++;
+    var stated = text(get(record, "context_digest"));
+    if (context !== stated) recordProblems.push("the JSON states the context digest " + stated + ", re-computed: " + context);
+    if (main.getAttribute("data-context-digest") !== stated) recordProblems.push("the page's data-context-digest is " + main.getAttribute("data-context-digest"));
+    var contextMark = document.querySelector('span.check[data-check-for="context"]');
+    if (recordProblems.length) {
+      fail("The record's own fields and context digest", null, recordProblems);
+      if (contextMark) { contextMark.textContent = "\u2717 failed: re-computed " + context; contextMark.setAttribute("data-check", "fail"); }
+    } else if (contextMark) {
+      contextMark.textContent = "\u2713 checked: re-computed in this browser";
+      contextMark.setAttribute("data-check", "pass");
+    }
+    for (var [where, element, problems] of failed) {
+      var item = document.createElement("li");
+      if (element && element.id) {
+        var link = document.createElement("a");
+        link.href = "#" + element.id;
+        link.textContent = where;
+        item.appendChild(link);
+      } else {
+        item.appendChild(document.createTextNode(where));
+      }
+      item.appendChild(document.createTextNode(": " + problems.join("; ") + "."));
+      failures.appendChild(item);
+    }
+    var scope = cards.length + " observation cards, " + fields + " values and " + digests + " digests";
+    var limits = " Digests are not signatures: this shows the page and its JSON agree, not who published them; "
+      + "the integrity page has the signed part.";
+    if (failed.length) {
+      summary.setAttribute("data-check", "fail");
+      summary.textContent = "The check failed: " + failed.length + " part" + (failed.length > 1 ? "s" : "")
+        + " of this page do not match the record's JSON (listed below); " + scope + " were compared." + limits;
+    } else {
+      summary.setAttribute("data-check", "pass");
+      summary.textContent = "Checked in this browser: the " + scope + " shown on this page are the record's JSON, "
+        + "and each digest re-computed from that JSON matches." + limits;
+    }
   }
 
   function start() {
     var main = document.querySelector("main[data-record-json]");
     var button = document.getElementById("check-digests");
     var summary = document.getElementById("check-summary");
-    if (!main || !button || !summary) return;
-    if (!window.crypto || !crypto.subtle) {
-      summary.textContent = "This browser offers no WebCrypto here (it needs HTTPS): check the digests with the snippet on the evidence page.";
-      return;
+    var failures = document.getElementById("check-failures");
+    if (!main || !button || !summary || !failures) return;
+    function cannot(why) {
+      summary.setAttribute("data-check", "error");
+      summary.textContent = "The check cannot run: " + why;
     }
-    button.hidden = false;
-    button.addEventListener("click", function () {
+    if (location.protocol === "file:") {
+      return cannot("this page was opened as a file, and a browser does not let a file fetch its JSON. Serve "
+        + "the folder over HTTP (for example `python3 -m http.server` in it) or use the evidence page's commands.");
+    }
+    if (!window.crypto || !crypto.subtle) {
+      return cannot("this browser offers no WebCrypto here (it needs HTTPS or localhost); check the digests with "
+        + "the evidence page's commands.");
+    }
+    function run() {
       button.disabled = true;
-      check(main, summary).catch(function (error) {
-        summary.setAttribute("data-check", "failed");
-        summary.textContent = "The check could not run: " + error.message;
-      }).finally(function () { button.disabled = false; });
-    });
+      return check(main, summary, failures).catch(function (error) {
+        cannot(error.message);
+      }).finally(function () { button.disabled = false; button.hidden = false; });
+    }
+    button.addEventListener("click", run);
+    run();
   }
 
-  window.LedgerCheck = { parse: parse, canonical: canonical, sha256: sha256, utf8: utf8 };
+  window.LedgerCheck = { parse: parse, canonical: canonical, sha256: sha256, utf8: utf8, shown: shown };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();
