@@ -7,11 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import orjson
 import pytest
@@ -21,12 +23,17 @@ from hypothesis import strategies as st
 from ledger.log.signed_notes import generate_signer
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004
+from ledger.importing.importer import import_files
+from tests.helpers import event_line
 from tests.web.conftest import SCRIPT_PAPER, SCRIPT_TITLE, fill
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 RECORD = f"/paper/{PAPER_004}/citation-record?as_of={AS_OF_004}"
+BIDI_PAPER = "2601.00002"
+BIDI_TITLE = "Safe title \u202eevil\u202c and a bell\x07 end"
+SHOWN_TITLE = "Safe title ⟨U+202E⟩evil⟨U+202C⟩ and a bell⟨U+0007⟩ end"
 
 # Skipped on a machine without it, never in CI (.ci/run installs it there; a missing browser fails).
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
@@ -49,6 +56,13 @@ def server(tmp_path_factory):
     db = folder / "ledger.db"
     store = Store.create(str(db))
     fill(store, folder)
+    bidi = folder / "bidi.jsonl"  # a paper whose title would reverse the text after it, and ring a bell
+    me = {"arxiv_id": BIDI_PAPER, "snapshot_observed_at": "2026-09-01T00:00:00Z", "title": BIDI_TITLE}
+    bidi.write_bytes(event_line("paper.snapshot", {**me, "latest_version": 1}) + event_line("citation.observed", {
+        "observation_id": "bidi-out-1", "citation": {
+            "cited_paper": None, "cited_work": {"title": BIDI_TITLE, "doi": "10.1000/xyz(1)"}, "citing_paper": me,
+            "reference_index": 1, "source": "pdf_text", "source_observed_at": "2026-09-01T00:00:00Z"}}))
+    import_files(store, [str(bidi)])
     store.close()
     key = folder / "ledger.key"
     key.write_text(f"{generate_signer('example.org/ledger')}\n")
@@ -305,3 +319,117 @@ VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=5) | st.di
 @given(values=st.lists(VALUES, min_size=1, max_size=40), ascii_only=st.booleans(), indent=st.sampled_from([None, 1]))
 def test_the_browser_encodes_exactly_as_orjson(encoder, values, ascii_only, indent):
     agree(encoder, values, [json.dumps(v, ensure_ascii=ascii_only, indent=indent) for v in values])
+
+
+# -- reader pages: every kind, at a desk and on a phone ------------------------------------------------
+ARTIFACTS = Path(os.environ.get("LEDGER_ARTIFACTS", "test-artifacts")) / "screenshots"  # kept after the run
+AXE = Path(os.environ.get("LEDGER_AXE", Path(__file__).parents[2] / ".ci/node_modules/axe-core/axe.min.js"))
+PHONE, DESK = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
+
+
+def page_kinds(server: str) -> dict[str, str]:
+    """A path of every kind of page, and the record of every paper the home page lists."""
+    kinds = {"home": "/", "record": RECORD, "day record": f"/paper/{PAPER_004}/as-of/2026-08-09/citation-record",
+             "paper": f"/paper/{PAPER_004}?as_of={AS_OF_004}", "integrity": f"/paper/{PAPER_004}/integrity?as_of={AS_OF_004}",
+             "evidence": "/evidence", "404 file": "/404.html", "error": "/paper/2401.99999/citation-record",
+             "hostile record": f"/paper/{BIDI_PAPER}/citation-record"}
+    home = urllib.request.urlopen(server + "/").read().decode()
+    for link in sorted(set(re.findall(r'href="(/paper/[^"?]+/citation-record)"', home))):
+        kinds[f"record {link.split('/')[2]}"] = link
+    return kinds
+
+
+def test_the_home_page_lists_the_papers_and_finds_one_by_any_id_form(watched, server):
+    w = watched()
+    w.page.goto(server + "/")
+    listed = w.page.locator("table.papers tbody tr").all_inner_texts()
+    assert any(PAPER_004 in row for row in listed) and any(BIDI_PAPER in row for row in listed)
+    assert w.page.get_attribute("header.site .brand a", "href") == "/"
+    for typed in (f"arXiv:{PAPER_004}v2", f"https://arxiv.org/abs/{PAPER_004}v1", PAPER_004):
+        w.page.goto(server + "/")
+        w.page.fill("#find-id", typed)
+        w.page.click("form.find button")
+        w.page.wait_for_url(f"**/paper/{PAPER_004}/citation-record")
+    w.page.goto(server + "/")
+    w.page.fill("#find-id", "2407.2001")
+    w.page.click("form.find button")
+    assert w.page.text_content("#find-result").startswith("Not an arXiv id: “2407.2001”")
+    assert w.errors == []
+
+
+def test_the_find_box_reads_ids_as_the_command_line_does(watched, server):
+    from ledger.core.errors import InputError
+    from ledger.model.arxiv import parse_arxiv_id
+
+    w = watched()
+    w.page.goto(server + "/")
+    typed = ["2407.20018", "arXiv:2407.20018", "ARXIV:2407.20018v12", "2407.20018v0", "1412.1234", "1412.12345",
+             "1501.1234", "1501.12345", "hep-th/9901001", "hep-th/9901001v3", "math.AG/0601001", "math.ag/0601001",
+             "hep-th/990100", "2407.20018 ", "", "arXiv:", "v2", "2407.20018v", "a-b-c/1234567"]
+    found = w.page.evaluate("texts => texts.map(t => LedgerFind.paperOf(t))", typed)
+    for text, paper in zip(typed, found):
+        try:
+            expected = parse_arxiv_id(text).paper
+        except InputError:
+            expected = None
+        assert paper == expected, text
+
+
+def test_hostile_text_is_isolated_and_its_controls_shown(watched, server):
+    w = watched()
+    w.page.goto(server + f"/paper/{BIDI_PAPER}/citation-record")
+    assert w.verdict() == "pass"  # the check shows the controls as the page does
+    assert w.page.text_content("h1") == SHOWN_TITLE and "\u202e" not in w.page.title()
+    assert SHOWN_TITLE in w.page.title()
+    assert w.page.evaluate("getComputedStyle(document.querySelector('h1 bdi')).unicodeBidi") == "isolate"
+    card = w.page.locator("li.observation").first
+    assert card.locator("h3").text_content() == SHOWN_TITLE  # the cited work heads an outbound card
+    assert card.locator('a[href^="https://doi.org/"]').get_attribute("href") == "https://doi.org/10.1000/xyz(1)"
+    assert card.locator(f'a[href="https://arxiv.org/abs/{BIDI_PAPER}"]').count() == 1
+
+
+def test_no_page_scrolls_sideways_on_a_phone_and_each_is_kept_as_a_picture(watched, server):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    wide = {}
+    for size, viewport in (("390", PHONE), ("1280", DESK)):
+        w = watched(viewport=viewport)
+        for kind, path in page_kinds(server).items():
+            w.page.goto(server + path)
+            if w.page.locator("#check-summary").count():
+                assert w.verdict() == "pass", (kind, w.page.text_content("#check-summary"))
+            width = w.page.evaluate("document.documentElement.scrollWidth")
+            if width > viewport["width"]:
+                wide[(kind, size)] = width
+            shot = ARTIFACTS / f"{kind.replace(' ', '-').replace('/', '_')}-{size}.png"
+            w.page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 5_000
+        assert w.errors == [] or all("404" in e for e in w.errors), w.errors  # the error pages' own status only
+    assert wide == {}
+
+
+@pytest.mark.skipif(not AXE.is_file() and not os.environ.get("CI"), reason="needs axe-core from npm (.ci/run installs it)")
+def test_axe_finds_no_serious_or_critical_violation_on_any_page(watched, server):
+    found = {}
+    for size, viewport in (("390", PHONE), ("1280", DESK)):
+        w = watched(viewport=viewport, bypass_csp=True)  # only so that the test can load axe into the page
+        for kind, path in page_kinds(server).items():
+            w.page.goto(server + path)
+            if w.page.locator("#check-summary").count():
+                w.verdict()
+            w.page.add_script_tag(path=str(AXE))
+            violations = w.page.evaluate("""async () => (await axe.run(document, {resultTypes: ["violations"]}))
+                .violations.map(v => [v.id, v.impact, v.nodes.length, v.nodes[0].target.join(" ")])""")
+            bad = [v for v in violations if v[1] in ("serious", "critical")]
+            if bad:
+                found[(kind, size)] = bad
+    assert found == {}
+
+
+def test_a_page_opened_as_a_file_says_why_nothing_was_checked(watched, server, tmp_path):
+    page = tmp_path / "record.html"
+    page.write_bytes(urllib.request.urlopen(server + RECORD).read())
+    w = watched()
+    w.page.goto(page.as_uri())
+    summary = w.page.locator("#check-summary")
+    assert summary.get_attribute("data-check") is None
+    assert "served over HTTP" in summary.text_content() and "nothing on this page has been checked" in summary.text_content()
