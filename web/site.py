@@ -56,6 +56,7 @@ LISTED, RECENT_EVENTS = 100, 20_000  # the home page: up to 100 papers, those wi
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'")
 ASSETS = {"check.js": "text/javascript; charset=utf-8", "find.js": "text/javascript; charset=utf-8",
+          "integrity.js": "text/javascript; charset=utf-8",
           "style.css": "text/css; charset=utf-8",
           "icon.svg": "image/svg+xml"}
 

@@ -4,6 +4,7 @@ exactly as orjson does; markup from a record never runs; the page reads without 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -433,3 +434,70 @@ def test_a_page_opened_as_a_file_says_why_nothing_was_checked(watched, server, t
     summary = w.page.locator("#check-summary")
     assert summary.get_attribute("data-check") is None
     assert "served over HTTP" in summary.text_content() and "nothing on this page has been checked" in summary.text_content()
+
+
+# -- the integrity page's verdict ----------------------------------------------------------------------
+INTEGRITY = f"/paper/{PAPER_004}/integrity?as_of={AS_OF_004}"
+
+
+def integrity_verdict(w, server, change=None) -> tuple[str, str]:
+    """Open the integrity page, its JSON changed by `change(found)` on the way; (data-check, text)."""
+    if change is not None:
+        def edit(route):
+            response = route.fetch()
+            found = orjson.loads(response.body())
+            change(found)
+            route.fulfill(response=response, body=orjson.dumps(found))
+        w.page.route("**/integrity.json*", edit)
+    w.page.goto(server + INTEGRITY)
+    w.page.wait_for_selector("#verdict[data-check]", timeout=30_000)
+    return w.page.get_attribute("#verdict", "data-check"), w.page.text_content("#verdict")
+
+
+def flip(text: str, at: int = -1) -> str:
+    """`text` (hex or base64) with one character changed."""
+    at %= len(text)
+    return text[:at] + ("0" if text[at] != "0" else "1") + text[at + 1:]
+
+
+def test_the_integrity_page_verifies_signature_index_and_inclusion_in_the_browser(watched, server):
+    w = watched()
+    state, text = integrity_verdict(w, server)
+    found = orjson.loads(urllib.request.urlopen(f"{server}/paper/{PAPER_004}/integrity.json?as_of={AS_OF_004}").read())
+    size, count = found["index"]["tree_size"], found["index"]["count"]
+    assert state == "pass", text
+    assert f"at tree size {size} is signed by the key example.org/ledger" in text
+    assert f"counts {count} events of arXiv:{PAPER_004}, and all {count} are in the log" in text
+    command = w.page.text_content("pre code")
+    assert command.startswith(f"curl -s {server}/paper/{PAPER_004}/integrity.json?as_of=")  # pastes as it is
+    assert w.errors == []
+
+
+def _forge_signature(found):
+    note = found["evidence"]["checkpoint"]
+    body, signature = note.rsplit(" ", 1)
+    raw = bytearray(base64.b64decode(signature))
+    raw[-1] ^= 1
+    found["evidence"]["checkpoint"] = body + " " + base64.b64encode(bytes(raw)).decode() + "\n"
+
+
+def _forge_size(found):
+    lines = found["evidence"]["checkpoint"].split("\n")
+    lines[1] = str(int(lines[1]) + 1)
+    found["evidence"]["checkpoint"] = "\n".join(lines)
+
+
+@pytest.mark.parametrize("forgery, step", [
+    (_forge_signature, "signature"),
+    (_forge_size, "signature"),  # the signed text changed: the signature no longer holds
+    (lambda f: f["evidence"]["inclusion"].__setitem__(0, flip(f["evidence"]["inclusion"][0])), "inclusion"),
+    (lambda f: f["evidence"]["index"]["siblings"].__setitem__(
+        next(i for i, s in enumerate(f["evidence"]["index"]["siblings"]) if s), flip("0" * 64)), "index"),
+    (lambda f: f["evidence"]["index"].__setitem__("count", f["evidence"]["index"]["count"] - 1), "index"),
+    (lambda f: f["evidence"]["events"].pop(), "inclusion"),
+    (lambda f: f["evidence"].__setitem__("context_digest", "sha256:" + "0" * 64), "record"),
+])
+def test_a_forged_checkpoint_or_a_flipped_proof_byte_fails_the_verdict(watched, server, forgery, step):
+    w = watched()
+    state, text = integrity_verdict(w, server, forgery)
+    assert state == "fail" and text.startswith(f"Verification failed ({step}): "), text

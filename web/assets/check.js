@@ -325,7 +325,7 @@
     run();
   }
 
-  window.LedgerCheck = { parse: parse, canonical: canonical, sha256: sha256, utf8: utf8, shown: shown };
+  window.LedgerCheck = { parse: parse, canonical: canonical, sha256: sha256, utf8: utf8, shown: shown, without: without };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

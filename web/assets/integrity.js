@@ -1,0 +1,190 @@
+// Verifies, in the reader's browser, what an integrity page claims: the checkpoint's Ed25519 signature (C2SP
+// signed note) against the verifier key the site publishes, the paper index proof against the index root that
+// checkpoint signs, the inclusion of every event of the paper in the log at that size (one multi-leaf proof,
+// RFC 9162 hashes), that the signed index counts exactly those events, and that the record's JSON re-computes
+// to the context digest the evidence names. The verdict is the role="status" element's data-check: "pass",
+// "fail" (naming the first step that failed) or "error". It uses check.js's JSON parser and canonical encoder
+// (the entries are canonical JSON, as the ledger hashes them) and never inserts markup.
+"use strict";
+
+(function () {
+  var C = window.LedgerCheck;
+  var ZERO = new Uint8Array(32);
+
+  function Failure(step, why) { this.step = step; this.message = why; }
+
+  function bytes(text) { return new TextEncoder().encode(text); }
+  function join() {
+    var parts = Array.prototype.slice.call(arguments), size = 0, at = 0;
+    parts.forEach(function (p) { size += p.length; });
+    var out = new Uint8Array(size);
+    parts.forEach(function (p) { out.set(p, at); at += p.length; });
+    return out;
+  }
+  async function sha(data) { return new Uint8Array(await crypto.subtle.digest("SHA-256", data)); }
+  function hex(data) { return Array.from(data, function (b) { return (b < 16 ? "0" : "") + b.toString(16); }).join(""); }
+  function same(a, b) { return a.length === b.length && a.every(function (x, i) { return x === b[i]; }); }
+  function unhex(text, step, what) {
+    if (typeof text !== "string" || !/^[0-9a-f]{64}$/.test(text)) throw new Failure(step, what + " is not a SHA-256 hash in hex");
+    return Uint8Array.from(text.match(/../g), function (h) { return parseInt(h, 16); });
+  }
+  function unbase64(text, step, what) {
+    try {
+      return Uint8Array.from(atob(text), function (c) { return c.charCodeAt(0); });
+    } catch (e) {
+      throw new Failure(step, what + " is not base64");
+    }
+  }
+  function get(obj, key) {
+    if (!obj || !obj.entries) return undefined;
+    for (var e of obj.entries) if (e[0] === key) return e[1];
+    return undefined;
+  }
+  function scalar(value) { return value && value.lexeme !== undefined ? value.lexeme : value; }
+  function count(value, step, what) {
+    var text = scalar(value);
+    if (typeof text !== "string" || !/^(0|[1-9][0-9]{0,15})$/.test(text)) throw new Failure(step, what + " is not a count");
+    return Number(text);
+  }
+
+  // -- the signed note ---------------------------------------------------------------------------------
+  async function checkpoint(note, vkey) {
+    var step = "signature", parts = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+\/=]+)$/.exec(vkey);  // base64 holds "+" too
+    if (!parts) throw new Failure(step, "the verifier key is not <name>+<key id>+<key>");
+    parts = parts.slice(1);
+    var name = parts[0], id = Uint8Array.from(parts[1].match(/../g), function (h) { return parseInt(h, 16); });
+    var key = unbase64(parts[2], step, "the verifier key");
+    if (key.length !== 33 || key[0] !== 1) throw new Failure(step, "the verifier key is not an Ed25519 key");
+    if (!same((await sha(join(bytes(name + "\n"), key))).slice(0, 4), id)) throw new Failure(step, "the verifier key's id does not match its key");
+    var blank = note.indexOf("\n\n");
+    if (blank < 0) throw new Failure(step, "the checkpoint is not a signed note");
+    var body = note.slice(0, blank + 1), signature = null;
+    for (var line of note.slice(blank + 2).split("\n")) {
+      var m = /^\u2014 (\S+) (\S+)$/.exec(line);
+      if (!m || m[1] !== name) continue;  // another key's signature: not ours to judge
+      var raw = unbase64(m[2], step, "a signature");
+      if (raw.length === 68 && same(raw.slice(0, 4), id)) signature = raw.slice(4);
+    }
+    if (signature === null) throw new Failure(step, "the checkpoint carries no signature by " + name + " (key id " + parts[1] + ")");
+    var publicKey = await crypto.subtle.importKey("raw", key.slice(1), { name: "Ed25519" }, false, ["verify"]);
+    if (!(await crypto.subtle.verify({ name: "Ed25519" }, publicKey, signature, bytes(body)))) {
+      throw new Failure(step, "the checkpoint's signature does not verify against " + name + " (key id " + parts[1] + ")");
+    }
+    var lines = body.split("\n");
+    if (!/^(0|[1-9][0-9]{0,15})$/.test(lines[1] || "")) throw new Failure(step, "the checkpoint's tree size is not a number");
+    var root = unbase64(lines[2] || "", step, "the checkpoint's root"), index = null;
+    for (var extension of lines.slice(3)) {
+      if (extension.startsWith("paper-index/v1 ")) index = unbase64(extension.slice(15), step, "the paper index root");
+    }
+    if (root.length !== 32 || index === null || index.length !== 32) throw new Failure(step, "the checkpoint has no root or no paper index root");
+    return { origin: lines[0], size: Number(lines[1]), root: root, index: index, name: name, id: parts[1] };
+  }
+
+  // -- RFC 9162 trees ------------------------------------------------------------------------------------
+  function split(n) { var k = 1; while (k * 2 < n) k *= 2; return k; }
+  function node(left, right) { return sha(join(Uint8Array.of(1), left, right)); }
+  async function treeHash(leaves, lo, hi) {  // MTH over leaves[lo:hi]
+    if (hi - lo === 1) return leaves[lo];
+    var k = split(hi - lo);
+    return node(await treeHash(leaves, lo, lo + k), await treeHash(leaves, lo + k, hi));
+  }
+  // As ledger.log.merkle.verify_multi_inclusion: every hash of the path used once, in order.
+  async function multiRoot(indices, leaves, size, path) {
+    var used = 0;
+    function bisect(x, first, last) { while (first < last && indices[first] < x) first++; return first; }
+    async function walk(lo, hi, first, last) {
+      if (first === last) {
+        if (used >= path.length) throw new Failure("inclusion", "the inclusion proof is shorter than the events need");
+        return path[used++];
+      }
+      if (hi - lo === 1) return leaves[first];
+      var k = split(hi - lo), middle = bisect(lo + k, first, last);
+      return node(await walk(lo, lo + k, first, middle), await walk(lo + k, hi, middle, last));
+    }
+    var found = await walk(0, size, 0, indices.length);
+    if (used !== path.length) throw new Failure("inclusion", "the inclusion proof is longer than the events need");
+    return found;
+  }
+
+  // -- the paper index -------------------------------------------------------------------------------------
+  function bit(key, depth) { return (key[depth >> 3] >> (7 - (depth & 7))) & 1; }
+  async function indexRoot(proof, paper) {
+    var step = "index", key = await sha(bytes(paper));
+    if (hex(key) !== get(proof, "key")) throw new Failure(step, "the index proof's key is not SHA-256 of the paper id");
+    var n = count(get(proof, "count"), step, "the index count"), eventsRoot = unhex(get(proof, "events_root"), step, "the events root");
+    var counted = new Uint8Array(8);
+    new DataView(counted.buffer).setBigUint64(0, BigInt(n));
+    var digest = await sha(join(Uint8Array.of(2), key, counted, eventsRoot));
+    var siblings = get(proof, "siblings") || [];
+    for (var d = siblings.length - 1; d >= 0; d--) {
+      var sibling = siblings[d] === null ? ZERO : unhex(siblings[d], step, "a sibling");
+      digest = await sha(bit(key, d) ? join(Uint8Array.of(3), sibling, digest) : join(Uint8Array.of(3), digest, sibling));
+    }
+    return { root: digest, count: n, eventsRoot: eventsRoot };
+  }
+
+  async function verify(main) {
+    var found = C.parse(await (await fetchOk(main.getAttribute("data-integrity-json"))).text());
+    var bundle = get(found, "evidence"), paper = get(found, "paper");
+    if (!bundle) throw new Failure("signature", "this ledger is published without a signing key: there is nothing signed to verify");
+    var signed = await checkpoint(get(bundle, "checkpoint"), main.getAttribute("data-verifier-key"));
+    var proof = get(bundle, "index");
+    var index = await indexRoot(proof, paper);
+    if (!same(index.root, unhex(get(proof, "index_root"), "index", "the index root")))
+      throw new Failure("index", "the index proof's path does not lead to its index root");
+    if (!same(index.root, signed.index)) throw new Failure("index", "the index root is not the one the checkpoint signs");
+    if (count(get(proof, "tree_size"), "index", "the proof's tree size") !== signed.size)
+      throw new Failure("index", "the index proof is for another tree size than the checkpoint's");
+    var events = get(bundle, "events") || [], indices = [], leaves = [];
+    for (var event of events) {
+      var entry = get(event, "entry");
+      indices.push(count(get(entry, "seq"), "inclusion", "an event's seq") - 1);
+      leaves.push(await sha(join(Uint8Array.of(0), C.utf8(C.canonical(entry)))));
+    }
+    if (!indices.length || indices.some(function (x, i) { return (i && x <= indices[i - 1]) || x >= signed.size; }))
+      throw new Failure("inclusion", "the events' seqs are not ascending within the tree");
+    var path = (get(bundle, "inclusion") || []).map(function (h) { return unhex(h, "inclusion", "a proof hash"); });
+    if (!same(await multiRoot(indices, leaves, signed.size, path), signed.root))
+      throw new Failure("inclusion", "the paper's events and the inclusion proof do not lead to the checkpoint's root");
+    if (index.count !== leaves.length || !same(await treeHash(leaves, 0, leaves.length), index.eventsRoot))
+      throw new Failure("index", "the signed index counts " + index.count + " events of the paper, the evidence holds " + leaves.length);
+    var record = C.parse(await (await fetchOk(main.getAttribute("data-record-json"))).text());
+    var context = await C.sha256(C.canonical(C.without(record, ["context_digest", "as_of"])));
+    if (context !== get(bundle, "context_digest") || context !== get(found, "context_digest"))
+      throw new Failure("record", "the record's JSON re-computes to " + context + ", the evidence names " + get(bundle, "context_digest"));
+    return { signed: signed, events: leaves.length, paper: paper, context: context };
+  }
+
+  async function fetchOk(url) {
+    var response = await fetch(url, { cache: "no-store", credentials: "omit" });
+    if (!response.ok) throw new Error(url + " could not be fetched (HTTP " + response.status + ")");
+    return response;
+  }
+
+  function start() {
+    var main = document.querySelector("main[data-integrity-json]");
+    var verdict = document.getElementById("verdict");
+    if (!main || !verdict) return;
+    document.querySelectorAll("[data-absolute]").forEach(function (element) {  // commands that paste as they are
+      element.textContent = new URL(element.getAttribute("data-absolute"), location.href).href;
+    });
+    function say(state, text) { verdict.setAttribute("data-check", state); verdict.textContent = text; }
+    if (location.protocol === "file:" || !window.crypto || !crypto.subtle) {
+      return say("error", "The verification cannot run: it needs this page served over HTTP(S) (not opened as a file) in a browser with WebCrypto.");
+    }
+    verify(main).then(function (v) {
+      say("pass", "Verified in this browser at " + new Date().toISOString() + ": the checkpoint of the log "
+        + v.signed.origin + " at tree size " + v.signed.size + " is signed by the key " + v.signed.name + " (key id "
+        + v.signed.id + ") this site publishes; the paper index it signs counts " + v.events + " events of arXiv:"
+        + v.paper + ", and all " + v.events + " are in the log at that size; the record's JSON re-computes to the "
+        + "context digest the evidence names. Not proven here: that this key is the log's (compare it with one you "
+        + "trust), nor that nobody was shown another log.");
+    }).catch(function (error) {
+      if (error instanceof Failure) say("fail", "Verification failed (" + error.step + "): " + error.message + ".");
+      else say("error", "The verification could not run: " + error.message);
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
