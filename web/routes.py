@@ -155,7 +155,7 @@ def _record_json(site: Site, q: Question) -> Body:
 
 
 def _record_html(site: Site, q: Question) -> Body:
-    return site.record_html(q.paper, q.as_of, q.known_at, q.record_from(site), q.day)
+    return site.record_html(q.paper, q.as_of, q.known_at, q.record_from(site), q.day, q.facts_from(site))
 
 
 AS_OF = ("as_of", "known_at")
@@ -170,6 +170,8 @@ ROUTES = (
           depends=("log",)),
     Route("tile", paths.TILE, file=lambda site, q: site.tile(q.tile), published=PER_TILE, encode=_tile_encoding,
           depends=()),  # a tile's path names its bytes
+    Route("day_changes", paths.DAY_CHANGES, query=("known_at",), published=PER_DAY, depends=("paper",),
+          html=lambda site, q: site.diff_html(q.paper, None, q.as_of, q.known_at, q.facts_from(site), q.day)),
     Route("day_record", paths.DAY_RECORD, json=_record_json, html=_record_html, query=("known_at",), published=PER_DAY,
           depends=("paper",)),
     Route("record", paths.RECORD, json=_record_json, html=_record_html, query=AS_OF, published=PER_PAPER,
@@ -184,6 +186,7 @@ ROUTES = (
     Route("diff", paths.DIFF, query=("from", "to", "known_at"), live="between any two times a client names",
           depends=("paper",),
           json=lambda site, q: site.diff_json(q.paper, q.start, q.end, q.known_at),
+          html=lambda site, q: site.diff_html(q.paper, q.start, q.end, q.known_at),
           about="What `ledger diff <id> --from --to --json` prints."),
     Route("paper", paths.PAPER, query=AS_OF, published=PER_PAPER, depends=("paper",),  # last: its {paper} matches all below
           html=lambda site, q: site.paper_html(q.paper, q.as_of, q.known_at, q.facts_from(site))),

@@ -32,7 +32,7 @@ from ledger.storage.store import Store
 from ledger.log.tiles import Tile
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.tilestore import read_tile
-from ledger.core.times import When
+from ledger.core.times import When, when
 from ledger.projections import history as views
 from ledger.projections.record import build_record
 from ledger.projections.text import capped_words, counted_lines, lane_words, measurement_line, observation_words
@@ -77,6 +77,34 @@ def _known(known_at: When | None) -> str | None:
 
 def _as_known(exc: NotFoundError, known_at: When | None) -> NotFoundError:
     return NotFoundError(f"{exc} known at {known_at.text}" if known_at else str(exc))
+
+
+BEGINNING = "1970-01-01T00:00:00Z"  # before any record: a first change day's changes are from nothing
+
+
+def _days(facts: Iterable[Fact]) -> list[str]:
+    """The UTC days on which a fact of the paper is effective, oldest first."""
+    return sorted({f.effective_key[:10] for f in facts})
+
+
+def _time_nav(paper: str, facts: list[Fact], as_of: When, day: str | None, known: str | None) -> dict:
+    """A record page's place in time: the change days before and after it (a day with a record), what changed
+    on its day, and when the data it shows was last observed (the latest effective time by its as-of)."""
+    first = min((f.effective_key for f in facts if f.kind == PAPER_SNAPSHOT and f.subject == paper), default=None)
+    days = [d for d in _days(facts) if first is not None and first <= When.parse(d).key]
+    here = When.parse(day).key if day else as_of.key
+    earlier, later = [d for d in days if When.parse(d).key < here], [d for d in days if When.parse(d).key > here]
+    shown = [f.effective_at for f in facts if f.effective_key <= as_of.key]
+    nav = {"observed": max(shown, key=lambda t: When.parse(t).key) if shown else None, "previous": None, "next": None,
+           "changes": None}
+    if earlier:
+        nav["previous"] = (earlier[-1], urls.day_record_url(paper, earlier[-1], known))
+    if later:  # the last change day: the latest record, which a static site always has
+        nav["next"] = (later[0], urls.day_record_url(paper, later[0], known) if later[1:] else urls.record_url(paper, None, known))
+    on = day or (earlier[-1] if earlier else None)
+    if on is not None:
+        nav["changes"] = (on, urls.day_changes_url(paper, on, known))
+    return nav
 
 
 # -- the page form, as HTML ----------------------------------------------------------------------------
@@ -228,15 +256,17 @@ class Site:
         return Body(canonical(record), JSON, SHORT, tag if as_of.given else f"W/{tag}")
 
     def record_html(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None,
-                    day: str | None = None) -> Body:
-        """The page form as HTML. Its check button fetches the JSON of the same as-of time."""
-        record = record or self.record(paper, as_of, known_at)
+                    day: str | None = None, facts: list[Fact] | None = None) -> Body:
+        """The page form as HTML. Its check fetches the JSON of the same as-of time."""
+        facts = self.facts(paper, known_at) if facts is None else facts
+        record = record or self.record(paper, as_of, known_at, facts)
         known = known_at.text if known_at else None
         if day is None:
             json_url = urls.record_url(paper, as_of.text, known, html=False)
         else:
             json_url = urls.day_record_url(paper, day, known, html=False)
         page = render("record.html", record=record, view=_record_view(record), json_url=json_url,
+                      time=_time_nav(paper, facts, as_of, day, known),
                       integrity_url=urls.integrity_url(paper, as_of.text, known),
                       page_url=urls.page_url(paper, as_of.text, known))
         return Body(page, HTML, SHORT, f'W/"{record["context_digest"]}"')
@@ -297,6 +327,25 @@ class Site:
             raise _as_known(exc, known_at) from None
         return Body(canonical(found) + b"\n", JSON, SHORT)
 
+    def diff_html(self, paper: str, start: When, end: When, known_at: When | None = None,
+                  facts: list[Fact] | None = None, day: str | None = None) -> Body:
+        """What changed in the record from `start` to `end`, as `ledger diff` says it; for a change day, from
+        the end of the change day before it (the record's beginning for the first)."""
+        facts = self.facts(paper, known_at) if facts is None else facts
+        if day is not None:
+            earlier = [d for d in _days(facts) if d < day]
+            start = when("from", earlier[-1]) if earlier else when("from", BEGINNING)
+        try:
+            found = views.paper_diff(paper, facts, start, end)
+        except NotFoundError as exc:
+            raise _as_known(exc, known_at) from None
+        known = known_at.text if known_at else None
+        page = render("diff.html", found=found, paper=paper, day=day, start=start.text, end=end.text,
+                      json_url=urls.diff_url(paper, start.text, end.text, known, html=False),
+                      record_url=urls.day_record_url(paper, day, known) if day else urls.record_url(paper, end.text, known),
+                      page_url=urls.page_url(paper, None, known))
+        return Body(page, HTML, SHORT)
+
     def change_days(self, paper: str, facts: Iterable[Fact], as_of: When) -> list[tuple[str, bool]]:
         """(day, has its own page) for each UTC day on which an event of the paper is effective, up to
         `as_of`, newest first. A day has a page of its own when its end is before `as_of` and a snapshot of
@@ -327,7 +376,8 @@ class Site:
             kinds.setdefault(fact.effective_key[:10], Counter())[fact.kind] += 1
         days = [(d, urls.day_record_url(paper, d, known) if own else urls.record_url(paper, as_of.text, known),
                  urls.day_record_url(paper, d, known, html=False) if own else urls.record_url(paper, as_of.text, known, html=False),
-                 ", ".join(f"{n} {kind}" for kind, n in sorted(kinds[d].items())))
+                 ", ".join(f"{n} {kind}" for kind, n in sorted(kinds[d].items())),
+                 urls.day_changes_url(paper, d, known) if own else None)
                 for d, own in self.change_days(paper, seen, as_of)]
         # The latest events only: every one is in history.json, and a page of thousands of rows is read by no one
         # (it was most of the site's HTML bytes).

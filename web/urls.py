@@ -11,7 +11,7 @@ import re
 from urllib.parse import quote
 
 from ledger.core.errors import InputError
-from ledger.model.paths import DAY_RECORD, HISTORY, INTEGRITY, PAPER, RECORD, fill
+from ledger.model.paths import DAY_CHANGES, DAY_RECORD, DIFF, HISTORY, INTEGRITY, PAPER, RECORD, fill
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
@@ -38,6 +38,14 @@ def record_url(paper: str, as_of: str | None = None, known_at: str | None = None
 
 def day_record_url(paper: str, on: str, known_at: str | None = None, html: bool = True) -> str:
     return fill(DAY_RECORD, json=not html, paper=paper, day=on) + _query(known_at=known_at)
+
+
+def day_changes_url(paper: str, on: str, known_at: str | None = None) -> str:
+    return fill(DAY_CHANGES, paper=paper, day=on) + _query(known_at=known_at)
+
+
+def diff_url(paper: str, start: str, end: str, known_at: str | None = None, html: bool = True) -> str:
+    return fill(DIFF, json=not html, paper=paper) + _query(**{"from": start, "to": end, "known_at": known_at})
 
 
 def integrity_url(paper: str, as_of: str | None = None, known_at: str | None = None, html: bool = True) -> str:

@@ -19,6 +19,7 @@ TILE = "/tile/{rest}"  # C2SP tlog-tiles: rest is <L>/<N>[.p/<W>] or entries/<N>
 PAPER = "/paper/{paper}"
 RECORD = "/paper/{paper}/citation-record"
 DAY_RECORD = "/paper/{paper}/as-of/{day}/citation-record"  # the record as of the end of that UTC day
+DAY_CHANGES = "/paper/{paper}/as-of/{day}/changes"  # what changed in the record on that UTC day
 INTEGRITY = "/paper/{paper}/integrity"
 HISTORY = "/paper/{paper}/history"  # JSON only
 DIFF = "/paper/{paper}/diff"  # JSON only

@@ -219,7 +219,7 @@ def test_the_paper_page_shows_snapshot_versions_history_and_a_record_per_day(cli
         assert row["account"] in text
     assert "v1" in text and "v2" in text
     counts = Counter(r["kind"] for r in rows if r["effective_at"].startswith("2026-08-09"))
-    assert "2026-08-09 (JSON): " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) in text
+    assert "2026-08-09 (JSON, what changed): " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) in text
     days = re.findall(rf'href="/paper/{PAPER_004}/as-of/(\d{{4}}-\d\d-\d\d)/citation-record"', html)
     assert "2026-08-09" in days and "2026-08-20" in days and days == sorted(days, reverse=True)
     for day in days:
@@ -398,3 +398,21 @@ def test_an_exported_log_is_served_like_its_database(rich, tmp_path, signer):
     for path in (f"/paper/{PAPER_004}/citation-record.json?as_of={LATER}", f"/paper/{PAPER_004}/history.json",
                  "/checkpoint", "/tile/entries/000.p/5", f"/paper/{PAPER_004}/citation-record?as_of={LATER}"):
         assert from_log.get(path).content == from_db.get(path).content, path
+
+
+def test_a_record_page_links_the_change_days_either_side_and_what_changed_that_day(client):
+    html = client.get(f"/paper/{PAPER_004}/as-of/2026-08-20/citation-record").text
+    assert f'<a href="/paper/{PAPER_004}/as-of/2026-08-09/citation-record" rel="prev">' in html
+    assert f'<a href="/paper/{PAPER_004}/as-of/2026-08-21/citation-record" rel="next">' in html
+    assert f'<a href="/paper/{PAPER_004}/as-of/2026-08-20/changes">What changed on 2026-08-20</a>' in html
+    assert "<dt>Data last observed</dt><dd><time datetime=\"2026-08-20T12:00:00Z\">" in html
+    latest = client.get(f"/paper/{PAPER_004}/citation-record", params={"as_of": "2026-08-21"}).text
+    assert 'rel="next"' not in client.get(f"/paper/{PAPER_004}/citation-record").text
+    assert f'/as-of/2026-08-20/citation-record" rel="prev">' in latest  # the change day before the 21st's end
+    # The day's changes are `ledger diff` from the change day before it to its end, as HTML.
+    changes = client.get(f"/paper/{PAPER_004}/as-of/2026-08-20/changes")
+    assert changes.status_code == 200 and "What changed on 2026-08-20" in changes.text
+    found = client.get(f"/paper/{PAPER_004}/diff.json", params={"from": "2026-08-09", "to": "2026-08-20"}).json()
+    assert len(found["changed"]) == 1 and all(line in changes.text for line in found["changed"][0]["details"])
+    live = client.get(f"/paper/{PAPER_004}/diff", params={"from": "2026-08-09", "to": "2026-08-20"})
+    assert live.status_code == 200 and found["changed"][0]["observation_id"] in live.text

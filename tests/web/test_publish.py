@@ -105,6 +105,10 @@ def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
     assert changed == {f"{base}/citation-record.json", f"{base}/citation-record/index.html", f"{base}/integrity.json",
                        f"{base}/integrity/index.html", f"{base}/index.html", f"{base}/history.json",
                        f"{base}/as-of/2026-08-23/citation-record.json", f"{base}/as-of/2026-08-23/citation-record/index.html",
+                       f"{base}/as-of/2026-08-23/changes/index.html",
+                       # the days either side of the new change day: their links to the next and previous
+                       f"{base}/as-of/2026-08-21/citation-record/index.html",
+                       f"{base}/as-of/2026-08-22/citation-record/index.html",
                        f"tile/0/000.p/{size}", f"tile/entries/000.p/{size}",
                        "index.html"}  # the home page: this paper's events counted, and it first in the list
     # The partial tiles of the earlier size stay (a checkpoint of that size may be out there); they are not
