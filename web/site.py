@@ -14,6 +14,7 @@ import base64
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import date
 from functools import cache
 from importlib.resources import files
 from typing import Iterable
@@ -26,6 +27,9 @@ from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, NotFoundError
 from ledger.model.arxiv import paper_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
+from ledger.model.parts import cited_label
+from ledger.model.published import RESOLUTION_STATES
+from ledger.model.standing_notices import describe_event, notice_label
 from ledger.log.signed_notes import Signer
 from ledger.services.proofs import evidence_bundle
 from ledger.storage.store import Store
@@ -170,11 +174,46 @@ def _observation(obs: dict, direction: str, index: int) -> dict:
         "resolution": words["resolution"], "status": obs["resolution"]["status"],
         "notice": words["notice_events"] + ([words["notice_closing"]] if words["notice_closing"] else []),
         "notice_state": obs["standing_notice"].get("state"),
+        "badges": sorted({(str(e.get("type")), notice_label(str(e.get("type")))) for e in obs["standing_notice"].get("events") or []
+                          if isinstance(e, dict)}),
         "digest": obs["observation_digest"],
         "source": citation.get("source"), "source_observed_at": citation.get("source_observed_at"),
         "papers": [p for p in papers if p is not None],
         "doi": _doi_link(work.get("doi")), "doi_text": work.get("doi"),
     }
+
+
+BANNER = ("retraction", "partial_retraction", "withdrawal", "removal", "expression_of_concern", "correction")
+
+
+def _resolution_bar(record: dict) -> list[dict]:
+    """The stacked bar of the displayed references' resolution states: each state's share of 600 units."""
+    counts = record["reference_resolution"]["state_counts"]
+    total, x, bar = sum(counts.get(state, 0) for state in RESOLUTION_STATES), 0.0, []
+    for state in RESOLUTION_STATES:
+        n = counts.get(state, 0)
+        if total and n:
+            bar.append({"state": state, "count": n, "x": round(x, 2), "width": round(600 * n / total, 2)})
+            x += 600 * n / total
+    return bar
+
+
+def _notices(record: dict) -> list[dict]:
+    """Each source-reported notice on a cited work once (the same one reported on several observations
+    too), with the works it is on: for the banner, the worst kinds first."""
+    found: dict[tuple, dict] = {}
+    for direction in ("outbound", "inbound"):
+        for obs in record[direction]:
+            for event in obs["standing_notice"].get("events") or []:
+                if not isinstance(event, dict):
+                    continue
+                key = (str(event.get("type")), str(event.get("source")), str(event.get("date")))
+                entry = found.setdefault(key, {"type": key[0], "label": notice_label(key[0]), "line": describe_event(event),
+                                               "works": [], "banner": key[0] in BANNER})
+                work = cited_label(obs["citation"]) or f"arXiv:{obs['citation']['citing_paper']['arxiv_id']}"
+                if work not in entry["works"]:
+                    entry["works"].append(work)
+    return sorted(found.values(), key=lambda n: (BANNER.index(n["type"]) if n["banner"] else len(BANNER), n["line"]))
 
 
 def _record_view(record: dict) -> dict:
@@ -187,7 +226,8 @@ def _record_view(record: dict) -> dict:
         "title": paper.get("title") or f"arXiv:{paper['arxiv_id']}",
         "arxiv_id": paper["arxiv_id"], "version": f"v{paper.get('latest_version')}",
         "arxiv_link": _arxiv_link(paper["arxiv_id"]),
-        "lanes": lanes,
+        "lanes": lanes, "meters": [(lane["records_observed"], lane["denominator"]) for lane in record["coverage"]],
+        "bar": _resolution_bar(record), "notices": _notices(record),
         "displayed": f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
         "states": state_words(record),
         "measurements": [measurement_line(m, measurement_source) for m in record["external_citation_measurements"]],
@@ -379,11 +419,15 @@ class Site:
                  ", ".join(f"{n} {kind}" for kind, n in sorted(kinds[d].items())),
                  urls.day_changes_url(paper, d, known) if own else None)
                 for d, own in self.change_days(paper, seen, as_of)]
+        ordinals = {d: date.fromisoformat(d).toordinal() for d, *_ in days}  # a dot a change day, placed in time
+        first, last = min(ordinals.values(), default=0), max(ordinals.values(), default=0)
+        timeline = [(d, round(20 + 560 * ((n - first) / (last - first) if last > first else 0.5), 1))
+                    for d, n in ordinals.items()]
         # The latest events only: every one is in history.json, and a page of thousands of rows is read by no one
         # (it was most of the site's HTML bytes).
         history = views.history(seen)
         page = render("paper.html", record=record, snapshot=snapshot, versions=list(versions.values()),
-                      latest=history[::-1][:LATEST], events=len(history), days=days, paper=paper,
+                      latest=history[::-1][:LATEST], events=len(history), days=days, paper=paper, timeline=timeline,
                       record_url=urls.record_url(paper, as_of.text, known),
                       json_url=urls.record_url(paper, as_of.text, known, html=False),
                       integrity_url=urls.integrity_url(paper, as_of.text, known),

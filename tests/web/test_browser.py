@@ -333,7 +333,10 @@ def page_kinds(server: str) -> dict[str, str]:
     kinds = {"home": "/", "record": RECORD, "day record": f"/paper/{PAPER_004}/as-of/2026-08-09/citation-record",
              "paper": f"/paper/{PAPER_004}?as_of={AS_OF_004}", "integrity": f"/paper/{PAPER_004}/integrity?as_of={AS_OF_004}",
              "evidence": "/evidence", "404 file": "/404.html", "error": "/paper/2401.99999/citation-record",
-             "hostile record": f"/paper/{BIDI_PAPER}/citation-record"}
+             "hostile record": f"/paper/{BIDI_PAPER}/citation-record",
+             "record with a notice": f"/paper/{PAPER_004}/citation-record?as_of=2026-08-24",
+             "changes": f"/paper/{PAPER_004}/as-of/2026-08-20/changes",
+             "diff": f"/paper/{PAPER_004}/diff?from=2026-08-09&to=2026-08-24"}
     home = urllib.request.urlopen(server + "/").read().decode()
     for link in sorted(set(re.findall(r'href="(/paper/[^"?]+/citation-record)"', home))):
         kinds[f"record {link.split('/')[2]}"] = link

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from ledger.core.times import parse_when
+from ledger.model.published import RESOLUTION_STATES
 from ledger.projections.text import render_text
 from ledger.services.proofs import checkpoint
 from tests.conftest import AS_OF_004, PAPER_004, SEED_000, SEED_003, Cli
@@ -416,3 +417,34 @@ def test_a_record_page_links_the_change_days_either_side_and_what_changed_that_d
     assert len(found["changed"]) == 1 and all(line in changes.text for line in found["changed"][0]["details"])
     live = client.get(f"/paper/{PAPER_004}/diff", params={"from": "2026-08-09", "to": "2026-08-20"})
     assert live.status_code == 200 and found["changed"][0]["observation_id"] in live.text
+
+
+def test_pictures_a_banner_for_each_notice_once_meters_and_a_stacked_bar(client, rich):
+    store, dates = rich
+    html = client.get(f"/paper/{PAPER_004}/citation-record", params={"as_of": "2026-08-24"}).text
+    banner = html[html.index('<section class="banner"'):html.index("</section>", html.index('<section class="banner"'))]
+    assert "1 notice on cited works" in banner and banner.count('class="badge notice-correction">Correction<') == 1
+    assert "Correction, reported by crossref, dated 2026-08-19." in banner
+    assert '<section class="banner"' not in client.get(f"/paper/{PAPER_004}/citation-record",
+                                                      params={"as_of": "2026-08-09"}).text  # before the notice
+    assert html.count("<meter ") == 4 and 'aria-labelledby="lane-1"' in html
+    # A record with outbound references: one bar segment per state with references, widths summing to 600.
+    page = next(p for p in dates if p not in (PAPER_004,) and client.get(f"/paper/{p}/citation-record.json",
+                params={"as_of": dates[p][0]}).json()["reference_resolution"]["displayed"])
+    record = client.get(f"/paper/{page}/citation-record.json", params={"as_of": dates[page][0]}).json()
+    shown = client.get(f"/paper/{page}/citation-record", params={"as_of": dates[page][0]}).text
+    counts = {k: v for k, v in record["reference_resolution"]["state_counts"].items() if v}
+    widths = re.findall(r'<rect class="state-(\w+)" x="[0-9.]+" y="0" width="([0-9.]+)"', shown)
+    assert [w[0] for w in widths] == [s for s in RESOLUTION_STATES if s in counts]
+    assert abs(sum(float(w[1]) for w in widths) - 600) < 0.1
+    assert "<title id=\"bar-title\">Resolution states of the displayed references: " in shown
+
+
+def test_the_paper_page_draws_its_change_days_on_a_timeline(client):
+    html = client.get(f"/paper/{PAPER_004}", params={"as_of": "2026-08-25"}).text
+    days = re.findall(r'<li><a href="[^"]+">As of the end of (\d{4}-\d\d-\d\d)</a>', html)
+    dots = re.findall(r'<circle cx="([0-9.]+)" cy="20" r="6"><title>(\d{4}-\d\d-\d\d)</title>', html)
+    assert [d for _, d in dots] == days and len(days) > 2
+    xs = [float(x) for x, _ in dots]  # newest first, so right to left, from 580 to 20
+    assert xs == sorted(xs, reverse=True) and (xs[0], xs[-1]) == (580.0, 20.0)
+    assert f"from {days[-1]} to {days[0]}; each is listed below." in html
