@@ -23,7 +23,6 @@ from pathlib import Path
 from importlib.resources import files
 from typing import Callable, Iterable
 
-
 from ledger.core.errors import InputError
 from ledger.core.times import When, when
 from ledger import __version__
@@ -224,7 +223,7 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
     else:
         state.forget()
     if whole is not None or not trust:
-        papers = _checked_ids(store.papers(as_of.key))  # sorted by the store, as the state's rows are
+        papers = _checked_ids(sorted(store.papers(as_of.key)))  # Python's order: the state's rows are merged in it
     if whole is not None:
         changed = set(papers)
 

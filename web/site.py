@@ -11,25 +11,19 @@ This module never writes to the ledger and never decides a status code.
 from __future__ import annotations
 
 import base64
-import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
 from importlib.resources import files
 from typing import Iterable
-from urllib.parse import quote
 
 import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ledger.core.canonical import canonical
-from ledger.core.errors import InputError, NotFoundError
-from ledger.model.arxiv import paper_id
+from ledger.core.errors import NotFoundError
 from ledger.model.events import PAPER_SNAPSHOT, Fact
-from ledger.model.parts import cited_label
-from ledger.model.published import RESOLUTION_STATES
-from ledger.model.standing_notices import describe_event, notice_label
 from ledger.log.signed_notes import Signer
 from ledger.services.proofs import evidence_bundle
 from ledger.storage.store import Store
@@ -39,10 +33,10 @@ from ledger.services.tilestore import read_tile
 from ledger.core.times import When, when
 from ledger.projections import history as views
 from ledger.projections.record import build_record
-from ledger.projections.text import capped_words, counted_lines, lane_words, measurement_line, observation_words
-from ledger.projections.text import state_words
+from ledger.projections.text import counted_lines
 
 from ledger.web import urls
+from ledger.web.views import BEGINNING, effective_days, record_view, shown, time_nav
 
 JSON = "application/json"
 HTML = "text/html; charset=utf-8"
@@ -81,172 +75,6 @@ def _known(known_at: When | None) -> str | None:
 
 def _as_known(exc: NotFoundError, known_at: When | None) -> NotFoundError:
     return NotFoundError(f"{exc} known at {known_at.text}" if known_at else str(exc))
-
-
-BEGINNING = "1970-01-01T00:00:00Z"  # before any record: a first change day's changes are from nothing
-
-
-def _days(facts: Iterable[Fact]) -> list[str]:
-    """The UTC days on which a fact of the paper is effective, oldest first."""
-    return sorted({f.effective_key[:10] for f in facts})
-
-
-def _time_nav(paper: str, facts: list[Fact], as_of: When, day: str | None, known: str | None) -> dict:
-    """A record page's place in time: the change days before and after it (a day with a record), what changed
-    on its day, and when the data it shows was last observed (the latest effective time by its as-of)."""
-    first = min((f.effective_key for f in facts if f.kind == PAPER_SNAPSHOT and f.subject == paper), default=None)
-    days = [d for d in _days(facts) if first is not None and first <= When.parse(d).key]
-    here = When.parse(day).key if day else as_of.key
-    earlier, later = [d for d in days if When.parse(d).key < here], [d for d in days if When.parse(d).key > here]
-    shown = [f.effective_at for f in facts if f.effective_key <= as_of.key]
-    nav = {"observed": max(shown, key=lambda t: When.parse(t).key) if shown else None, "previous": None, "next": None,
-           "changes": None}
-    if earlier:
-        nav["previous"] = (earlier[-1], urls.day_record_url(paper, earlier[-1], known))
-    if later:  # the last change day: the latest record, which a static site always has
-        nav["next"] = (later[0], urls.day_record_url(paper, later[0], known) if later[1:] else urls.record_url(paper, None, known))
-    on = day or (earlier[-1] if earlier else None)
-    if on is not None:
-        nav["changes"] = (on, urls.day_changes_url(paper, on, known))
-    return nav
-
-
-# -- the page form, as HTML ----------------------------------------------------------------------------
-def _paper_link(arxiv_id: object) -> str | None:
-    """A link to another paper's page, only for a well-formed id: an id is untrusted text."""
-    try:
-        return urls.paper_url(paper_id(arxiv_id))
-    except InputError:
-        return None
-
-
-def _arxiv_link(arxiv_id: object) -> str | None:
-    try:
-        return f"https://arxiv.org/abs/{paper_id(arxiv_id)}"
-    except InputError:
-        return None
-
-
-def _doi_link(doi: object) -> str | None:
-    """doi.org's link for a DOI as the record states it (`10.<registrant>/<suffix>`), else None."""
-    if not isinstance(doi, str) or not re.fullmatch(r"10\.[0-9.]+/\S+", doi):
-        return None
-    return "https://doi.org/" + quote(doi, safe="/:;()._-")
-
-
-def _paper_row(label: str, block: dict | None, path: str) -> dict | None:
-    """A paper of a card, as the facts list shows it: its id (the JSON's, at `path`), arXiv, the local page."""
-    if not block or block.get("arxiv_id") is None:
-        return None
-    arxiv_id = block["arxiv_id"]
-    return {"label": label, "id": arxiv_id, "field": f"{path}.arxiv_id", "arxiv": _arxiv_link(arxiv_id),
-            "local": _paper_link(arxiv_id)}
-
-
-def _title(block: dict | None, path: str) -> tuple[str, str] | None:
-    """(title, its field) when the block has one."""
-    if block and isinstance(block.get("title"), str) and block["title"]:
-        return block["title"], f"{path}.title"
-    return None
-
-
-def _observation(obs: dict, direction: str, index: int) -> dict:
-    citation = obs["citation"]
-    words = observation_words(obs, direction)
-    citing = _title(citation["citing_paper"], "citation.citing_paper")
-    cited = _title(citation.get("cited_paper"), "citation.cited_paper") or \
-        _title(citation.get("cited_work"), "citation.cited_work")  # as `cited_label` chooses
-    # A card is headed by the other paper of the citation (inbound: who cites this one; outbound: what it cites).
-    heading = citing if direction == "inbound" else cited
-    if heading is None:
-        heading = (words["citing"] if direction == "inbound" else words["cited"], None)
-    papers = [_paper_row("Citing paper", citation["citing_paper"], "citation.citing_paper"),
-              _paper_row("Cited paper", citation.get("cited_paper"), "citation.cited_paper")]
-    work = citation.get("cited_work") or {}
-    if papers[1] is None and work.get("arxiv_id") is not None:
-        papers[1] = _paper_row("Cited paper", work, "citation.cited_work")
-    return {
-        "anchor": f"{direction}-{index + 1}", "id": obs["observation_id"], "direction": direction,
-        "heading": heading[0], "heading_field": heading[1],
-        "sentence": words["sentence"],
-        "citing": citing or (words["citing"], None), "cited": cited or (words["cited"], None),
-        "reference_index": citation["reference_index"],
-        "resolution": words["resolution"], "status": obs["resolution"]["status"],
-        "notice": words["notice_events"] + ([words["notice_closing"]] if words["notice_closing"] else []),
-        "notice_state": obs["standing_notice"].get("state"),
-        "badges": sorted({(str(e.get("type")), notice_label(str(e.get("type")))) for e in obs["standing_notice"].get("events") or []
-                          if isinstance(e, dict)}),
-        "digest": obs["observation_digest"],
-        "source": citation.get("source"), "source_observed_at": citation.get("source_observed_at"),
-        "papers": [p for p in papers if p is not None],
-        "doi": _doi_link(work.get("doi")), "doi_text": work.get("doi"),
-    }
-
-
-BANNER = ("retraction", "partial_retraction", "withdrawal", "removal", "expression_of_concern", "correction")
-
-
-def _resolution_bar(record: dict) -> list[dict]:
-    """The stacked bar of the displayed references' resolution states: each state's share of 600 units."""
-    counts = record["reference_resolution"]["state_counts"]
-    total, x, bar = sum(counts.get(state, 0) for state in RESOLUTION_STATES), 0.0, []
-    for state in RESOLUTION_STATES:
-        n = counts.get(state, 0)
-        if total and n:
-            bar.append({"state": state, "count": n, "x": round(x, 2), "width": round(600 * n / total, 2)})
-            x += 600 * n / total
-    return bar
-
-
-def _notices(record: dict) -> list[dict]:
-    """Each source-reported notice on a cited work once (the same one reported on several observations
-    too), with the works it is on: for the banner, the worst kinds first."""
-    found: dict[tuple, dict] = {}
-    for direction in ("outbound", "inbound"):
-        for obs in record[direction]:
-            for event in obs["standing_notice"].get("events") or []:
-                if not isinstance(event, dict):
-                    continue
-                key = (str(event.get("type")), str(event.get("source")), str(event.get("date")))
-                entry = found.setdefault(key, {"type": key[0], "label": notice_label(key[0]), "line": describe_event(event),
-                                               "works": [], "banner": key[0] in BANNER})
-                work = cited_label(obs["citation"]) or f"arXiv:{obs['citation']['citing_paper']['arxiv_id']}"
-                if work not in entry["works"]:
-                    entry["works"].append(work)
-    return sorted(found.values(), key=lambda n: (BANNER.index(n["type"]) if n["banner"] else len(BANNER), n["line"]))
-
-
-def _record_view(record: dict) -> dict:
-    paper = record["paper"]
-    lanes = [dict(zip(("heading", "note", "source"), lane_words(lane))) for lane in record["coverage"]]
-    resolution = record["reference_resolution"]
-    measurement_source = next((lane["source"] for lane in record["coverage"]
-                               if lane["lane"] == "external_citation_measurements"), "")
-    return {
-        "title": paper.get("title") or f"arXiv:{paper['arxiv_id']}",
-        "arxiv_id": paper["arxiv_id"], "version": f"v{paper.get('latest_version')}",
-        "arxiv_link": _arxiv_link(paper["arxiv_id"]),
-        "lanes": lanes, "meters": [(lane["records_observed"], lane["denominator"]) for lane in record["coverage"]],
-        "bar": _resolution_bar(record), "notices": _notices(record),
-        "displayed": f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
-        "states": state_words(record),
-        "measurements": [measurement_line(m, measurement_source) for m in record["external_citation_measurements"]],
-        "sections": [  # the page form's order: outbound, then inbound
-            ("outbound", "Outbound references", "No outbound references are displayed.",
-             [_observation(o, "outbound", i) for i, o in enumerate(record["outbound"])], capped_words(record, "outbound")),
-            ("inbound", "Pith citing papers", "No inbound Pith citation observations are available.",
-             [_observation(o, "inbound", i) for i, o in enumerate(record["inbound"])], capped_words(record, "inbound")),
-        ],
-    }
-
-
-# What would reorder the text after it (bidi controls) or print nothing (C0 and C1 controls but tab and line
-# ends): shown as its code point, here and in check.js's `shown`, so no title reverses a line or hides a part.
-HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def shown(text: object) -> str:
-    return HIDDEN.sub(lambda m: f"\u27e8U+{ord(m[0]):04X}\u27e9", str(text))
 
 
 @cache
@@ -305,8 +133,8 @@ class Site:
             json_url = urls.record_url(paper, as_of.text, known, html=False)
         else:
             json_url = urls.day_record_url(paper, day, known, html=False)
-        page = render("record.html", record=record, view=_record_view(record), json_url=json_url,
-                      time=_time_nav(paper, facts, as_of, day, known),
+        page = render("record.html", record=record, view=record_view(record), json_url=json_url,
+                      time=time_nav(paper, facts, as_of, day, known),
                       integrity_url=urls.integrity_url(paper, as_of.text, known),
                       page_url=urls.page_url(paper, as_of.text, known))
         return Body(page, HTML, SHORT, f'W/"{record["context_digest"]}"')
@@ -373,7 +201,7 @@ class Site:
         the end of the change day before it (the record's beginning for the first)."""
         facts = self.facts(paper, known_at) if facts is None else facts
         if day is not None:
-            earlier = [d for d in _days(facts) if d < day]
+            earlier = [d for d in effective_days(facts) if d < day]
             start = when("from", earlier[-1]) if earlier else when("from", BEGINNING)
         try:
             found = views.paper_diff(paper, facts, start, end)

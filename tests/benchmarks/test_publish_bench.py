@@ -17,7 +17,7 @@ def test_a_tiny_run_passes_its_gates_writes_its_section_and_keeps_its_ledgers(tm
     assert SECTION_TITLE in text and "Correctness gates passed" in text
     for step in "abcde":
         assert f"| 10 | {step} |" in text
-    assert "| other | 6 / " in text  # the index, the evidence page, three assets, the checkpoint: no file unclassed
+    assert "| other | 9 / " in text  # the home, 404 and evidence pages, five assets, the checkpoint: none unclassed
     assert "b at 10 / b at 5 papers:" in text and "the targets are for 1,000 to 10,000 papers" in text
     again = ledger_of(10, 29, cache)  # the run's own ledger, not built a second time
     assert again.cached and again.events > 0 and again.db.parent == cache
@@ -41,8 +41,9 @@ def test_every_kind_of_published_file_is_named_by_its_path():
     assert [kind_of(path) for path in (
         f"{paper}/citation-record.json", f"{paper}/as-of/2026-05-01/citation-record.json",
         f"{paper}/citation-record/index.html", f"{paper}/as-of/2026-05-01/citation-record/index.html",
-        f"{paper}/index.html", f"{paper}/history.json", f"{paper}/integrity.json", f"{paper}/integrity/index.html",
+        f"{paper}/as-of/2026-05-01/changes/index.html", f"{paper}/index.html", f"{paper}/history.json", f"{paper}/integrity.json", f"{paper}/integrity/index.html",
         "tile/0/000", "tile/1/000.p/3", "tile/entries/000", "tile/entries/001.p/7", "checkpoint", "index.html",
         "paper/hep-th/9901001/citation-record.json")] == [
-        "record JSON", "day record JSON", "record HTML", "day HTML", "paper page", "history.json", "integrity.json",
+        "record JSON", "day record JSON", "record HTML", "day HTML", "day changes", "paper page", "history.json",
+        "integrity.json",
         "integrity HTML", "tiles", "tiles", "entry bundles", "entry bundles", "other", "other", "record JSON"]
