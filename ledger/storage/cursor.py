@@ -198,16 +198,24 @@ class Cursor:
 
     def recent_papers(self, limit: int, window: int) -> list[str]:
         """Up to `limit` papers with an event among the log's last `window`, the latest first: read from the
-        log's end, so the cost is the window's, not the log's. Raises the driver's errors."""
-        sql = ("SELECT coalesce(e.paper, o.paper) FROM events AS e LEFT JOIN observation_papers AS o "
-               "ON e.paper IS NULL AND o.observation = e.subject WHERE e.seq > ? ORDER BY e.seq DESC")
+        log's end (an observation's papers from its citation, as `papers_since` reads them), so the cost is
+        the window's, not the log's. Raises IntegrityError for a citation whose papers cannot be read, or
+        the driver's errors."""
+        rows = self.execute("SELECT paper, subject FROM events WHERE seq > ? ORDER BY seq DESC",
+                            (max(self.head()[0] - window, 0),)).fetchall()
+        wanted, linked = sorted({subject for paper, subject in rows if paper is None}), {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            for subject, payload in self.execute(f"SELECT subject, payload FROM events WHERE kind = ? AND subject IN "
+                                                 f"({', '.join(['?'] * len(chunk))})", [CITATION_OBSERVED, *chunk]):
+                linked[subject] = stored_citation_papers(payload, f"observation {subject}")
         found: dict[str, None] = {}
-        for (paper,) in self.execute(sql, (max(self.head()[0] - window, 0),)):
-            if paper is not None:
-                found.setdefault(paper)
-                if len(found) == limit:
-                    break
-        return list(found)
+        for paper, subject in rows:
+            for each in (paper,) if paper is not None else sorted(linked.get(subject, ())):
+                found.setdefault(each)
+            if len(found) >= limit:
+                break
+        return list(found)[:limit]
 
     def paper_summary(self, paper: str, as_of_key: str) -> tuple[bytes | None, int, str | None]:
         """(its latest snapshot's payload, how many of its events, the latest effective key), of the events
