@@ -157,13 +157,21 @@ class Cursor:
         papers, observations = set(), set()
         for paper, subject in self.execute("SELECT paper, subject FROM events WHERE seq > ? AND seq <= ?", (after, size)):
             (papers.add(paper) if paper is not None else observations.add(subject))
-        wanted = sorted(observations)
+        for linked in self.citation_papers(observations).values():
+            papers.update(linked)
+        return papers
+
+    def citation_papers(self, observations: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """observation -> the papers its citation links it to, for those with a citation stored, read through
+        the fact key 500 at a time. Raises: IntegrityError for a citation whose papers cannot be read, or the
+        driver's errors."""
+        wanted, linked = sorted(observations), {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start:start + 500]
             for subject, payload in self.execute(f"SELECT subject, payload FROM events WHERE kind = ? AND subject IN "
                                                  f"({', '.join(['?'] * len(chunk))})", [CITATION_OBSERVED, *chunk]):
-                papers.update(stored_citation_papers(payload, f"observation {subject}"))
-        return papers
+                linked[subject] = stored_citation_papers(payload, f"observation {subject}")
+        return linked
 
     def paper_version(self, paper: str) -> tuple[int, int]:
         """(how many, the largest seq) of `paper_facts(paper)`: it changes exactly when a fact of the paper is
@@ -203,12 +211,7 @@ class Cursor:
         the driver's errors."""
         rows = self.execute("SELECT paper, subject FROM events WHERE seq > ? ORDER BY seq DESC",
                             (max(self.head()[0] - window, 0),)).fetchall()
-        wanted, linked = sorted({subject for paper, subject in rows if paper is None}), {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            for subject, payload in self.execute(f"SELECT subject, payload FROM events WHERE kind = ? AND subject IN "
-                                                 f"({', '.join(['?'] * len(chunk))})", [CITATION_OBSERVED, *chunk]):
-                linked[subject] = stored_citation_papers(payload, f"observation {subject}")
+        linked = self.citation_papers({subject for paper, subject in rows if paper is None})
         found: dict[str, None] = {}
         for paper, subject in rows:
             for each in (paper,) if paper is not None else sorted(linked.get(subject, ())):
