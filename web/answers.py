@@ -1,7 +1,7 @@
 """Answers kept: a page already rendered for the same question is sent again without rebuilding it, for as long
 as what its bytes depend on has not changed. A route names what that is (`Route.depends`): the paper's facts
 (their count and largest seq, which change exactly when a fact of the paper is appended, by this process or
-another), the log's size (a checkpoint, the proofs of an integrity page), or nothing (a tile by its path). The
+another), which of the papers its cards name have a record (HTML only: a card links those), the log's size (a checkpoint, the proofs of an integrity page), or nothing (a tile by its path). The
 check is one small read of the store per request; the cache holds at most `BUDGET` bytes, least recently
 checked first out. Where the store has a commit counter (`Backend.watch`: SQLite's data version), a body
 checked at one value of it is sent again while the value is the same, without reading the store at all: no
@@ -53,7 +53,7 @@ class Answers:
             return self._render(site, render, question)
         if url is not None:
             self.remember(url, route, form, question)
-        state = _state(site, route, question)
+        state = _state(site, route, question, form)
         found = self.kept.get(key)
         if found is not None and found.state == state:
             self.kept.move_to_end(key)
@@ -98,7 +98,7 @@ class Answers:
             return None
         route, (key, question) = found
         kept = self.kept.get(key)
-        if kept is None or kept.state != _state(site, route, question):
+        if kept is None or kept.state != _state(site, route, question, key[1]):
             return None
         self.kept.move_to_end(key)
         kept.stamp = stamp
@@ -122,7 +122,8 @@ def _key(route: Route, form: str, q: Question) -> tuple | None:
     return (route.name, form, q.paper, q.day, q.name, q.tile.path() if q.tile else None, q.size, *times)
 
 
-def _state(site: Site, route: Route, q: Question) -> tuple:
-    """The state of what the route's bytes depend on, read now (one small query each)."""
-    return tuple(site.store.paper_version(q.paper) if part == "paper" else site.store.head()[0]
-                 for part in route.depends)
+def _state(site: Site, route: Route, q: Question, form: str) -> tuple:
+    """The state of what the route's bytes in `form` depend on, read now (a few small queries each)."""
+    return tuple(site.store.paper_version(q.paper) if part == "paper" else
+                 (site.linked(q.paper, q.as_of) if form == "html" else None) if part == "links" else
+                 site.store.head()[0] for part in route.depends)

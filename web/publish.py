@@ -215,6 +215,10 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
         since = before["tree_size"]
         with store.reading() as cursor:
             changed = cursor.papers_since(since, size)
+            # A paper's first record here: the cards of the papers its citations name now link to it.
+            for paper in sorted(cursor.shown_papers(changed, as_of.key)):
+                if state.files_of(paper) is None:
+                    changed |= cursor.linked_papers(paper)
             if trust:  # the papers with events since that have a record as of then: nothing else is read
                 papers = _checked_ids(sorted(cursor.shown_papers(changed, as_of.key)))
         if not trust:

@@ -97,8 +97,8 @@ class Route:
     as_of_now: bool = True  # without `as_of`, as of the request instant (False: every event)
     store: bool = True  # rendered in the store's thread (False: from the package alone, even with the store down)
     encode: Encode | None = None  # (Accept-Encoding, body, question) -> the body sent and headers to add
-    # What its bytes depend on, for `web.answers` to keep them: "paper" (its facts), "log" (its size); () for
-    # nothing (the same bytes forever); None: never kept.
+    # What its bytes depend on, for `web.answers` to keep them: "paper" (its facts), "links" (which papers its
+    # HTML cards name have a record), "log" (its size); () for nothing (the same bytes forever); None: never kept.
     depends: tuple[str, ...] | None = None
     about: str = ""  # the JSON form's description in the OpenAPI schema
 
@@ -173,9 +173,9 @@ ROUTES = (
     Route("day_changes", paths.DAY_CHANGES, query=("known_at",), published=PER_DAY, depends=("paper",),
           html=lambda site, q: site.diff_html(q.paper, None, q.as_of, q.known_at, q.facts_from(site), q.day)),
     Route("day_record", paths.DAY_RECORD, json=_record_json, html=_record_html, query=("known_at",), published=PER_DAY,
-          depends=("paper",)),
+          depends=("paper", "links")),
     Route("record", paths.RECORD, json=_record_json, html=_record_html, query=AS_OF, published=PER_PAPER,
-          depends=("paper",),
+          depends=("paper", "links"),
           about="Exactly the bytes of `ledger replay --paper <id> --as-of <as_of>`; ETag: the context digest."),
     Route("integrity", paths.INTEGRITY, query=AS_OF, published=PER_PAPER, depends=("paper",),
           json=lambda site, q: site.integrity_json(q.paper, q.as_of, q.known_at, q.integrity_from(site)),

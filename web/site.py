@@ -133,11 +133,21 @@ class Site:
             json_url = urls.record_url(paper, as_of.text, known, html=False)
         else:
             json_url = urls.day_record_url(paper, day, known, html=False)
-        page = render("record.html", record=record, view=record_view(record), json_url=json_url,
+        view = record_view(record, self.linked(paper, as_of))
+        page = render("record.html", record=record, view=view, json_url=json_url,
                       time=time_nav(paper, facts, as_of, day, known),
+                      # a change day's page is one of many copies of the record: its cards in brief
+                      brief=day is not None, current_url=urls.record_url(paper, None, known),
                       integrity_url=urls.integrity_url(paper, as_of.text, known),
                       page_url=urls.page_url(paper, as_of.text, known))
         return Body(page, HTML, SHORT, f'W/"{record["context_digest"]}"')
+
+    def linked(self, paper: str, as_of: When) -> frozenset[str]:
+        """The other papers the paper's citations name that have a record here as of `as_of`: those its cards
+        link to locally. It changes when a fact of the paper, or a snapshot of one of them, is
+        appended."""
+        with self.store.reading() as cursor:
+            return frozenset(cursor.shown_papers(cursor.linked_papers(paper), as_of.key))
 
     # integrity ------------------------------------------------------------------------------------------
     def integrity(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None) -> dict:

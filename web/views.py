@@ -5,7 +5,7 @@ a store (`web.site` does, and renders these)."""
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Container, Iterable
 from urllib.parse import quote
 
 from ledger.core.errors import InputError
@@ -48,10 +48,10 @@ def time_nav(paper: str, facts: list[Fact], as_of: When, day: str | None, known:
 
 
 # -- the record page's cards -----------------------------------------------------------------------------
-def paper_link(arxiv_id: object) -> str | None:
-    """A link to another paper's page, only for a well-formed id: an id is untrusted text."""
+def _paper(arxiv_id: object) -> str | None:
+    """The paper a well-formed id names, else None: an id is untrusted text."""
     try:
-        return urls.paper_url(paper_id(arxiv_id))
+        return paper_id(arxiv_id)
     except InputError:
         return None
 
@@ -70,13 +70,34 @@ def _doi_link(doi: object) -> str | None:
     return "https://doi.org/" + quote(doi, safe="/:;()._-")
 
 
-def _paper_row(label: str, block: dict | None, path: str) -> dict | None:
-    """A paper of a card, as the facts list shows it: its id (the JSON's, at `path`), arXiv, the local page."""
+def _paper_row(label: str, block: dict | None, path: str, linked: Container[str]) -> dict | None:
+    """A paper of a card, as the facts list shows it: its id (the JSON's, at `path`), arXiv, and the local page
+    when the site has that paper's record (it is in `linked`)."""
     if not block or block.get("arxiv_id") is None:
         return None
     arxiv_id = block["arxiv_id"]
     return {"label": label, "id": arxiv_id, "field": f"{path}.arxiv_id", "arxiv": _arxiv_link(arxiv_id),
-            "local": paper_link(arxiv_id)}
+            "local": urls.paper_url(paper) if (paper := _paper(arxiv_id)) in linked else None}
+
+
+def _other_paper(obs: dict, direction: str) -> dict | None:
+    """The block of the citation's other paper, the one a card names: who cites (inbound), what is cited."""
+    citation = obs["citation"]
+    if direction == "inbound":
+        return citation["citing_paper"]
+    work = citation.get("cited_work") or {}
+    return citation.get("cited_paper") or (work if work.get("arxiv_id") is not None else None)
+
+
+def named_papers(record: dict) -> set[str]:
+    """The well-formed arXiv ids of the other papers the record's cards name: those a card may link locally."""
+    found = set()
+    for direction in ("outbound", "inbound"):
+        for obs in record[direction]:
+            block = _other_paper(obs, direction)
+            if block and (paper := _paper(block.get("arxiv_id"))) is not None:
+                found.add(paper)
+    return found
 
 
 def _title(block: dict | None, path: str) -> tuple[str, str] | None:
@@ -86,7 +107,9 @@ def _title(block: dict | None, path: str) -> tuple[str, str] | None:
     return None
 
 
-def _observation(obs: dict, direction: str, index: int) -> dict:
+def _observation(obs: dict, direction: str, index: int, linked: Container[str]) -> dict:
+    """A card: headed by the other paper of the citation, with the facts and digest of the observation; the
+    record's own paper (the citing one outbound, the cited one inbound) is not repeated on every card."""
     citation = obs["citation"]
     words = observation_words(obs, direction)
     citing = _title(citation["citing_paper"], "citation.citing_paper")
@@ -96,16 +119,14 @@ def _observation(obs: dict, direction: str, index: int) -> dict:
     heading = citing if direction == "inbound" else cited
     if heading is None:
         heading = (words["citing"] if direction == "inbound" else words["cited"], None)
-    papers = [_paper_row("Citing paper", citation["citing_paper"], "citation.citing_paper"),
-              _paper_row("Cited paper", citation.get("cited_paper"), "citation.cited_paper")]
     work = citation.get("cited_work") or {}
-    if papers[1] is None and work.get("arxiv_id") is not None:
-        papers[1] = _paper_row("Cited paper", work, "citation.cited_work")
+    other = _other_paper(obs, direction)
+    path = ("citation.citing_paper" if direction == "inbound" else
+            "citation.cited_paper" if other is citation.get("cited_paper") else "citation.cited_work")
+    papers = [_paper_row("Citing paper" if direction == "inbound" else "Cited paper", other, path, linked)]
     return {
         "anchor": f"{direction}-{index + 1}", "id": obs["observation_id"], "direction": direction,
         "heading": heading[0], "heading_field": heading[1],
-        "sentence": words["sentence"],
-        "citing": citing or (words["citing"], None), "cited": cited or (words["cited"], None),
         "reference_index": citation["reference_index"],
         "resolution": words["resolution"], "status": obs["resolution"]["status"],
         "notice": words["notice_events"] + ([words["notice_closing"]] if words["notice_closing"] else []),
@@ -152,7 +173,8 @@ def _notices(record: dict) -> list[dict]:
     return sorted(found.values(), key=lambda n: (BANNER.index(n["type"]) if n["banner"] else len(BANNER), n["line"]))
 
 
-def record_view(record: dict) -> dict:
+def record_view(record: dict, linked: Container[str] = ()) -> dict:
+    """What the record page shows of `record`; a card links another paper's page here when it is in `linked`."""
     paper = record["paper"]
     lanes = [dict(zip(("heading", "note", "source"), lane_words(lane))) for lane in record["coverage"]]
     resolution = record["reference_resolution"]
@@ -169,9 +191,9 @@ def record_view(record: dict) -> dict:
         "measurements": [measurement_line(m, measurement_source) for m in record["external_citation_measurements"]],
         "sections": [  # the page form's order: outbound, then inbound
             ("outbound", "Outbound references", "No outbound references are displayed.",
-             [_observation(o, "outbound", i) for i, o in enumerate(record["outbound"])], capped_words(record, "outbound")),
+             [_observation(o, "outbound", i, linked) for i, o in enumerate(record["outbound"])], capped_words(record, "outbound")),
             ("inbound", "Pith citing papers", "No inbound Pith citation observations are available.",
-             [_observation(o, "inbound", i) for i, o in enumerate(record["inbound"])], capped_words(record, "inbound")),
+             [_observation(o, "inbound", i, linked) for i, o in enumerate(record["inbound"])], capped_words(record, "inbound")),
         ],
     }
 

@@ -173,6 +173,15 @@ class Cursor:
                 linked[subject] = stored_citation_papers(payload, f"observation {subject}")
         return linked
 
+    def linked_papers(self, paper: str) -> set[str]:
+        """The other papers the citations of `paper`'s observations link it to (those it cites, those citing
+        it): the papers its record's cards name. Raises: IntegrityError for a citation whose papers cannot be
+        read, or the driver's errors."""
+        observations = [r[0] for r in self.execute("SELECT observation FROM observation_papers WHERE paper = ?", (paper,))]
+        found = set().union(*self.citation_papers(observations).values())
+        found.discard(paper)
+        return found
+
     def paper_version(self, paper: str) -> tuple[int, int]:
         """(how many, the largest seq) of `paper_facts(paper)`: it changes exactly when a fact of the paper is
         appended (the log only grows), so it tells a copy of the paper's pages is current. Raises the driver's
@@ -198,11 +207,15 @@ class Cursor:
         return [(paper, bool(snapshot)) for paper, snapshot in self.execute(sql, params + [after, limit]).fetchall()]
 
     def shown_papers(self, papers: Iterable[str], as_of_key: str) -> set[str]:
-        """Those of `papers` with a snapshot effective by `as_of_key`: a query a paper, for a few papers (all
-        of them: `papers_after`). Raises the driver's errors."""
-        shown, params = _snapshot_by(as_of_key, None)
-        sql = f"SELECT {shown} FROM (SELECT CAST(? AS TEXT) AS paper) AS p"
-        return {paper for paper in papers if self.execute(sql, params + [paper]).fetchone()[0]}
+        """Those of `papers` with a snapshot effective by `as_of_key`: 500 papers a query, each looked up in the
+        paper-level index, for some papers (all of them: `papers_after`). Raises the driver's errors."""
+        wanted, shown = sorted(set(papers)), set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            shown.update(r[0] for r in self.execute(
+                f"SELECT DISTINCT paper FROM events WHERE paper IN ({', '.join(['?'] * len(chunk))}) AND kind = ? "
+                "AND effective_key <= ?", [*chunk, PAPER_SNAPSHOT, as_of_key]))
+        return shown
 
     def recent_papers(self, limit: int, window: int) -> list[str]:
         """Up to `limit` papers with an event among the log's last `window`, the latest first: read from the

@@ -291,6 +291,10 @@ def test_a_citation_appended_alone_is_read_with_both_papers(store):
             w.append([citation(n)])
         assert [f.subject for f in store.paper_facts(f"2601.{n:05d}")] == [f"obs-{n}"]
         assert len(store.paper_facts("2601.99999")) == n
+    with store.reading() as cursor:  # the papers a record's cards name: each citing one, for the cited paper
+        assert cursor.linked_papers("2601.99999") == {f"2601.{n:05d}" for n in range(1, 17)}
+        assert cursor.linked_papers("2601.00003") == {"2601.99999"}
+        assert cursor.linked_papers("2601.55555") == set()
 
 
 def test_appends_refuse_a_database_that_lost_its_unique_fact_key(seeded):

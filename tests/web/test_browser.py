@@ -123,7 +123,8 @@ class Watched:
 
     def states(self) -> dict[str, str | None]:
         return self.page.eval_on_selector_all(
-            "li.observation", "items => Object.fromEntries(items.map(i => [i.dataset.observationId, i.dataset.check || null]))")
+            "li.observation", "items => Object.fromEntries(items.map(i => "
+            "[i.querySelector('[data-field=observation_id]').textContent, i.dataset.check || null]))")
 
     def verdict(self) -> str:
         """The check's verdict, once the check the page runs on load has ended."""
@@ -191,14 +192,14 @@ def test_one_changed_title_byte_fails_that_observation_and_the_context_digest(wa
     assert states.pop(target["observation_id"]) == "fail"
     assert len(states) == 11 and set(states.values()) == {"pass"}
     assert w.page.get_attribute('span.check[data-check-for="context"]', "data-check") == "fail"
-    failed = w.page.text_content(f'li[data-observation-id="{target["observation_id"]}"] span.check')
+    failed = w.page.text_content(f'li.observation:has(code[data-field="observation_id"]:text-is("{target["observation_id"]}")) span.check')
     assert failed.startswith("✗ failed: re-computed sha256:") and target["observation_digest"] not in failed
     # The summary lists the card, what the page shows, what the JSON says and what was re-computed.
     items = w.page.locator("#check-failures li").all_text_contents()
     card = next(i for i in items if i.startswith(title.decode()))
     assert f"the page shows “{title.decode()}” for citation.citing_paper.title, the JSON says “{changed.decode()}”" in card
     assert f"the JSON states the digest {target['observation_digest']}, re-computed from the JSON: sha256:" in card
-    anchor = w.page.get_attribute(f'li[data-observation-id="{target["observation_id"]}"]', "id")
+    anchor = w.page.get_attribute(f'li.observation:has(code[data-field="observation_id"]:text-is("{target["observation_id"]}"))', "id")
     assert w.page.locator(f'#check-failures a[href="#{anchor}"]').count() == 1
     w.page.screenshot(path=str(tmp_path / "seed-004-one-byte-changed.png"), full_page=True)
     assert (tmp_path / "seed-004-one-byte-changed.png").stat().st_size > 20_000
@@ -206,7 +207,7 @@ def test_one_changed_title_byte_fails_that_observation_and_the_context_digest(wa
 
 @pytest.mark.parametrize("tamper", ["visible digest", "citing title", "card removed", "context digest"])
 def test_what_the_page_shows_is_checked_not_only_the_json(watched, server, tamper):
-    """The JSON as served, the page's HTML changed: a digest in the visible text (the data-digest left), a
+    """The JSON as served, the page's HTML changed: a digest in the visible text, a
     title in the HTML only, a card taken away, the context digest shown."""
     w = watched()
     record = orjson.loads(urllib.request.urlopen(f"{server}/paper/{PAPER_004}/citation-record.json?as_of={AS_OF_004}").read())
@@ -244,6 +245,31 @@ def test_what_the_page_shows_is_checked_not_only_the_json(watched, server, tampe
     else:
         assert w.states()[target["observation_id"]] == "fail"
         assert sum(v == "pass" for v in w.states().values()) == 11
+
+
+def test_a_change_day_page_with_its_cards_in_brief_is_checked_alike(watched, server):
+    """A change day's page shows each card in brief (heading, states, id, digest): the check covers what it
+    shows, and a digest changed in the HTML alone fails it."""
+    day = f"/paper/{PAPER_004}/as-of/2026-08-09/citation-record"
+    w = watched()
+    w.page.goto(server + day)
+    assert w.verdict() == "pass" and set(w.states().values()) == {"pass"} and len(w.states()) == 12
+    assert w.page.locator("li.observation dl.facts").count() == 0  # in brief
+    record = orjson.loads(urllib.request.urlopen(f"{server}/paper/{PAPER_004}/as-of/2026-08-09/citation-record.json").read())
+    target = record["inbound"][0]
+
+    def edit(route):
+        response = route.fetch()
+        html = response.text()
+        shown = f'data-field="observation_digest">{target["observation_digest"]}<'
+        assert html.count(shown) == 1
+        route.fulfill(response=response, body=html.replace(shown, shown.replace(target["observation_digest"][-4:] + "<", "0000<")))
+
+    w = watched()
+    w.page.route(f"**{day}", edit)
+    w.page.goto(server + day)
+    assert w.verdict() == "fail" and w.states()[target["observation_id"]] == "fail"
+    assert sum(v == "pass" for v in w.states().values()) == 11
 
 
 def test_the_page_reads_fully_without_javascript(watched, server):
@@ -389,7 +415,9 @@ def test_hostile_text_is_isolated_and_its_controls_shown(watched, server):
     card = w.page.locator("li.observation").first
     assert card.locator("h3").text_content() == SHOWN_TITLE  # the cited work heads an outbound card
     assert card.locator('a[href^="https://doi.org/"]').get_attribute("href") == "https://doi.org/10.1000/xyz(1)"
-    assert card.locator(f'a[href="https://arxiv.org/abs/{BIDI_PAPER}"]').count() == 1
+    # The record's own paper is linked to arXiv once, at the top, not again on each of its cards.
+    assert w.page.locator(f'dl.identity a[href="https://arxiv.org/abs/{BIDI_PAPER}"]').count() == 1
+    assert card.locator(f'a[href="https://arxiv.org/abs/{BIDI_PAPER}"]').count() == 0
 
 
 def test_no_page_scrolls_sideways_on_a_phone_and_each_is_kept_as_a_picture(watched, server):

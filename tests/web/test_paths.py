@@ -172,10 +172,25 @@ def test_the_html_page_carries_every_line_of_the_text_page(client, rich, seed):
     arxiv_id = re.search(r"for arXiv:(\S+)\.", page).group(1)
     html = client.get(f"/paper/{arxiv_id}/citation-record", params={"as_of": dates[arxiv_id][0]})
     text = "".join(visible(ok(html, "text/html; charset=utf-8")).split())
-    # A card labels the two titles the text page runs together ("<citing> <cited>"): the labels aside, the same.
-    text = text.replace("Citing:", "").replace("→cited:", "")
-    for line in page.splitlines():
-        assert "".join(line.split()) in text, line
+    blocks = page.split("\n\n")
+    # A card says in its heading and section what the page form's block says in a sentence and a pair of titles:
+    # those two lines and the fixed heading are the page form's wording; every fact of every block is on the card.
+    worded = set()
+    for i, block in enumerate(blocks):
+        if block.startswith("Observation "):
+            oid, direction = block[len("Observation "):].split(" · ")
+            assert oid in text and direction in ("inbound", "outbound")
+            other = blocks[i + 1][len("This paper cites "):-1] if direction == "outbound" else \
+                blocks[i + 1][:-len(" cites this paper.")]
+            other = "Unresolved cited work" if other == "an unresolved cited work" else other  # its card's heading
+            assert "".join(other.split()) in text, other
+            worded |= {i, i + 1, i + 2}
+    assert worded
+    for i, block in enumerate(blocks):
+        if i in worded or block == "Source-reported events for the cited work":
+            continue
+        for line in block.splitlines():
+            assert "".join(line.split()) in text, line
 
 
 def test_the_html_page_shows_every_digest_and_links_its_json(client):
@@ -184,7 +199,8 @@ def test_the_html_page_shows_every_digest_and_links_its_json(client):
     record = orjson.loads(client.get(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": AS_OF_004}).content)
     assert render_text(record).split("\n\n")[2] in html  # the thesis
     for obs in record["inbound"] + record["outbound"]:
-        assert f'data-digest="{obs["observation_digest"]}"' in html and obs["observation_digest"] in visible(response.content)
+        assert f'<code class="digest" data-field="observation_digest">{obs["observation_digest"]}</code>' in html
+        assert obs["observation_digest"] in visible(response.content)
     assert f'data-context-digest="{DIGEST_0809}"' in html
     assert f'data-record-json="/paper/{PAPER_004}/citation-record.json?as_of={AS_OF_004}"' in html
     assert '<script src="/assets/check.js" defer></script>' in html

@@ -307,3 +307,27 @@ def test_a_damaged_state_renders_again_what_it_cannot_vouch_for(rich, tmp_path, 
     expected = {"file": len(dates), "state": len(dates), "row": 1, "stat": 0}[damage]  # a bad row: that paper only
     assert again["rebuilt"] == expected and again["written"] == 0 and again["unchanged"] == first["written"]
     assert publish(cli, out)["rebuilt"] == 0  # and the state is whole again
+
+
+def test_a_card_links_a_paper_here_once_the_site_has_its_record(client, rich, key_file, tmp_path):
+    """Seed 004's citing papers have no record here: their cards link arXiv only. A snapshot of one of them
+    gives it a record, and the next publish (trusted or not) and the next request give 004's cards a link."""
+    store, dates = rich
+    cli, out = Cli.of(store), tmp_path / "site"
+    publish(cli, out, "--key", str(key_file))
+    page = f"paper/{PAPER_004}/citation-record/index.html"
+    record = orjson.loads((out / f"paper/{PAPER_004}/citation-record.json").read_bytes())
+    citing = sorted({o["citation"]["citing_paper"]["arxiv_id"] for o in record["inbound"]} - set(dates))
+    assert citing and not any(f'href="/paper/{c}"' in (out / page).read_text() for c in citing)
+    served = client.get(url_of(page, AS_OF))
+    assert served.content == (out / page).read_bytes()  # and kept by serve now
+    new = citing[0]
+    snapshot = tmp_path / "snapshot.jsonl"
+    snapshot.write_bytes(event_line("paper.snapshot", {"arxiv_id": new, "latest_version": 1, "title": "Now here",
+                                                       "snapshot_observed_at": "2026-08-01T00:00:00Z"}))
+    assert cli("import", str(snapshot)).exit_code == 0
+    linked = client.get(url_of(page, AS_OF)).text
+    assert linked.count(f'href="/paper/{new}"') == 1 and not any(f'href="/paper/{c}"' in linked for c in citing[1:])
+    trusted = publish(cli, out, "--key", str(key_file), "--trust-folder")
+    assert trusted["rebuilt"] == 2 and (out / page).read_text() == linked  # the new paper and 004
+    assert (out / f"paper/{new}/citation-record/index.html").exists()

@@ -218,7 +218,10 @@
     if (!(record instanceof Obj)) throw new Error("the record's JSON is not an object");
     var cards = document.querySelectorAll("li.observation");
     var shownCards = new Map();
-    cards.forEach(function (li) { shownCards.set(li.getAttribute("data-direction") + " " + li.getAttribute("data-observation-id"), li); });
+    cards.forEach(function (li) {  // a card is its section's ("outbound-3") and the observation id it shows
+      var shownId = li.querySelector('[data-field="observation_id"]');
+      shownCards.set(li.id.split("-")[0] + " " + (shownId ? shownId.textContent : ""), li);
+    });
     var failed = [], fields = 0, digests = 0;
     function fail(where, element, problems) {
       failed.push([where, element, problems]);
@@ -229,7 +232,7 @@
       var list = get(record, direction) || [];
       for (var obs of list) {
         var id = text(get(obs, "observation_id"));
-        var li = shownCards.get(direction + " " + id);
+        var li = shownCards.get(direction + " " + shown(id));
         var stated = text(get(obs, "observation_digest"));
         var found = await sha256(canonical(without(obs, ["observation_digest"])));
         digests++;
@@ -241,7 +244,6 @@
         var problems = [];
         fields += compare(li, "data-field", obs, problems, true);
         if (found !== stated) problems.push("the JSON states the digest " + stated + ", re-computed from the JSON: " + found);
-        if (li.getAttribute("data-digest") !== stated) problems.push("the card's data-digest is " + li.getAttribute("data-digest"));
         var mark = li.querySelector("span.check");
         if (problems.length) {
           fail(heading(li), li, problems);
