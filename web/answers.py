@@ -119,7 +119,7 @@ def _key(route: Route, form: str, q: Question) -> tuple | None:
     if route.depends is None or (q.as_of is not None and not q.as_of.given):
         return None
     times = tuple(t.key if t is not None else None for t in (q.as_of, q.known_at, q.start, q.end))
-    return (route.name, form, q.paper, q.day, q.name, q.tile.path() if q.tile else None, q.size, *times)
+    return (route.name, form, q.paper, q.day, q.name, q.month, q.tile.path() if q.tile else None, q.size, *times)
 
 
 def _state(site: Site, route: Route, q: Question, form: str) -> tuple:

@@ -31,8 +31,8 @@ from ledger.log.tiles import Tile, parse_tile_path, partial_tiles
 from ledger.storage.store import Store
 from ledger.services.tilestore import all_tiles
 
-from ledger.model.arxiv import paper_id
-from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
+from ledger.model.arxiv import month_id, month_of, paper_id
+from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_MONTH, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
 from ledger.web.publish_state import PublishState
 from ledger.web.site import ASSETS, Site
 
@@ -244,7 +244,7 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
             write(route, Question(name=name))
     for route in published(ONCE):
         write(route, Question(as_of=as_of))
-    rendered = 0
+    rendered, months = 0, {month_of(p) for p in papers} if whole is not None else _months(touched)
     kept = state.papers() if whole is None and not trust else iter(())
     last = next(kept, None)
     for count, paper in enumerate(papers, start=1):
@@ -253,9 +253,13 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
         files = last[1] if last is not None and last[0] == paper else None
         if paper in changed or files is None or folder.touched(files):
             rendered += 1
+            months.add(month_of(paper))
             state.keep_paper(paper, _render(site, paper, as_of, write, folder))
         if progress:
             progress(count, len(papers))
+    for route in published(PER_MONTH):  # the lists of the months with a paper rendered or a page touched
+        for month in sorted(months):
+            write(route, Question(month=month, as_of=as_of))
     redone = frozenset(filter(None, (_tile(t) for t in touched if t.startswith("tile/"))))
     for route in published(PER_TILE):
         for tile, data in all_tiles(store, size, since, redone):  # tiles before the checkpoint that needs them
@@ -283,6 +287,18 @@ def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Questio
             for route in published(PER_DAY):
                 write(route, on)
     return folder.paper_files
+
+
+def _months(touched: Iterable[str]) -> set[str]:
+    """The months whose list of papers is among the `touched` files (papers/<month>/index.html)."""
+    found = set()
+    for relative in touched:
+        if relative.startswith("papers/") and relative.endswith("/index.html"):
+            try:
+                found.add(month_id(relative[len("papers/"):-len("/index.html")]))
+            except InputError:
+                pass  # not a page this site writes: nothing to restore
+    return found
 
 
 def _tile(relative: str) -> Tile | None:

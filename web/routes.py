@@ -26,9 +26,11 @@ from ledger.web import urls
 from ledger.core.times import When, now, when
 from ledger.web.site import Body, Site
 
-# What `ledger publish` writes for a row: one file per form; one per asset; per paper; per paper and day with
-# a record of its own; one per tile of the tree; one with a signing key, after the tiles it covers.
-ONCE, PER_ASSET, PER_PAPER, PER_DAY, PER_TILE, SIGNED = "once", "asset", "paper", "day", "tile", "signed"
+# What `ledger publish` writes for a row: one file per form; one per asset; per month of papers with one that
+# changed; per paper; per paper and day with a record of its own; one per tile of the tree; one with a signing
+# key, after the tiles it covers.
+ONCE, PER_ASSET, PER_MONTH, PER_PAPER, PER_DAY, PER_TILE, SIGNED = (
+    "once", "asset", "month", "paper", "day", "tile", "signed")
 FORMS = ("json", "html", "file")
 
 
@@ -51,6 +53,7 @@ class Question:
     start: When | None = None
     end: When | None = None
     name: str | None = None  # an asset's
+    month: str | None = None  # a month of papers: 2407, hep-th/9901
     tile: Tile | None = None
     size: int | None = None  # the checkpoint's tree size; None: the log's size now
     facts: list[Fact] | None = None
@@ -60,7 +63,7 @@ class Question:
     def params(self) -> dict[str, str | None]:
         """The path parameters, as a pattern names them."""
         rest = self.tile.path().removeprefix("tile/") if self.tile else None
-        return {"paper": self.paper, "day": self.day, "name": self.name, "rest": rest}
+        return {"paper": self.paper, "day": self.day, "name": self.name, "rest": rest, "month": self.month}
 
     def facts_from(self, site: Site) -> list[Fact]:
         if self.facts is None:
@@ -136,6 +139,8 @@ def ask(route: Route, values: dict[str, str | None]) -> Question:
         question.known_at = when("known_at", values.get("known_at"))
     if "paper" in values:
         question.paper = arxiv.paper_id(values["paper"])
+    if "month" in values:
+        question.month = arxiv.month_id(values["month"])
     if "rest" in values:
         question.tile = parse_tile_path(f"tile/{values['rest']}")
     return question
@@ -164,6 +169,8 @@ ROUTES = (
           depends=("log",)),
     Route("not_found", paths.NOT_FOUND, file=lambda site, q: Site.not_found_html(), published=ONCE, store=False,
           depends=()),
+    Route("month", paths.MONTH, html=lambda site, q: site.month_html(q.month, q.as_of), query=("as_of",),
+          published=PER_MONTH, depends=("log",)),
     Route("evidence", paths.EVIDENCE, html=lambda site, q: site.evidence_html(), published=ONCE, depends=()),
     Route("asset", paths.ASSET, file=lambda site, q: Site.asset(q.name), published=PER_ASSET, store=False),
     Route("checkpoint", paths.CHECKPOINT, file=lambda site, q: site.checkpoint(q.size), published=SIGNED,

@@ -22,7 +22,8 @@ import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ledger.core.canonical import canonical
-from ledger.core.errors import NotFoundError
+from ledger.core.errors import InputError, NotFoundError
+from ledger.model.arxiv import month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
 from ledger.log.signed_notes import Signer
 from ledger.services.proofs import evidence_bundle
@@ -297,23 +298,33 @@ class Site:
                     HTML, ASSET)
 
     def index_html(self, as_of: When) -> Body:
-        """The home page: the papers with the latest events (read from the log's end: its cost does not grow
-        with the ledger), each with its title, events and last change as of `as_of`, and a box to find any."""
+        """The home page: the papers with the latest events (read from the log's end), each with its title,
+        events and last change as of `as_of`, a box to find any, and every month's list of papers."""
+        given = as_of.text if as_of.given else None
         with self.store.reading() as cursor:
             recent = cursor.recent_papers(LISTED, RECENT_EVENTS)
-            listed = []
-            for paper in sorted(cursor.shown_papers(recent, as_of.key), key=recent.index):
-                snapshot, events, last = cursor.paper_summary(paper, as_of.key)
-                try:
-                    title = orjson.loads(snapshot).get("title") if snapshot else None
-                except (orjson.JSONDecodeError, AttributeError):
-                    title = None
-                listed.append({"paper": paper, "title": title if isinstance(title, str) and title else None,
-                               "events": events, "last": (last or "")[:10],
-                               "record": urls.record_url(paper, as_of.text if as_of.given else None),
-                               "page": urls.page_url(paper, as_of.text if as_of.given else None)})
+            listed = _listed(cursor, sorted(cursor.shown_papers(recent, as_of.key), key=recent.index), as_of)
+            months = [(m, urls.month_url(m, given)) for m in cursor.paper_months() if _is_month(m)]
         return Body(render("index.html", signed=self.signer is not None, papers=listed, listed=LISTED,
-                           as_of=as_of.text), HTML, SHORT)
+                           as_of=as_of.text, months=months), HTML, SHORT)
+
+    def month_html(self, month: str, as_of: When) -> Body:
+        """Every paper of one month (`2407`, `hep-th/9901`) with a record as of `as_of`, in id order, as the
+        home page lists its papers. Raises NotFoundError for a month with none."""
+        low, high = month_bounds(month)
+        papers, after = [], low
+        with self.store.reading() as cursor:
+            while True:  # a page of the paper index at a time, from the month's first id to its last
+                page = cursor.papers_after(after, 500, as_of.key, None)
+                inside = [(p, shown) for p, shown in page if low < p < high]
+                papers += [p for p, shown in inside if shown]
+                if len(inside) < len(page) or len(page) < 500:
+                    break
+                after = page[-1][0]
+            if not papers:
+                raise NotFoundError(f"no paper of {month} has a record as of {as_of.text}")
+            listed = _listed(cursor, papers, as_of)
+        return Body(render("month.html", month=month, papers=listed, as_of=as_of.text), HTML, SHORT)
 
     @staticmethod
     def not_found_html() -> Body:
@@ -325,6 +336,28 @@ class Site:
         if name not in ASSETS:
             raise NotFoundError(f"no asset {name[:40]!r}")
         return Body(asset_bytes(name), ASSETS[name], ASSET)
+
+
+def _listed(cursor, papers: list[str], as_of: When) -> list[dict]:
+    """A row of a list of papers for each of `papers`: its title, id, events and last change as of `as_of`."""
+    given, rows = (as_of.text if as_of.given else None), []
+    for paper in papers:
+        snapshot, events, last = cursor.paper_summary(paper, as_of.key)
+        try:
+            title = orjson.loads(snapshot).get("title") if snapshot else None
+        except (orjson.JSONDecodeError, AttributeError):
+            title = None
+        rows.append({"paper": paper, "title": title if isinstance(title, str) and title else None,
+                     "events": events, "last": (last or "")[:10],
+                     "record": urls.record_url(paper, given), "page": urls.page_url(paper, given)})
+    return rows
+
+
+def _is_month(text: str) -> bool:
+    try:
+        return month_id(text) == text
+    except InputError:
+        return False
 
 
 def error_html(status: int, reason: str) -> bytes:

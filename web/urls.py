@@ -11,7 +11,7 @@ import re
 from urllib.parse import quote
 
 from ledger.core.errors import InputError
-from ledger.model.paths import DAY_CHANGES, DAY_RECORD, DIFF, HISTORY, INTEGRITY, PAPER, RECORD, fill
+from ledger.model.paths import DAY_CHANGES, DAY_RECORD, DIFF, HISTORY, INTEGRITY, MONTH, PAPER, RECORD, fill
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
@@ -26,6 +26,10 @@ def day(text: str) -> str:
 def _query(**params: str | None) -> str:
     given = [f"{name}={quote(value, safe=':')}" for name, value in params.items() if value is not None]
     return "?" + "&".join(given) if given else ""
+
+
+def month_url(month: str, as_of: str | None = None) -> str:
+    return fill(MONTH, month=month) + _query(as_of=as_of)
 
 
 def paper_url(paper: str) -> str:

@@ -59,6 +59,33 @@ def paper_id(text: str) -> str:
     return text
 
 
+# A month of papers, as arXiv lists them: `2407` (new style) or `hep-th/9901` (an old-style archive's month).
+_MONTH = re.compile(r"[0-9]{4}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/[0-9]{4}", re.ASCII)
+
+
+def month_of(paper: str) -> str:
+    """The month a well-formed paper id is listed under: its first four digits, after its archive if old style."""
+    archive, _, number = paper.rpartition("/")
+    return f"{archive}/{number[:4]}" if archive else paper[:4]
+
+
+def month_id(text: str) -> str:
+    """`text` when it is a month of papers (`2407`, `hep-th/9901`).
+
+    Raises: InputError naming the text, with an example of a good month.
+    """
+    if not (isinstance(text, str) and _MONTH.fullmatch(text)):
+        shown = text if isinstance(text, str) and len(text) <= 80 else f"{str(text)[:77]}..."
+        raise InputError(f"not a month of arXiv papers: {shown!r} (expected e.g. 2407 or hep-th/9901)")
+    return text
+
+
+def month_bounds(month: str) -> tuple[str, str]:
+    """(low, high): the paper ids of `month` are exactly those sorting between them (as text, both excluded).
+    "/" sorts just after "." and ":" just after the digits."""
+    return (month, month + ("/" if "/" not in month else ":"))
+
+
 def looks_like_paper_id(text: str) -> bool:
     """Whether `text` has the shape of a paper id (a prefix, digits-dot-digits, archive/digits), well formed or
     not: what an argument that may also be another kind of id (an observation's) is parsed as."""

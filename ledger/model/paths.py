@@ -5,7 +5,7 @@ or knows how a path is served or written.
 
 A pattern is the path of a page's HTML form, or of its only form; its JSON form is the same path with `.json`
 appended. `{name}` is a parameter; those in SLASHED may span several segments (an old-style arXiv id such as
-`hep-th/9901001`, a tile path).
+`hep-th/9901001`, a tile path, a month such as `hep-th/9901`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ NOT_FOUND = "/404.html"  # what a static host serves for a path the site does no
 ASSET = "/assets/{name}"
 CHECKPOINT = "/checkpoint"
 TILE = "/tile/{rest}"  # C2SP tlog-tiles: rest is <L>/<N>[.p/<W>] or entries/<N>[.p/<W>]
+MONTH = "/papers/{month}"  # the papers of one month, as arXiv lists them: 2407, hep-th/9901
 PAPER = "/paper/{paper}"
 RECORD = "/paper/{paper}/citation-record"
 DAY_RECORD = "/paper/{paper}/as-of/{day}/citation-record"  # the record as of the end of that UTC day
@@ -24,7 +25,7 @@ INTEGRITY = "/paper/{paper}/integrity"
 HISTORY = "/paper/{paper}/history"  # JSON only
 DIFF = "/paper/{paper}/diff"  # JSON only
 JSON = ".json"
-SLASHED = ("paper", "rest")
+SLASHED = ("paper", "rest", "month")
 
 
 def fill(pattern: str, json: bool = False, **params: object) -> str:

@@ -16,6 +16,7 @@ import orjson
 from ledger.core.errors import IntegrityError
 from ledger.log.chain import GENESIS, Entry, entry_bytes
 from ledger.log.merkle import leaf_hash, perfect_subtrees
+from ledger.model.arxiv import month_bounds, month_of
 from ledger.model.events import CITATION_OBSERVED, OBSERVATION_KINDS, PAPER_SNAPSHOT, Event, Fact, citation_papers
 from ledger.storage.backends.base import Backend
 
@@ -205,6 +206,18 @@ class Cursor:
         sql = (f"SELECT p.paper, {shown} FROM (SELECT DISTINCT paper FROM events WHERE paper > ? ORDER BY paper "
                "LIMIT ?) AS p ORDER BY p.paper")
         return [(paper, bool(snapshot)) for paper, snapshot in self.execute(sql, params + [after, limit]).fetchall()]
+
+    def paper_months(self) -> list[str]:
+        """The months (`ledger.model.arxiv.month_of`) of every paper with a paper-level event, sorted: one seek
+        of the paper index per month, past the month's last id, so its cost grows with the months, not the
+        papers. Raises the driver's errors."""
+        months, after = [], ""
+        while (row := self.execute("SELECT paper FROM events WHERE paper > ? ORDER BY paper LIMIT 1",
+                                   [after]).fetchone()) is not None:
+            month = month_of(row[0])
+            months += [month] if month not in months[-1:] else []
+            after = max(month_bounds(month)[1], row[0])  # a malformed id could sort past its month's bound
+        return months
 
     def shown_papers(self, papers: Iterable[str], as_of_key: str) -> set[str]:
         """Those of `papers` with a snapshot effective by `as_of_key`: 500 papers a query, each looked up in the

@@ -400,6 +400,20 @@ def test_postgresql_copy_types_are_the_tables_types():
     assert declared == COPY_TYPES
 
 
+def test_the_months_of_papers_are_each_listed_once_in_id_order(store):
+    # One seek per month: an old-style archive sorting between another's months ("math-ph" before "math/")
+    # and several papers of a month must neither hide a month nor list one twice.
+    papers = ["2401.00001", "2312.00001", "2401.09999", "hep-th/9902001", "hep-th/9901001", "hep-th/9901002",
+              "math/0101001", "math-ph/0101001", "2401.10000"]
+    assert store.head()[0] == 0
+    with store.reading() as cursor:
+        assert cursor.paper_months() == []
+    with store.writing() as w:
+        w.append([snapshot(p, "2026-01-01T00:00:00Z") for p in papers])
+    with store.reading() as cursor:
+        assert cursor.paper_months() == ["2312", "2401", "hep-th/9901", "hep-th/9902", "math-ph/0101", "math/0101"]
+
+
 def test_papers_and_their_count_skip_papers_without_a_snapshot_by_then_across_pages(store):
     # Pages are taken over every paper with an event; a page whose papers are all left out must not end the
     # listing, and a paper is counted once however many snapshots it has.

@@ -356,7 +356,7 @@ PHONE, DESK = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
 
 def page_kinds(server: str) -> dict[str, str]:
     """A path of every kind of page, and the record of every paper the home page lists."""
-    kinds = {"home": "/", "record": RECORD, "day record": f"/paper/{PAPER_004}/as-of/2026-08-09/citation-record",
+    kinds = {"home": "/", "month": f"/papers/{PAPER_004[:4]}", "record": RECORD, "day record": f"/paper/{PAPER_004}/as-of/2026-08-09/citation-record",
              "paper": f"/paper/{PAPER_004}?as_of={AS_OF_004}", "integrity": f"/paper/{PAPER_004}/integrity?as_of={AS_OF_004}",
              "evidence": "/evidence", "404 file": "/404.html", "error": "/paper/2401.99999/citation-record",
              "hostile record": f"/paper/{BIDI_PAPER}/citation-record",

@@ -45,7 +45,8 @@ def saved_settings(out) -> dict:
 def url_of(relative: str, as_of: str) -> str:
     """The URL a published file answers, with the as-of time `serve` needs for the same bytes."""
     path = "/" + relative.removesuffix("index.html").rstrip("/")
-    if (path.startswith("/paper/") and "/as-of/" not in path) or path == "/":  # the home page lists as of then
+    if (path.startswith("/paper/") and "/as-of/" not in path) or path == "/" or path.startswith("/papers/"):
+        # a paper's pages, and the lists of papers (the home page, a month's), as of then
         path += f"?as_of={as_of}"
     return path
 
@@ -110,7 +111,8 @@ def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
                        f"{base}/as-of/2026-08-21/citation-record/index.html",
                        f"{base}/as-of/2026-08-22/citation-record/index.html",
                        f"tile/0/000.p/{size}", f"tile/entries/000.p/{size}",
-                       "index.html"}  # the home page: this paper's events counted, and it first in the list
+                       "index.html",  # the home page: this paper's events counted, and it first in the list
+                       "papers/2407/index.html"}  # its month's list: its events counted
     # The partial tiles of the earlier size stay (a checkpoint of that size may be out there); they are not
     # part of this publication, so neither written nor counted.
     earlier = {f"tile/0/000.p/{size - 1}", f"tile/entries/000.p/{size - 1}"}
@@ -169,13 +171,15 @@ def test_a_file_deleted_or_edited_by_hand_is_restored_to_the_bytes_serve_gives(c
     first = files_of(out)
     other = next(p for p in dates if p != PAPER_004)
     tile = next(name for name in first if name.startswith("tile/entries/"))
-    gone, edited = [f"paper/{PAPER_004}/integrity.json", tile], f"paper/{other}/citation-record/index.html"
+    month = next(p[:4] for p in dates if p[:4] not in (PAPER_004[:4], other[:4]))  # no paper of it rendered
+    gone = [f"paper/{PAPER_004}/integrity.json", tile, f"papers/{month}/index.html"]
+    edited = f"paper/{other}/citation-record/index.html"
     for name in gone:
         os.remove(out / name)
     with open(out / edited, "ab") as page:  # in place: same inode, one byte longer
         page.write(b" ")
     again = publish(cli, out, "--key", str(key_file))
-    assert (again["rebuilt"], again["written"], again["whole"]) == (2, 3, None)
+    assert (again["rebuilt"], again["written"], again["whole"]) == (2, 4, None)
     assert files_of(out).keys() == first.keys()
     for name in gone + [edited]:
         assert (out / name).read_bytes() == first[name][0] == client.get(url_of(name, AS_OF)).content, name

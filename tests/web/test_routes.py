@@ -137,3 +137,20 @@ def test_every_link_of_a_page_or_record_is_a_path_of_the_table(client, site):
             links.update(link for obs in record["inbound"] + record["outbound"] for link in obs["links"].values())
     assert {"/evidence", f"/paper/{PAPER_004}", f"/paper/{PAPER_004}/history.json", "/assets/check.js"} <= links
     assert [link for link in sorted(links) if not any(p.fullmatch(link) for p in patterns)] == []
+
+
+def test_a_month_lists_its_papers_in_id_order_and_the_home_page_links_every_month(client, rich):
+    store, dates = rich
+    home = client.get(f"/?as_of={AS_OF}").text
+    months = sorted({paper[:4] for paper in dates})
+    assert re.findall(r'<a href="/papers/([^"?]+)\?as_of=', home) == months
+    for month in months:
+        page = client.get(f"/papers/{month}?as_of={AS_OF}")
+        assert page.status_code == 200
+        listed = re.findall(r'<td><a href="/paper/([^"?]+)\?as_of=[^"]+">\1</a>', page.text)  # its id column
+        assert listed == sorted(p for p in dates if p.startswith(month + "."))
+    # Before any of its papers had a record, a month has no page; nor has a month with none, or no month.
+    assert client.get("/papers/2601?as_of=2026-08-01").status_code == 404
+    assert client.get("/papers/2001").status_code == 404
+    bad = client.get("/papers/24x7")
+    assert bad.status_code == 400 and "not a month of arXiv papers: '24x7'" in bad.text
