@@ -55,11 +55,12 @@ KINDS = (("day record JSON", r"paper/.+/as-of/[^/]+/citation-record\.json"),
          ("integrity HTML", r"paper/.+/integrity/index\.html"),
          ("day changes", r"paper/.+/as-of/[^/]+/changes/index\.html"),
          ("paper page", r"paper/.+/index\.html"),
+         ("month lists", r"papers/.+/index\.html"),
          ("entry bundles", r"tile/entries/.+"),
          ("tiles", r"tile/.+"),
          ("publish state", r"\.ledger-publish/.+"))
 KIND_NAMES = ["record JSON", "day record JSON", "record HTML", "day HTML", "day changes", "paper page", "history.json",
-              "integrity.json", "integrity HTML", "tiles", "entry bundles", "publish state", "other"]
+              "integrity.json", "integrity HTML", "month lists", "tiles", "entry bundles", "publish state", "other"]
 
 
 def kind_of(relative: str) -> str:

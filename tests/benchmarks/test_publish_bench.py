@@ -43,7 +43,8 @@ def test_every_kind_of_published_file_is_named_by_its_path():
         f"{paper}/citation-record/index.html", f"{paper}/as-of/2026-05-01/citation-record/index.html",
         f"{paper}/as-of/2026-05-01/changes/index.html", f"{paper}/index.html", f"{paper}/history.json", f"{paper}/integrity.json", f"{paper}/integrity/index.html",
         "tile/0/000", "tile/1/000.p/3", "tile/entries/000", "tile/entries/001.p/7", "checkpoint", "index.html",
-        "paper/hep-th/9901001/citation-record.json")] == [
+        "paper/hep-th/9901001/citation-record.json", "papers/2407/index.html", "papers/hep-th/9901/index.html")] == [
         "record JSON", "day record JSON", "record HTML", "day HTML", "day changes", "paper page", "history.json",
         "integrity.json",
-        "integrity HTML", "tiles", "tiles", "entry bundles", "entry bundles", "other", "other", "record JSON"]
+        "integrity HTML", "tiles", "tiles", "entry bundles", "entry bundles", "other", "other", "record JSON",
+        "month lists", "month lists"]
