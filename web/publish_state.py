@@ -24,6 +24,14 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS site (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS papers (paper TEXT PRIMARY KEY, files BLOB NOT NULL, count INTEGER NOT NULL) WITHOUT ROWID;
+-- The papers' totals, kept by the rows' own changes: summing them read every row (36 MB at 10,000 papers).
+CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), papers INTEGER NOT NULL, files INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS paper_added AFTER INSERT ON papers
+    BEGIN UPDATE totals SET papers = papers + 1, files = files + NEW.count; END;
+CREATE TRIGGER IF NOT EXISTS paper_changed AFTER UPDATE ON papers
+    BEGIN UPDATE totals SET files = files - OLD.count + NEW.count; END;
+CREATE TRIGGER IF NOT EXISTS paper_removed AFTER DELETE ON papers
+    BEGIN UPDATE totals SET papers = papers - 1, files = files - OLD.count; END;
 """
 Stats = dict[str, list[int]]  # relative path -> [size, mtime_ns]
 
@@ -47,6 +55,8 @@ class PublishState:
             raise InputError(f"{self.path}: cannot open the publish state: {exc}") from None
         db.executescript(SCHEMA)  # reads the file's header first: a file that is not SQLite fails here
         db.execute("BEGIN IMMEDIATE")  # one writer a folder: a second publish into it waits, then fails
+        if db.execute("SELECT 1 FROM totals").fetchone() is None:  # a new file, or one kept before the totals
+            db.execute("INSERT INTO totals SELECT 1, count(*), coalesce(sum(count), 0) FROM papers")
         return db
 
     def _remove(self) -> None:
@@ -109,11 +119,12 @@ class PublishState:
         return _files(row[0]) if row else None
 
     def keep_paper(self, paper: str, files: Stats) -> None:
-        self._db.execute("INSERT OR REPLACE INTO papers VALUES (?, ?, ?)", (paper, orjson.dumps(files), len(files)))
+        self._db.execute("INSERT INTO papers VALUES (?, ?, ?) ON CONFLICT (paper) DO UPDATE SET files = excluded.files, "
+                         "count = excluded.count", (paper, orjson.dumps(files), len(files)))  # an update: its trigger
 
     def paper_totals(self) -> tuple[int, int]:
         """(papers, their files) as kept."""
-        count, files = self._db.execute("SELECT count(*), coalesce(sum(count), 0) FROM papers").fetchone()
+        count, files = self._db.execute("SELECT papers, files FROM totals").fetchone()
         return count, files
 
     def save(self, settings: dict) -> None:
