@@ -244,7 +244,7 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
             write(route, Question(name=name))
     for route in published(ONCE):
         write(route, Question(as_of=as_of))
-    rendered, months = 0, {month_of(p) for p in papers} if whole is not None else _months(touched)
+    rendered, months = 0, _months(touched)  # and each rendered paper's month (every month, when whole)
     kept = state.papers() if whole is None and not trust else iter(())
     last = next(kept, None)
     for count, paper in enumerate(papers, start=1):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cache
 from importlib.resources import files
+from itertools import takewhile
 from typing import Iterable
 
 import orjson
@@ -312,17 +313,10 @@ class Site:
         """Every paper of one month (`2407`, `hep-th/9901`) with a record as of `as_of`, in id order, as the
         home page lists its papers. Raises NotFoundError for a month with none."""
         low, high = month_bounds(month)
-        papers, after = [], low
+        papers = list(takewhile(lambda paper: paper < high, self.store.papers(as_of.key, after=low)))
+        if not papers:
+            raise NotFoundError(f"no paper of {month} has a record as of {as_of.text}")
         with self.store.reading() as cursor:
-            while True:  # a page of the paper index at a time, from the month's first id to its last
-                page = cursor.papers_after(after, 500, as_of.key, None)
-                inside = [(p, shown) for p, shown in page if low < p < high]
-                papers += [p for p, shown in inside if shown]
-                if len(inside) < len(page) or len(page) < 500:
-                    break
-                after = page[-1][0]
-            if not papers:
-                raise NotFoundError(f"no paper of {month} has a record as of {as_of.text}")
             listed = _listed(cursor, papers, as_of)
         return Body(render("month.html", month=month, papers=listed, as_of=as_of.text), HTML, SHORT)
 

@@ -215,7 +215,8 @@ class Cursor:
         while (row := self.execute("SELECT paper FROM events WHERE paper > ? ORDER BY paper LIMIT 1",
                                    [after]).fetchone()) is not None:
             month = month_of(row[0])
-            months += [month] if month not in months[-1:] else []
+            if month not in months[-1:]:
+                months.append(month)
             after = max(month_bounds(month)[1], row[0])  # a malformed id could sort past its month's bound
         return months
 

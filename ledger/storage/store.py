@@ -297,11 +297,10 @@ class Store:
         with self.reading() as cursor:
             return cursor.observation_facts(observation)
 
-    def papers(self, as_of_key: str, known_at: str | None = None, batch: int = 500) -> Iterator[str]:
-        """Papers with a snapshot effective by `as_of_key` (and recorded by `known_at`), sorted, read in
-        keyset pages so that replaying every paper never holds the whole list.
+    def papers(self, as_of_key: str, known_at: str | None = None, batch: int = 500, after: str = "") -> Iterator[str]:
+        """Papers with a snapshot effective by `as_of_key` (and recorded by `known_at`), sorted, from the first
+        after `after`, read in keyset pages so that replaying every paper never holds the whole list.
         Raises: StoreError."""
-        after = ""
         while True:
             with self.reading() as cursor:
                 page = cursor.papers_after(after, batch, as_of_key, known_at)
