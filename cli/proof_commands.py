@@ -16,24 +16,35 @@ from ledger.core.errors import InputError
 from ledger.core.inputs import read_input
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
+from ledger.log.cosignature import generate_cosigner
 from ledger.log.signed_notes import generate_signer
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
+COSIGNER_KEY_FILE, COSIGNER_VKEY_FILE = "witness.key", "witness.vkey"
 
 
 @app.command()
-def keygen(origin: Annotated[str, typer.Argument(help="The log's origin, e.g. example.org/ledger.")]) -> None:
-    """Write ledger.key (signing key) and ledger.vkey (verifier key) here; never overwrites."""
-    for name in (KEY_FILE, VKEY_FILE):
+def keygen(
+    origin: Annotated[Optional[str], typer.Argument(help="The log's origin, e.g. example.org/ledger.")] = None,
+    cosigner: Annotated[Optional[str], typer.Option(
+        "--cosigner", metavar="NAME", help="Instead, a witness's cosigner key (C2SP cosignature/v1) named NAME, "
+                                           "e.g. witness.example.org/w1: witness.key and witness.vkey.")] = None,
+) -> None:
+    """Write ledger.key (signing key) and ledger.vkey (verifier key) here, or with --cosigner a witness's
+    witness.key and witness.vkey; never overwrites."""
+    if (origin is None) == (cosigner is None):
+        raise InputError("keygen: give the log's ORIGIN or --cosigner NAME (one of them)")
+    made = generate_signer(origin) if cosigner is None else generate_cosigner(cosigner)
+    public = made.verifier if cosigner is None else made.key
+    key_file, vkey_file = (KEY_FILE, VKEY_FILE) if cosigner is None else (COSIGNER_KEY_FILE, COSIGNER_VKEY_FILE)
+    for name in (key_file, vkey_file):
         if Path(name).exists():
             raise InputError(f"{name}: already exists; refusing to overwrite a key")
-    signer = generate_signer(origin)
-    key = Path(KEY_FILE)
-    with open(key, "x", opener=lambda path, flags: os.open(path, flags, 0o600)) as handle:
-        handle.write(f"{signer}\n")
-    Path(VKEY_FILE).write_text(f"{signer.verifier}\n")
-    typer.echo(f"wrote {KEY_FILE} (keep it secret) and {VKEY_FILE}: {signer.verifier}")
+    with open(key_file, "x", opener=lambda path, flags: os.open(path, flags, 0o600)) as handle:
+        handle.write(f"{made}\n")
+    Path(vkey_file).write_text(f"{public}\n")
+    typer.echo(f"wrote {key_file} (keep it secret) and {vkey_file}: {public}")
 
 
 @app.command()

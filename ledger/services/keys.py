@@ -9,9 +9,10 @@ from typing import Callable, TypeVar
 
 from ledger.core.errors import InputError
 from ledger.core.inputs import decode_input, read_input
+from ledger.log.cosignature import Cosigner, CosignerKey, parse_cosigner, parse_cosigner_key
 from ledger.log.signed_notes import Signer, Verifier, parse_signer, parse_verifier
 
-Key = TypeVar("Key", Signer, Verifier)
+Key = TypeVar("Key", Signer, Verifier, Cosigner, CosignerKey)
 
 
 def _looks_like_key(name: str) -> bool:
@@ -46,3 +47,22 @@ def load_verifier(name: str) -> Verifier:
         except InputError as exc:
             raise InputError(f"verifier key given as text: {exc}") from None
     return _load_key(name, parse_verifier, "a verifier key")
+
+
+def load_cosigner(name: str) -> Cosigner:
+    """A witness's cosigner key in the file `name` (`ledger keygen --cosigner` writes one).
+    Raises: InputError naming the file (a key's text is never repeated in it)."""
+    if _looks_like_key(name):
+        raise InputError("the cosigner key was given as text: give the file that holds it")
+    return _load_key(name, parse_cosigner, "a cosigner key")
+
+
+def load_cosigner_key(name: str) -> CosignerKey:
+    """A witness's public key (cosignature/v1 vkey) in the file `name`, or `name` itself as vkey text.
+    Raises: InputError naming the file, or saying the text given is no witness key."""
+    if _looks_like_key(name):
+        try:
+            return parse_cosigner_key(name)
+        except InputError as exc:
+            raise InputError(f"witness key given as text: {exc}") from None
+    return _load_key(name, parse_cosigner_key, "a witness key")

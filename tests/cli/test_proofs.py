@@ -1,6 +1,7 @@
 """Outsiders' proofs from the command line: keys, checkpoints, proofs and evidence bundles."""
 
 import base64
+import hashlib
 import json
 import os
 
@@ -17,6 +18,24 @@ def test_keygen_writes_both_keys_and_refuses_to_overwrite(keyed, tmp_path):
     again = keyed("keygen", "example.org/ledger")
     assert again.exit_code == 2 and "refusing to overwrite" in again.stderr
     assert (tmp_path / "ledger.key").read_text() == key
+
+
+def test_keygen_cosigner_writes_a_witness_key_pair_of_type_0x04(keyed, tmp_path):
+    made = keyed("keygen", "--cosigner", "witness.example.org/w1")
+    assert made.exit_code == 0, made.stderr
+    key, vkey = (tmp_path / "witness.key").read_text(), (tmp_path / "witness.vkey").read_text()
+    assert oct(os.stat(tmp_path / "witness.key").st_mode & 0o777) == "0o600"
+    name, key_id, blob = vkey.strip().split("+")
+    public = base64.b64decode(blob)
+    assert name == "witness.example.org/w1" and public[0] == 0x04 and len(public) == 33
+    # tlog-cosignature: the key id is SHA-256(name || "\n" || 0x04 || key)[:4], not the 0x01 of a log key
+    assert key_id == hashlib.sha256(name.encode() + b"\n" + public).digest()[:4].hex()
+    assert key.startswith("PRIVATE+KEY+witness.example.org/w1+" + key_id + "+")
+    again = keyed("keygen", "--cosigner", "witness.example.org/w1")
+    assert again.exit_code == 2 and "refusing to overwrite" in again.stderr
+    both = keyed("keygen", "example.org/x", "--cosigner", "w")
+    neither = keyed("keygen")
+    assert both.exit_code == neither.exit_code == 2 and "one of them" in both.stderr and "one of them" in neither.stderr
 
 
 def test_checkpoint_is_a_c2sp_signed_note(keyed):
