@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import log_commands, proof_commands, publish_commands, record_commands
+from ledger.cli import log_commands, proof_commands, publish_commands, record_commands, witness_commands
 from ledger.cli.common import DEFAULT_DB
 from ledger.core.errors import LedgerError
 
@@ -134,6 +134,7 @@ app.add_typer(record_commands.app)
 app.add_typer(log_commands.app)
 app.add_typer(proof_commands.app)
 app.add_typer(publish_commands.app)
+app.add_typer(witness_commands.app, name="witness")
 
 
 def main() -> None:

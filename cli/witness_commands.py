@@ -1,0 +1,58 @@
+"""`ledger witness serve`: a C2SP tlog-witness for the logs named, its state in the SQLite file of --db."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ledger.cli.common import db_location
+from ledger.cli.publish_commands import _can_listen
+from ledger.core.errors import InputError
+from ledger.log.signed_notes import Verifier
+from ledger.services.keys import load_cosigner, load_verifier
+
+app = typer.Typer(name="witness", help="Run a witness (C2SP tlog-witness) that cosigns logs' checkpoints.",
+                  no_args_is_help=True)
+
+
+def parse_logs(given: list[str]) -> dict[str, Verifier]:
+    """`--log ORIGIN=VKEY` options: origin -> the log's verifier key, whose name must be the origin.
+    Raises: InputError naming the option that is wrong."""
+    logs: dict[str, Verifier] = {}
+    for option in given:
+        origin, sep, vkey = option.partition("=")
+        if not sep or not origin or not vkey:
+            raise InputError(f"--log {option}: expected ORIGIN=VKEY (a .vkey file or its text)")
+        verifier = load_verifier(vkey)
+        if verifier.name != origin:
+            raise InputError(f"--log {origin}: the key is of the log {verifier.name!r} (a log's key is named by "
+                             f"its origin)")
+        if origin in logs:
+            raise InputError(f"--log {origin}: given twice")
+        logs[origin] = verifier
+    return logs
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Option("--key", help="The witness's cosigner key file (ledger keygen --cosigner).")],
+    log: Annotated[list[str], typer.Option("--log", metavar="ORIGIN=VKEY", help="A log to witness (repeat).")],
+    new: Annotated[bool, typer.Option("--new", help="Start a new state in --db (default: --db must hold one).")] = False,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.", min=0, max=65535)] = 8090,
+) -> None:
+    """Answer POST /add-checkpoint: cosign a log's checkpoint when its key signed it and it is consistent
+    with the last one cosigned (the state: --db, a SQLite file)."""
+    import uvicorn
+
+    from ledger.services.witness import Witness
+    from ledger.web.witness import create_witness_app
+
+    cosigner, logs = load_cosigner(key), parse_logs(log)
+    _can_listen(host, port)
+    witness = Witness(cosigner, logs, db_location(ctx), new=new)
+    typer.echo(f"witness {cosigner.key} of {', '.join(logs)} at http://{host}:{port}/add-checkpoint "
+               f"(state {db_location(ctx)}; Ctrl-C stops)", err=True)
+    uvicorn.run(create_witness_app(witness), host=host, port=port, log_level="warning", access_log=False)
