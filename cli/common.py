@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated, Callable
+from typing import Annotated, Callable, Optional
 
 import typer
 
 from ledger.core.canonical import canonical
+from ledger.core.errors import InputError, IntegrityError
 from ledger.core.inputs import decode_input, read_input
 from ledger.importing.logfile import open_ledger
 from ledger.model.arxiv import PREFIX, looks_like_paper_id, parse_arxiv_id
@@ -23,6 +24,17 @@ from ledger.storage.store import Store
 DEFAULT_DB = "ledger.db"
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (default: text).")]  # every command's --json
 Jobs = Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (default 1: this one alone).")]
+# The verifiers' witness options (verify-proof, verify --evidence, verify --index): see `witness_check`.
+WitnessKeys = Annotated[Optional[list[str]], typer.Option(
+    "--witness-key", metavar="VKEY", help="A witness's cosigner key (repeat): the checkpoint must carry its "
+                                          "cosignature, as many as --quorum (default: none, no cosignature is asked for).")]
+Quorum = Annotated[Optional[int], typer.Option("--quorum", min=0, help="How many --witness-key must have cosigned "
+                                                                       "(default: all).")]
+PolicyFile = Annotated[Optional[str], typer.Option("--policy", help="A C2SP tlog-policy file instead of "
+                                                                    "--witness-key and --quorum (default: none).")]
+Cosigned = Annotated[Optional[str], typer.Option(
+    "--cosigned", help="The cosigned checkpoint of the same tree, when the proof's is the paper index note "
+                       "(default: the cosignatures are looked for on the proof's own checkpoint).")]
 
 
 def db_location(ctx: typer.Context) -> str:
@@ -118,3 +130,36 @@ def write_stdout(data: bytes) -> None:
 def write_json(value: object) -> None:
     """`--json` output: one canonical line (stable, sorted keys) on stdout."""
     write_stdout(canonical(value) + b"\n")
+
+
+def witness_check(keys: list[str] | None, quorum: int | None, policy: str | None, cosigned: str | None,
+                  verifier, note: str, of=None) -> str:
+    """What a verifier's witness options add to its account: "" without them; else who cosigned, once the
+    policy is met on the cosigned checkpoint (`cosigned`'s file, or `note`), which must be of the tree `of`.
+    Raises: InputError for options that do not go together, IntegrityError when the policy is not met."""
+    from ledger.audit.witnessed import witnessed
+    from ledger.log.cosignature import quorum_policy
+    from ledger.services.keys import load_cosigner_key, load_policy
+
+    if policy is not None and (keys or quorum is not None):
+        raise InputError("--policy: give it or --witness-key with --quorum, not both")
+    if policy is None and not keys:
+        if quorum is not None or cosigned is not None:
+            raise InputError("--quorum and --cosigned count witnesses: give --witness-key or --policy")
+        return ""
+    if policy is not None:
+        rule = load_policy(policy)
+        if rule.logs and str(verifier) not in rule.logs:
+            raise InputError(f"{policy}: its log lines do not list the log's key {verifier}")
+    else:
+        loaded = [load_cosigner_key(key) for key in keys]
+        rule = quorum_policy(loaded, len(loaded) if quorum is None else quorum)
+    text = note if cosigned is None else read_text(cosigned, "a cosigned checkpoint")
+    try:
+        found = witnessed(text, verifier, rule, of, cosigned or "checkpoint")
+    except IntegrityError as exc:
+        if cosigned is None and "paper-index/v1 " in note.split("\n\n")[0]:
+            raise IntegrityError(f"{exc} (this is the paper index note, which witnesses do not cosign: give "
+                                 f"--cosigned with the checkpoint they cosigned)") from None
+        raise
+    return f"; witnessed by {', '.join(sorted(found)) or 'none needed'} ({len(found)} of {len(rule.witnesses)})"

@@ -8,16 +8,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from ledger.cli.common import Json, open_store, paper_option, read_text, write_json, write_stdout
-from ledger.services.keys import load_signer, load_verifier
+from ledger.cli.common import Cosigned, Json, PolicyFile, Quorum, WitnessKeys, open_store, paper_option, read_text
+from ledger.cli.common import witness_check, write_json, write_stdout
+from ledger.services.keys import load_cosigner_key, load_policy, load_signer, load_verifier
 from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
 from ledger.core.errors import InputError
 from ledger.core.inputs import read_input
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
-from ledger.log.cosignature import generate_cosigner
-from ledger.log.signed_notes import generate_signer
+from ledger.log.cosignature import CosignerKey, generate_cosigner
+from ledger.log.signed_notes import generate_signer, verify_checkpoint
+from ledger.services.witnessing import cosign, targets_of
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
@@ -26,10 +28,10 @@ COSIGNER_KEY_FILE, COSIGNER_VKEY_FILE = "witness.key", "witness.vkey"
 
 @app.command()
 def keygen(
-    origin: Annotated[Optional[str], typer.Argument(help="The log's origin, e.g. example.org/ledger.")] = None,
+    origin: Annotated[Optional[str], typer.Argument(help="The log's origin, e.g. example.org/ledger (default: none, with --cosigner).")] = None,
     cosigner: Annotated[Optional[str], typer.Option(
         "--cosigner", metavar="NAME", help="Instead, a witness's cosigner key (C2SP cosignature/v1) named NAME, "
-                                           "e.g. witness.example.org/w1: witness.key and witness.vkey.")] = None,
+                                           "e.g. witness.example.org/w1: witness.key and witness.vkey (default: none, a log's key).")] = None,
 ) -> None:
     """Write ledger.key (signing key) and ledger.vkey (verifier key) here, or with --cosigner a witness's
     witness.key and witness.vkey; never overwrites."""
@@ -47,13 +49,55 @@ def keygen(
     typer.echo(f"wrote {key_file} (keep it secret) and {vkey_file}: {public}")
 
 
+def _witnesses(given: list[str]) -> list[tuple[str, CosignerKey]]:
+    """`--witness URL=VKEY` options: (URL, the witness's key)."""
+    found = []
+    for option in given:
+        url, sep, vkey = option.partition("=")
+        if not sep or not url.startswith(("http://", "https://")) or not vkey:
+            raise InputError(f"--witness {option[:80]}: expected URL=VKEY, the witness's submission prefix "
+                             f"(http:// or https://) and its cosigner key (a .vkey file or its text)")
+        found.append((url, load_cosigner_key(vkey)))
+    return found
+
+
 @app.command()
 def checkpoint(
     ctx: typer.Context,
     key: Annotated[str, typer.Option("--key", help="The signing key file (ledger keygen).")],
+    paper_index: Annotated[bool, typer.Option(
+        "--paper-index", help="The paper index note instead: the same lines and the paper index root, which paper "
+                              "index proofs are checked against (witnesses do not cosign it).")] = False,
+    witness: Annotated[Optional[list[str]], typer.Option(
+        "--witness", metavar="URL=VKEY", help="Ask this witness to cosign (repeat); URL is its submission prefix (default: none, no witness).")] = None,
+    quorum: Annotated[Optional[int], typer.Option(
+        "--quorum", min=0, help="How many of the --witness must cosign (default: all).")] = None,
+    policy: Annotated[Optional[str], typer.Option(
+        "--policy", help="A C2SP tlog-policy file: its witnesses (with a URL) are asked, its quorum must be met (default: none).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for each witness.")] = 10.0,
 ) -> None:
-    """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree."""
-    write_stdout(signed_checkpoint(open_store(ctx), load_signer(key))[0].encode())
+    """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree; with witnesses, cosigned by them
+    (C2SP tlog-witness): exit 1, a line per witness that did not cosign, when the quorum is not met."""
+    signer, store = load_signer(key), open_store(ctx)
+    if not witness and policy is None:
+        if quorum is not None:
+            raise InputError("checkpoint: --quorum counts the --witness given; give them")
+        write_stdout(signed_checkpoint(store, signer, paper_index=paper_index)[0].encode())
+        return
+    if paper_index:
+        raise InputError("checkpoint: witnesses cosign the checkpoint, not the paper index note (no --paper-index)")
+    targets, rule = targets_of(_witnesses(witness or []), quorum, load_policy(policy) if policy else None)
+    if rule.logs and str(signer.verifier) not in rule.logs:
+        raise InputError(f"{policy}: its log lines do not list this log's key {signer.verifier}")
+    note, size = signed_checkpoint(store, signer)
+
+    def prove(old: int) -> list[bytes]:
+        return [] if old in (0, size) else [bytes.fromhex(h) for h in prove_consistency(store, old, size)["path"]]
+
+    cosigned, refusals = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule, prove, timeout)
+    for line in refusals:
+        typer.echo(f"ledger: note: {line}", err=True)
+    write_stdout(cosigned.encode())
 
 
 @app.command()
@@ -99,8 +143,16 @@ def verify_proof_command(
     checkpoint_file: Annotated[str, typer.Option("--checkpoint", help="A signed checkpoint.")],
     verifier_key: Annotated[str, typer.Option("--verifier-key", help="The log's verifier key: a .vkey file or its "
                                                                      "text.")],
+    witness_key: WitnessKeys = None,
+    quorum: Quorum = None,
+    policy: PolicyFile = None,
+    cosigned: Cosigned = None,
 ) -> None:
-    """Check a proof (inclusion, consistency or paper index) against a signed checkpoint, with no database."""
+    """Check a proof (inclusion, consistency or paper index) against a signed checkpoint, with no database;
+    with witness keys or a policy, also that witnesses cosigned that tree."""
     data = load_json(proof, read_input(proof))
     note = read_text(checkpoint_file, "a signed checkpoint")
-    typer.echo(proof_account(verify_proof(data, note, load_verifier(verifier_key), proof, checkpoint_file)))
+    verifier = load_verifier(verifier_key)
+    proved = verify_proof(data, note, verifier, proof, checkpoint_file)
+    of = verify_checkpoint(note, verifier) if cosigned is not None else None
+    typer.echo(proof_account(proved) + witness_check(witness_key, quorum, policy, cosigned, verifier, note, of))

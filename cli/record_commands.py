@@ -11,12 +11,13 @@ import typer
 from functools import partial
 
 from ledger.cli.common import Jobs, Json, Meter, db_location, open_store, progress, read_text, write_json, write_stdout
-from ledger.cli.common import paper_option, paper_or_other_id
+from ledger.cli.common import Cosigned, PolicyFile, Quorum, WitnessKeys, paper_option, paper_or_other_id, witness_check
 from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines
 from ledger.audit.auditor import load_json, verify_index
 from ledger.audit.evidence import verify_bundle
 from ledger.core.canonical import canonical
 from ledger.log.chain import hex_hash
+from ledger.log.signed_notes import verify_checkpoint
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.importing.importer import import_files
 from ledger.core.inputs import input_files, read_input
@@ -199,15 +200,23 @@ def verify(
                                                                                "--index; default: none).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A record must be today's rebuild, not only what the "
                                          "ledger knew when it was published.")] = False,
+    witness_key: WitnessKeys = None,
+    quorum: Quorum = None,
+    policy: PolicyFile = None,
+    cosigned: Cosigned = None,
     json: Json = False,
 ) -> None:
     """Re-check published records (digests and history), or with no file the whole chain."""
+    witnesses = (witness_key, quorum, policy, cosigned)
+    if (witness_key or any(option is not None for option in witnesses[1:])) and index is None and evidence is None:
+        raise InputError("--witness-key, --quorum, --policy and --cosigned: only with --evidence or --index")
     if index is not None:
         if checkpoint is None or verifier_key is None or evidence is not None or records:
             raise InputError("--index: needs --checkpoint and --verifier-key, and nothing else to verify")
-        matched = verify_index(log_entries(index), read_text(checkpoint, "a signed checkpoint"),
-                               load_verifier(verifier_key), checkpoint)
-        account = index_account(matched, checkpoint)
+        note, verifier = read_text(checkpoint, "a signed checkpoint"), load_verifier(verifier_key)
+        matched = verify_index(log_entries(index), note, verifier, checkpoint)
+        account = index_account(matched, checkpoint) + witness_check(*witnesses, verifier, note,
+                                                                     verify_checkpoint(note, verifier))
         _say(json, {"file": index, "ok": True, "account": account}, f"{index}: {account}")
         return
     if checkpoint is not None:
@@ -218,9 +227,10 @@ def verify(
         if records or strict:
             raise InputError("--evidence: checks one bundle, nothing else: verify RECORD files (or --strict) in "
                              "another run")
-        bundle = load_json(evidence, read_input(evidence))
-        proved = verify_bundle(bundle, load_verifier(verifier_key), evidence)
-        account = bundle_account(proved)
+        bundle, verifier = load_json(evidence, read_input(evidence)), load_verifier(verifier_key)
+        proved = verify_bundle(bundle, verifier, evidence)
+        note = bundle["checkpoint"]  # verify_bundle has checked it is a note the log signed
+        account = bundle_account(proved) + witness_check(*witnesses, verifier, note, verify_checkpoint(note, verifier))
         complete = True if proved.indexed is not None else None  # None: a bundle from before the index proves none
         _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
         return

@@ -117,7 +117,8 @@ def verify_index(entries: list[Entry], note: str, verifier: Verifier, name: str 
     except LedgerError as exc:
         raise type(exc)(f"{name}: {exc}") from None
     if signed.index_root is None:
-        raise InputError(f"{name}: carries no {INDEX_EXTENSION} line (signed before the paper index)")
+        raise InputError(f"{name}: carries no {INDEX_EXTENSION} line: give the paper index note (ledger checkpoint "
+                         f"--paper-index), not the checkpoint witnesses cosign")
     prefix = [entry for entry in entries if entry.seq <= signed.size]
     if len(prefix) < signed.size:
         raise InputError(f"{name}: is of size {signed.size}, the log holds {len(prefix)} events")

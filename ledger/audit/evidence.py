@@ -240,8 +240,8 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
 def _checked_index_proof(proof: IndexProof, signed: Checkpoint) -> IndexProof:
     """The proof, once it is of the checkpoint's size and leads to the index root the checkpoint signs."""
     if signed.index_root is None:
-        raise IntegrityError(f"index proof: the checkpoint carries no {INDEX_EXTENSION} line (signed before the "
-                             "paper index), so no paper index proof can be checked against it")
+        raise IntegrityError(f"index proof: the checkpoint carries no {INDEX_EXTENSION} line (it is not the paper "
+                             "index note), so no paper index proof can be checked against it")
     if proof.tree_size != signed.size:
         raise IntegrityError(f"index proof: it is of the tree of size {proof.tree_size}, the checkpoint's is "
                              f"{signed.size}")

@@ -173,6 +173,7 @@ class Policy:
     groups: dict[str, Group]
     quorum: str | None
     logs: tuple[str, ...] = ()  # the policy's log vkeys, as written
+    urls: tuple[tuple[str, str], ...] = ()  # (witness name, its submission prefix) for witness lines with one
 
     def met(self, signed: set[str] | dict[str, int]) -> bool:
         """Whether the witnesses named in `signed` (by their policy names) satisfy the quorum."""
@@ -210,7 +211,7 @@ def parse_policy(text: str) -> Policy:
     Raises: InputError naming the line and what is wrong with it."""
     witnesses: dict[str, CosignerKey] = {}
     groups: dict[str, Group] = {}
-    logs, quorum, seen_quorum = [], None, False
+    logs, urls, quorum, seen_quorum = [], [], None, False
     for number, raw in enumerate(text.split("\n"), start=1):
         words = raw.split()
         if not words or words[0].startswith("#"):
@@ -229,6 +230,8 @@ def parse_policy(text: str) -> Policy:
             if any(k.public == key.public for k in witnesses.values()):
                 raise bad("this witness key is listed twice")
             witnesses[args[0]] = key
+            if len(args) == 3:
+                urls.append((args[0], args[2]))
         elif kind == "group" and len(args) >= 3:
             name, threshold, members = args[0], args[1], args[2:]
             if name in witnesses or name in groups or name == "none":
@@ -252,4 +255,4 @@ def parse_policy(text: str) -> Policy:
             raise bad(f"expected log, witness, group or quorum with their arguments, not {kind!r}")
     if not seen_quorum:
         raise InputError("policy: no quorum line")
-    return Policy(witnesses, groups, quorum, tuple(logs))
+    return Policy(witnesses, groups, quorum, tuple(logs), tuple(urls))

@@ -9,10 +9,10 @@ from typing import Callable, TypeVar
 
 from ledger.core.errors import InputError
 from ledger.core.inputs import decode_input, read_input
-from ledger.log.cosignature import Cosigner, CosignerKey, parse_cosigner, parse_cosigner_key
+from ledger.log.cosignature import Cosigner, CosignerKey, Policy, parse_cosigner, parse_cosigner_key, parse_policy
 from ledger.log.signed_notes import Signer, Verifier, parse_signer, parse_verifier
 
-Key = TypeVar("Key", Signer, Verifier, Cosigner, CosignerKey)
+Key = TypeVar("Key", Signer, Verifier, Cosigner, CosignerKey, Policy)
 
 
 def _looks_like_key(name: str) -> bool:
@@ -66,3 +66,9 @@ def load_cosigner_key(name: str) -> CosignerKey:
         except InputError as exc:
             raise InputError(f"witness key given as text: {exc}") from None
     return _load_key(name, parse_cosigner_key, "a witness key")
+
+
+def load_policy(name: str) -> Policy:
+    """A C2SP tlog-policy file.
+    Raises: InputError naming the file and the line that is wrong."""
+    return _load_key(name, parse_policy, "a witness policy")

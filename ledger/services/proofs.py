@@ -1,5 +1,5 @@
 """Building what an outsider checks: inclusion and consistency proofs (RFC 9162), paper index proofs, signed
-checkpoints (with the paper index root), and evidence bundles that carry one record with every event of its
+checkpoints (and the note of the paper index root), and evidence bundles that carry one record with every event of its
 paper up to the checkpoint's size, each placed in the log and in the paper's own events tree.
 
 This module reads the store; checking what it builds needs none: that is `ledger.audit`, which never
@@ -42,16 +42,23 @@ def _indexed(store: Store, size: int | None) -> int:
     return size
 
 
-def checkpoint(store: Store, signer: Signer, size: int | None = None) -> tuple[str, int]:
-    """A signed note of the tree of `size` leaves (default: the current tree), and that size: origin (the
-    key's name), size, root, and the paper index root at that size.
+def checkpoint(store: Store, signer: Signer, size: int | None = None, paper_index: bool = False) -> tuple[str, int]:
+    """A signed note of the tree of `size` leaves (default: the current tree), and that size. By default the
+    checkpoint witnesses cosign: origin (the key's name), size and root, no extension line (C2SP tlog-tiles
+    calls them NOT RECOMMENDED, and witnesses in their default configuration refuse them). With
+    `paper_index`, the paper index note: the same three lines and the paper index root at that size, signed
+    by the same key, which is what paper index proofs and evidence bundles are checked against.
 
     Raises: InputError for a size the ledger does not hold, IntegrityError when a Merkle node or the index
     root cannot be had, or a StoreError from the store.
     """
-    size = _indexed(store, size or None)
+    if paper_index:
+        size = _indexed(store, size or None)
+        with store.snapshot() as cursor:
+            return _signed_checkpoint(signer, store, cursor, cursor.node_source(size), size), size
     with store.snapshot() as cursor:
-        return _signed_checkpoint(signer, store, cursor, cursor.node_source(size), size), size
+        size = _size(cursor, size or None)
+        return signer.sign(Checkpoint(signer.name, size, root(cursor.node_source(size), size)).text()), size
 
 
 def _signed_checkpoint(signer: Signer, store: Store, cursor, nodes, size: int) -> str:

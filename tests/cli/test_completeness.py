@@ -195,7 +195,7 @@ def test_a_bundle_from_before_the_index_verifies_and_says_completeness_is_not_pr
 
 
 def test_prove_paper_for_a_paper_with_events_and_one_without(keyed, tmp_path):
-    (tmp_path / "checkpoint.txt").write_text(keyed("checkpoint", "--key", "ledger.key").stdout)
+    (tmp_path / "checkpoint.txt").write_text(keyed("checkpoint", "--key", "ledger.key", "--paper-index").stdout)
     for paper, says in ((PAPER_004, "has 42 events"), ("2412.56789", "has no events")):
         proof = keyed("prove", "--paper", paper, "--json")
         assert proof.exit_code == 0, proof.stderr
@@ -225,7 +225,7 @@ def test_prove_paper_at_a_size_the_head_never_had_is_that_prefix_of_the_log(keye
 
 
 def test_the_monitor_recomputes_the_index_of_an_exported_log(keyed, tmp_path):
-    (tmp_path / "checkpoint.txt").write_text(keyed("checkpoint", "--key", "ledger.key").stdout)
+    (tmp_path / "checkpoint.txt").write_text(keyed("checkpoint", "--key", "ledger.key", "--paper-index").stdout)
     (tmp_path / "log.jsonl").write_bytes(keyed("export").stdout_bytes)
     ok = keyed("verify", "--index", "log.jsonl", "--checkpoint", "checkpoint.txt", "--verifier-key", "ledger.vkey")
     assert ok.exit_code == 0, ok.stderr
@@ -235,7 +235,7 @@ def test_the_monitor_recomputes_the_index_of_an_exported_log(keyed, tmp_path):
 
 def test_the_monitor_names_bad_input(keyed, tmp_path):
     signer = parse_signer((tmp_path / "ledger.key").read_text())
-    honest = keyed("checkpoint", "--key", "ledger.key").stdout
+    honest = keyed("checkpoint", "--key", "ledger.key", "--paper-index").stdout
     lines = honest.split("\n\n")[0].split("\n")
     (tmp_path / "old.txt").write_text(signer.sign(Checkpoint(lines[0], 44, base64.b64decode(lines[2])).text()))
     (tmp_path / "checkpoint.txt").write_text(honest)
@@ -243,8 +243,9 @@ def test_the_monitor_names_bad_input(keyed, tmp_path):
     (tmp_path / "log.jsonl").write_bytes(log)
     (tmp_path / "short.jsonl").write_bytes(b"".join(log.splitlines(keepends=True)[:30]))
     for args, code, message in (
-            (["--checkpoint", "old.txt"], 2, "ledger: old.txt: carries no paper-index/v1 line (signed before the "
-                                             "paper index)\n"),
+            (["--checkpoint", "old.txt"], 2, "ledger: old.txt: carries no paper-index/v1 line: give the paper "
+                                             "index note (ledger checkpoint --paper-index), not the checkpoint "
+                                             "witnesses cosign\n"),
             (["--index", "short.jsonl"], 2, "ledger: checkpoint.txt: is of size 44, the log holds 30 events\n"),
             (["--checkpoint", "checkpoint.txt", "--evidence", "b.json"], 2,
              "ledger: --index: needs --checkpoint and --verifier-key, and nothing else to verify\n")):

@@ -14,7 +14,7 @@ from tests.conftest import PAPER_004
 def keyed(keyed, tmp_path):
     """The CLI tests' `keyed` ledger, with a checkpoint, a proof, a bundle, an exported log and damaged keys."""
     cli = keyed
-    (tmp_path / "cp.txt").write_text(cli("checkpoint", "--key", "ledger.key").stdout)
+    (tmp_path / "cp.txt").write_text(cli("checkpoint", "--key", "ledger.key", "--paper-index").stdout)
     (tmp_path / "proof.json").write_text(cli("prove", "17", "--json").stdout)
     (tmp_path / "log.jsonl").write_bytes(cli("export").stdout_bytes)
     made = cli("replay", "--paper", PAPER_004, "--as-of", "2026-08-09", "--evidence", "b.json", "--key", "ledger.key")

@@ -17,7 +17,7 @@ SIGNER = generate_signer("example.org/ledger")
 
 
 def _asked(store, sizes: list[int]) -> dict[int, tuple]:
-    return {size: (proofs.checkpoint(store, SIGNER, size), proofs.prove_paper(store, PAPER_004, size))
+    return {size: (proofs.checkpoint(store, SIGNER, size, paper_index=True), proofs.prove_paper(store, PAPER_004, size))
             for size in sizes}
 
 

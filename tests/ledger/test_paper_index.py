@@ -435,7 +435,7 @@ def test_a_checkpoint_binds_the_index_of_its_size_whatever_the_size(store):
     grow(store, generate(60, seed=3), [20, 40], keep=False)
     lines = exported(store)
     for size in (20, 60, None, 30):  # 30 was never a head
-        note, signed_size = checkpoint(store, signer, size)
+        note, signed_size = checkpoint(store, signer, size, paper_index=True)
         assert signed_size == (size or 60)
         assert verify_checkpoint(note, signer.verifier).index_root == oracle_root(oracle(lines, signed_size))
 

@@ -16,13 +16,15 @@ from tests.conftest import AS_OF_004, PAPER_004, Cli
 from tests.web.conftest import LATER, SCRIPT_PAPER
 
 
-def test_the_served_checkpoint_signs_the_paper_index(client, rich):
+def test_the_served_checkpoint_is_the_one_witnesses_cosign_and_the_integrity_note_signs_the_index(client, rich):
     store, _ = rich
     note = client.get("/checkpoint").text
     body = note.split("\n\n")[0] + "\n"
-    checkpoint = parse_checkpoint(body)
-    assert checkpoint.index_root is not None
-    assert body.split("\n")[3] == f"paper-index/v1 {base64.b64encode(checkpoint.index_root).decode()}"
+    assert len(body.split("\n")) == 4 and parse_checkpoint(body).index_root is None  # three lines, no extension
+    found = orjson.loads(client.get(f"/paper/{PAPER_004}/integrity.json", params={"as_of": AS_OF_004}).content)
+    indexed = found["checkpoint"].split("\n\n")[0] + "\n"
+    checkpoint = parse_checkpoint(indexed)
+    assert indexed.split("\n")[3] == f"paper-index/v1 {base64.b64encode(checkpoint.index_root).decode()}"
     with store.reading() as cursor:
         from ledger.storage.index_reads import root_at
 

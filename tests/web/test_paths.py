@@ -137,7 +137,7 @@ def test_integrity_carries_the_digests_a_checkpoint_and_an_evidence_bundle(clien
     bundle = tmp_path / "bundle.json"
     bundle.write_bytes(orjson.dumps(found["evidence"]))
     own = store.paper_version(PAPER_004)[1]  # the evidence is of the log up to the paper's last event
-    assert found["checkpoint"] == found["evidence"]["checkpoint"] == checkpoint(store, signer, own)[0]
+    assert found["checkpoint"] == found["evidence"]["checkpoint"] == checkpoint(store, signer, own, paper_index=True)[0]
     assert found["verifier_key"] == (tmp_path / "ledger.vkey").read_text().strip()
     # The bundle taken from the page verifies offline with the CLI.
     check = Cli(str(tmp_path / "absent.db"))("verify", "--evidence", str(bundle), "--verifier-key",

@@ -82,7 +82,7 @@ def test_every_route_answers_on_the_standby_with_the_primarys_bytes(pair, signer
 
 def test_an_index_size_never_kept_on_the_primary_is_answered_on_the_standby(pair, signer, standby, tmp_path):
     primary, replica, _ = pair
-    kept, _ = proofs.checkpoint(primary, signer)  # the primary keeps the index at its head, then appends more
+    kept, _ = proofs.checkpoint(primary, signer, paper_index=True)  # the primary keeps the index at its head, then appends more
     more = tmp_path / "more.jsonl"
     more.write_bytes(b"".join(event_line("paper.snapshot", {"arxiv_id": f"2602.{n:05d}", "latest_version": 1,
                                                             "snapshot_observed_at": "2026-09-01T00:00:00Z",
@@ -92,14 +92,14 @@ def test_an_index_size_never_kept_on_the_primary_is_answered_on_the_standby(pair
     head, before = replica.head()[0], _stored_roots(replica)
     assert head == primary.head()[0] > before[-1]
     sizes = [head, head - 3, before[-1] + 1, 5, 1]  # past the kept size, and below it (from the empty index)
-    asked = {size: (proofs.checkpoint(replica, signer, size), proofs.prove_paper(replica, PAPER_004, size))
+    asked = {size: (proofs.checkpoint(replica, signer, size, paper_index=True), proofs.prove_paper(replica, PAPER_004, size))
              for size in sizes}
     bundle = proofs.evidence_bundle(replica, PAPER_004, when("as_of", AS_OF), signer)
     urls = ["/checkpoint", f"/paper/{PAPER_004}/integrity.json?as_of={AS_OF}", f"/paper/{PAPER_004}/integrity?as_of={AS_OF}"]
     on_standby = _answers(replica, signer, urls)
     assert _stored_roots(replica) == before  # nothing written: every size was computed in memory
     assert sorted(set(replica.index_nodes.roots) & set(sizes)) == sorted(sizes)
-    assert {size: (proofs.checkpoint(primary, signer, size), proofs.prove_paper(primary, PAPER_004, size))
+    assert {size: (proofs.checkpoint(primary, signer, size, paper_index=True), proofs.prove_paper(primary, PAPER_004, size))
             for size in sizes} == asked
     assert proofs.evidence_bundle(primary, PAPER_004, when("as_of", AS_OF), signer) == bundle
     assert _answers(primary, signer, urls) == on_standby

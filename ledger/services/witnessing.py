@@ -1,0 +1,150 @@
+"""A log collecting cosignatures: its checkpoint sent to each witness (C2SP tlog-witness `add-checkpoint`) with
+a consistency proof from the size that witness holds, all witnesses at once, each request with a timeout.
+
+The log keeps no record of what each witness holds: it sends `old 0` first and learns the size from the
+witness's 409 (`text/x.tlog.size`), then sends the proof from there; one extra round trip, and no state to go
+stale. A 409 that names the size just sent is the older spec's answer to "that size with another root"
+(C2SP PR #280 made it 422) and is reported as such. Proofs come from the store in the caller's thread
+(a Store is not thread-safe); only the HTTP requests run in parallel.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+from ledger.core.errors import InputError, IntegrityError
+from ledger.log.cosignature import CosignerKey, Policy
+from ledger.log.signed_notes import Checkpoint
+from ledger.services.witness import SIZE_TYPE, submission
+
+ROUNDS = 3  # old 0, then the size the 409 named, then once more if a push from elsewhere moved it meanwhile
+
+
+@dataclass(frozen=True)
+class Target:
+    """A witness to ask: its name in the policy, its submission prefix, its key."""
+    name: str
+    url: str
+    key: CosignerKey
+
+
+@dataclass
+class Answer:
+    target: Target
+    line: str | None = None  # its cosignature line (ending in a newline), when it cosigned
+    why: str | None = None  # why not, in a few words
+
+
+def _post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
+    """(status, content type, body) of a POST; a refused request's status is an answer too."""
+    request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "text/plain"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read(64 * 1024)
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.headers.get("Content-Type", ""), error.read(64 * 1024)
+
+
+def _ask(target: Target, old: int, proof: list[bytes], note: str, text: str, timeout: float) -> tuple[str, object]:
+    """One request: ("cosigned", line), ("held", size) for a 409, or ("refused", why)."""
+    url = target.url.rstrip("/") + "/add-checkpoint"
+    try:
+        status, kind, body = _post(url, submission(old, proof, note), timeout)
+    except TimeoutError:
+        return "refused", f"no answer within {timeout:g} s"
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return "refused", f"unreachable at {url}: {reason}"
+    words = body.decode("utf-8", "replace").strip().split("\n")[0][:200]
+    if status == 409:
+        if kind.split(";")[0].strip() != SIZE_TYPE or not words.isdigit():
+            return "refused", f"answered 409 without its size ({kind or 'no content type'})"
+        return "held", int(words)
+    if status != 200:
+        return "refused", f"answered {status}: {words or '(no reason given)'}"
+    try:
+        lines = body.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return "refused", "answered 200 with a body that is not UTF-8"
+    for line in lines:
+        try:
+            if target.key.timestamp(text, line) is not None:
+                return "cosigned", line + "\n"
+        except IntegrityError:
+            return "refused", "answered a cosignature by its key that does not verify"
+    return "refused", "answered 200 without a cosignature by its key"
+
+
+def collect(note: str, checkpoint: Checkpoint, targets: list[Target], prove: Callable[[int], list[bytes]],
+            timeout: float) -> list[Answer]:
+    """Each witness's answer to the signed `note` of `checkpoint`; `prove(old)` gives the consistency proof
+    from size `old` to the checkpoint's (empty for 0 and for its own size)."""
+    text = checkpoint.text()
+    answers = {target.name: Answer(target) for target in targets}
+    pending = {target.name: 0 for target in targets}
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        for _ in range(ROUNDS):
+            if not pending:
+                break
+            proofs = {old: prove(old) for old in set(pending.values())}
+            asked = {name: pool.submit(_ask, answers[name].target, old, proofs[old], note, text, timeout)
+                     for name, old in pending.items()}
+            sent, pending = pending, {}
+            for name, future in asked.items():
+                outcome, value = future.result()
+                if outcome == "cosigned":
+                    answers[name].line = value
+                elif outcome == "refused":
+                    answers[name].why = value
+                elif value == sent[name]:
+                    answers[name].why = (f"holds size {value} with another root (409 as before C2SP PR #280): "
+                                         f"the log or the witness has forked")
+                elif value > checkpoint.size:
+                    answers[name].why = f"holds a larger tree ({value}) than this checkpoint ({checkpoint.size})"
+                else:
+                    pending[name] = value
+    for name in pending:
+        answers[name].why = "its size kept changing while it was asked"
+    return list(answers.values())
+
+
+def targets_of(witnesses: list[tuple[str, CosignerKey]], quorum: int | None,
+               policy: Policy | None) -> tuple[list[Target], Policy]:
+    """The witnesses to ask and the policy their cosignatures must meet: from `--witness URL=VKEY` with
+    `--quorum N` (default: all of them), or from a tlog-policy (its witness lines with a URL).
+    Raises: InputError for both or neither, or a quorum out of range."""
+    from ledger.log.cosignature import quorum_policy
+
+    if (policy is None) == (not witnesses):
+        raise InputError("checkpoint: give --witness URL=VKEY (with --quorum) or --policy FILE, not both")
+    if policy is None:
+        keys = [key for _, key in witnesses]
+        policy = quorum_policy(keys, len(keys) if quorum is None else quorum)
+        return [Target(key.name, url, key) for url, key in witnesses], policy
+    if quorum is not None:
+        raise InputError("checkpoint: --quorum goes with --witness; a policy has its own quorum line")
+    urls = dict(policy.urls)
+    return [Target(name, urls[name], key) for name, key in policy.witnesses.items() if name in urls], policy
+
+
+def cosign(note: str, checkpoint: Checkpoint, targets: list[Target], policy: Policy,
+           prove: Callable[[int], list[bytes]], timeout: float) -> tuple[str, list[str]]:
+    """The note with the cosignatures gathered appended, and a line for each witness that did not cosign.
+    Raises: IntegrityError listing those lines when the cosignatures do not meet the policy."""
+    answers = collect(note, checkpoint, targets, prove, timeout)
+    signed = {a.target.name for a in answers if a.line is not None}
+    refusals = [f"witness {a.target.name}: {a.why}" for a in answers if a.line is None]
+    asked = {t.name for t in targets}
+    refusals += [f"witness {name}: the policy gives no URL to ask it at" for name in policy.witnesses
+                 if name not in asked]
+    if not policy.met(signed):
+        raise IntegrityError(f"checkpoint: the witnesses' cosignatures do not meet the quorum "
+                             f"({len(signed)} of {len(policy.witnesses)} cosigned)",
+                             refusals + [f"checkpoint: the quorum is not met: {len(signed)} of "
+                                         f"{len(policy.witnesses)} witnesses cosigned"])
+    return note + "".join(a.line for a in answers if a.line is not None), refusals

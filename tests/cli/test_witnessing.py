@@ -1,0 +1,278 @@
+"""Witnesses and the log from the command line: `ledger witness serve` in real processes, `ledger checkpoint
+--witness/--policy` collecting their cosignatures, and the verifiers counting them (`--witness-key`,
+`--quorum`, `--policy`). Faults are real too: a port nobody listens on, a witness that never answers, one
+that answers garbage, and two processes pushing one origin at once.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import _free_port, run_ledger
+from tests.helpers import event_line
+
+
+class Witnesses:
+    """`ledger witness serve` processes for the log of ledger.vkey in the test's folder, each with its own
+    cosigner key (w<i>.key / w<i>.vkey) and state; all stopped at the end of the test."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.processes = folder, []
+
+    def start(self, count: int) -> list[str]:
+        started = []
+        for i in range(len(self.processes), len(self.processes) + count):
+            (self.folder / f"w{i}").mkdir()
+            made = run_ledger("keygen", "--cosigner", f"w{i}.example", cwd=self.folder / f"w{i}", timeout=60)
+            assert made.returncode == 0, made.stderr
+            for suffix in ("key", "vkey"):
+                os.replace(self.folder / f"w{i}" / f"witness.{suffix}", self.folder / f"w{i}.{suffix}")
+            port = _free_port()
+            log = open(self.folder / f"w{i}.log", "wb")
+            process = subprocess.Popen(
+                ["timeout", "--kill-after=5", "300", sys.executable, "-m", "ledger.cli", "--db", f"w{i}.db",
+                 "witness", "serve", "--new", "--key", f"w{i}.key", "--log", "example.org/ledger=ledger.vkey",
+                 "--port", str(port)], cwd=self.folder, stdout=log, stderr=subprocess.STDOUT,
+                env={k: v for k, v in os.environ.items() if k != "LEDGER_DB"}, start_new_session=True)
+            self.processes.append(process)
+            started.append(f"http://127.0.0.1:{port}")
+        for url, process in zip(started, self.processes[-count:]):
+            deadline = time.monotonic() + 60
+            while not _answers(url):
+                assert process.poll() is None and time.monotonic() < deadline, "witness serve did not start"
+                time.sleep(0.1)
+        return started
+
+    def stop(self) -> None:
+        for process in self.processes:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=20)
+
+
+def _answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"{url}/add-checkpoint", data=b"", method="POST"), timeout=2)
+    except urllib.error.HTTPError as error:
+        return error.code == 400
+    except OSError:
+        return False
+    return False
+
+
+@pytest.fixture
+def witnesses(keyed, tmp_path):
+    running = Witnesses(tmp_path)
+    yield running
+    running.stop()
+
+
+def held(folder: Path, i: int) -> int:
+    with sqlite3.connect(folder / f"w{i}.db") as db:
+        return db.execute("SELECT size FROM logs WHERE origin = 'example.org/ledger'").fetchone()[0]
+
+
+def grow(cli, folder: Path, paper: str = "2601.00001") -> None:
+    """A few events more: a paper's snapshot."""
+    (folder / "more.jsonl").write_bytes(event_line("paper.snapshot", {
+        "arxiv_id": paper, "latest_version": 1, "snapshot_observed_at": "2026-09-01T00:00:00Z", "title": "More"}))
+    assert cli("import", "more.jsonl").exit_code == 0
+
+
+def test_checkpoint_gathers_cosignatures_and_verifiers_count_them(keyed, witnesses, tmp_path):
+    first, second = witnesses.start(2)
+    made = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{first}=w0.vkey", "--witness",
+                 f"{second}=w1.vkey", "--quorum", "2")
+    assert made.exit_code == 0, made.stderr
+    body, signatures = made.stdout.split("\n\n")
+    assert len(body.split("\n")) == 3  # no extension line: the checkpoint a witness in its default configuration takes
+    assert [line.split()[1] for line in signatures.strip().split("\n")] == ["example.org/ledger", "w0.example",
+                                                                            "w1.example"]
+    (tmp_path / "cosigned.txt").write_text(made.stdout)
+    (tmp_path / "proof.json").write_text(keyed("prove", "17", "--json").stdout)
+    counted = keyed("verify-proof", "proof.json", "--checkpoint", "cosigned.txt", "--verifier-key", "ledger.vkey",
+                    "--witness-key", "w0.vkey", "--witness-key", "w1.vkey", "--quorum", "2")
+    assert counted.exit_code == 0 and "witnessed by w0.example, w1.example (2 of 2)" in counted.stdout, counted.stderr
+    assert held(tmp_path, 0) == held(tmp_path, 1) == 40
+    # The log grows: each witness answers 409 with the size it holds, and takes the proof from there.
+    grow(keyed, tmp_path)
+    again = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{first}=w0.vkey", "--witness", f"{second}=w1.vkey")
+    assert again.exit_code == 0 and again.stdout.split("\n")[1] == "41", again.stderr
+    assert held(tmp_path, 0) == held(tmp_path, 1) == 41
+
+
+def test_a_quorum_not_met_exits_1_with_a_line_per_witness_that_did_not_cosign(keyed, witnesses, tmp_path):
+    [up] = witnesses.start(1)
+    run_ledger("keygen", "--cosigner", "down.example", cwd=tmp_path / "w0")  # a key for a witness that is down
+    down = f"http://127.0.0.1:{_free_port()}"
+    asked = ["checkpoint", "--key", "ledger.key", "--witness", f"{up}=w0.vkey", "--witness",
+             f"{down}={tmp_path / 'w0' / 'witness.vkey'}"]
+    refused = keyed(*asked)
+    assert refused.exit_code == 1 and refused.stdout == ""
+    lines = refused.stderr.strip().split("\n")
+    assert len(lines) == 2 and lines[0].startswith(f"ledger: witness down.example: unreachable at {down}/add-checkpoint")
+    assert lines[1] == "ledger: checkpoint: the quorum is not met: 1 of 2 witnesses cosigned"
+    enough = keyed(*asked, "--quorum", "1")
+    assert enough.exit_code == 0 and enough.stdout.count("\n— ") == 2
+    assert enough.stderr.startswith("ledger: note: witness down.example: unreachable")
+
+
+class _Bad(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 (the http.server name)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        kind = self.server.kind
+        if kind == "hang":
+            time.sleep(3)
+        status, content_type, body = {"hang": (200, "text/plain", b""), "garbage": (200, "text/plain", b"hello\n"),
+                                      "sizeless": (409, "text/plain", b"twenty\n")}[kind]
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_witness_that_hangs_or_answers_garbage_is_named_and_not_counted(keyed, tmp_path):
+    urls, servers = {}, []
+    for kind in ("hang", "garbage", "sizeless"):
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Bad)
+        server.kind, server.daemon_threads = kind, True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        (tmp_path / kind).mkdir()
+        assert run_ledger("keygen", "--cosigner", f"{kind}.example", cwd=tmp_path / kind).returncode == 0
+        urls[kind] = f"http://127.0.0.1:{server.server_address[1]}={tmp_path / kind / 'witness.vkey'}"
+    try:
+        started = time.monotonic()
+        refused = keyed("checkpoint", "--key", "ledger.key", "--timeout", "0.5",
+                        *[arg for url in urls.values() for arg in ("--witness", url)])
+        took = time.monotonic() - started
+    finally:
+        for server in servers:
+            server.shutdown()
+    assert refused.exit_code == 1 and refused.stdout == "", refused.stderr
+    said = dict(line.split(": ", 2)[1:] for line in refused.stderr.strip().split("\n")[:-1])
+    assert said == {"witness hang.example": "no answer within 0.5 s",
+                    "witness garbage.example": "answered 200 without a cosignature by its key",
+                    "witness sizeless.example": "answered 409 without its size (text/plain)"}
+    assert took < 2.5  # asked in parallel, each bounded by its timeout (not the 3 s the hanging one takes)
+
+
+def test_a_policy_names_the_witnesses_to_ask_and_the_quorum_to_meet(keyed, witnesses, tmp_path):
+    first, second = witnesses.start(2)
+    vkeys = [(tmp_path / f"w{i}.vkey").read_text().strip() for i in (0, 1)]
+    (tmp_path / "policy.txt").write_text(
+        f"log {(tmp_path / 'ledger.vkey').read_text().strip()}\n# two of ours\n"
+        f"witness A {vkeys[0]} {first}\nwitness B {vkeys[1]} {second}\ngroup both all A B\nquorum both\n")
+    made = keyed("checkpoint", "--key", "ledger.key", "--policy", "policy.txt")
+    assert made.exit_code == 0, made.stderr
+    (tmp_path / "cosigned.txt").write_text(made.stdout)
+    (tmp_path / "proof.json").write_text(keyed("prove", "3", "--json").stdout)
+    met = keyed("verify-proof", "proof.json", "--checkpoint", "cosigned.txt", "--verifier-key", "ledger.vkey",
+                "--policy", "policy.txt")
+    assert met.exit_code == 0 and "witnessed by A, B (2 of 2)" in met.stdout, met.stderr
+    # A stricter reader's policy: a third witness, which never cosigned, must be among them.
+    assert run_ledger("keygen", "--cosigner", "c.example", cwd=tmp_path / "w0").returncode == 0
+    third = (tmp_path / "w0" / "witness.vkey").read_text().strip()
+    (tmp_path / "strict.txt").write_text(f"witness A {vkeys[0]}\nwitness B {vkeys[1]}\nwitness C {third}\n"
+                                         f"group all3 all A B C\nquorum all3\n")
+    unmet = keyed("verify-proof", "proof.json", "--checkpoint", "cosigned.txt", "--verifier-key", "ledger.vkey",
+                  "--policy", "strict.txt")
+    assert unmet.exit_code == 1 and unmet.stderr == ("ledger: checkpoint: the witness policy is not met: cosigned by "
+                                                    "A, B (2 of the 3 witnesses it lists)\n")
+
+
+def test_paper_index_proofs_and_bundles_count_the_cosignatures_of_their_tree(keyed, witnesses, tmp_path):
+    [url] = witnesses.start(1)
+    (tmp_path / "cosigned.txt").write_text(keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey").stdout)
+    (tmp_path / "index.txt").write_text(keyed("checkpoint", "--key", "ledger.key", "--paper-index").stdout)
+    (tmp_path / "paper.json").write_text(keyed("prove", "--paper", "2407.20018", "--json").stdout)
+    asked = ["--verifier-key", "ledger.vkey", "--witness-key", "w0.vkey"]
+    alone = keyed("verify-proof", "paper.json", "--checkpoint", "index.txt", *asked)
+    assert alone.exit_code == 1 and "give --cosigned with the checkpoint they cosigned" in alone.stderr
+    both = keyed("verify-proof", "paper.json", "--checkpoint", "index.txt", *asked, "--cosigned", "cosigned.txt")
+    assert both.exit_code == 0 and "witnessed by w0.example (1 of 1)" in both.stdout, both.stderr
+    assert keyed("replay", "--paper", "2407.20018", "--as-of", "2026-08-09", "--evidence", "b.json", "--key",
+                 "ledger.key").exit_code == 0
+    bundle = keyed("verify", "--evidence", "b.json", *asked, "--cosigned", "cosigned.txt")
+    assert bundle.exit_code == 0 and "complete" in bundle.stdout and "witnessed by w0.example" in bundle.stdout
+    (tmp_path / "log.jsonl").write_bytes(keyed("export").stdout_bytes)
+    monitor = keyed("verify", "--index", "log.jsonl", "--checkpoint", "index.txt", *asked, "--cosigned", "cosigned.txt")
+    assert monitor.exit_code == 0 and "witnessed by w0.example" in monitor.stdout, monitor.stderr
+    # A cosigned checkpoint of another tree does not vouch for this one.
+    grow(keyed, tmp_path)
+    (tmp_path / "later.txt").write_text(keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey").stdout)
+    other = keyed("verify", "--evidence", "b.json", *asked, "--cosigned", "later.txt")
+    assert other.exit_code == 1 and "later.txt: it is of the tree of size 41, the proof's is of size 40" in other.stderr
+
+
+PUSHER = """
+import json, sys
+from ledger.log.cosignature import parse_cosigner_key
+from ledger.log.signed_notes import parse_checkpoint
+from ledger.services.witnessing import Target, collect
+url, vkey, plan = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3]))
+target = Target("w", url, parse_cosigner_key(open(vkey).read()))
+for size in plan["sizes"]:
+    note, proofs = plan["notes"][str(size)], plan["proofs"][str(size)]
+    [answer] = collect(note, parse_checkpoint(note.split("\\n\\n")[0] + "\\n"), [target],
+                       lambda old: [bytes.fromhex(h) for h in proofs[str(old)]], 5)
+    print(size, "cosigned" if answer.line else answer.why, flush=True)
+"""
+
+
+def test_two_logs_pushing_one_origin_at_once_never_roll_the_witness_back(keyed, witnesses, tmp_path):
+    from ledger.services.proofs import checkpoint, prove_consistency
+    from ledger.services.keys import load_signer
+    from ledger.storage.store import Store
+
+    [url] = witnesses.start(1)
+    store = Store.open(keyed.location)
+    signer = load_signer("ledger.key")
+    notes = {size: checkpoint(store, signer, size)[0] for size in range(1, 41)}
+    proofs = {size: {old: ([] if old in (0, size) else prove_consistency(store, old, size)["path"])
+                     for old in range(0, size + 1)} for size in notes}
+    store.close()
+    pushers = []
+    for name, sizes in (("odd", list(range(1, 41, 2))), ("even", list(range(2, 41, 2)))):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"sizes": sizes, "notes": notes, "proofs": proofs}))
+        pushers.append(subprocess.Popen([sys.executable, "-c", PUSHER, url, "w0.vkey", f"{name}.json"], cwd=tmp_path,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=120) for p in pushers]
+    assert all(p.returncode == 0 for p in pushers), [err for _, err in outputs]
+    said = [line.split(" ", 1) for out, _ in outputs for line in out.strip().split("\n")]
+    cosigned = [int(size) for size, outcome in said if outcome == "cosigned"]
+    overtaken = [outcome for _, outcome in said if outcome != "cosigned"]
+    assert len(said) == 40 and all(o.startswith("holds a larger tree") for o in overtaken), overtaken
+    with sqlite3.connect(tmp_path / "w0.db") as db:
+        history = [size for (size,) in db.execute("SELECT size FROM cosigned ORDER BY id")]
+    assert sorted(history) == sorted(cosigned) and 40 in cosigned  # every cosignature given is in its history
+    assert history == sorted(history) and held(tmp_path, 0) == 40  # and the witness's state only ever grew
+
+
+def test_witness_serve_refuses_bad_options_in_one_line(keyed, tmp_path):
+    assert keyed("keygen", "--cosigner", "w.example").exit_code == 0
+    for args, problem in [
+        (["--log", "example.org/other=ledger.vkey", "--new"], "--log example.org/other: the key is of the log"),
+        (["--log", "example.org/ledger"], "--log example.org/ledger: expected ORIGIN=VKEY"),
+        (["--log", "example.org/ledger=ledger.vkey"], "no such witness state; give --new"),
+        (["--log", "example.org/ledger=ledger.key", "--new"], "not a verifier key"),
+    ]:
+        refused = run_ledger("--db", "state.db", "witness", "serve", "--key", "witness.key", *args, cwd=tmp_path)
+        assert refused.returncode == 2 and refused.stderr.count(b"\n") == 1 and problem.encode() in refused.stderr, \
+            refused.stderr
+        assert not (tmp_path / "state.db").exists()
