@@ -15,8 +15,8 @@ def witnessed(note: str, verifier: Verifier, policy: Policy, of: Checkpoint | No
     """The policy's witnesses that cosigned `note` (name -> cosignature time), when they meet its quorum.
     `of`: the tree the note must be of (origin, size and root), when the proof was checked against another
     note of it (the paper index note).
-    Raises: InputError for a malformed note; IntegrityError when the log did not sign it, it is of another
-    tree, a listed witness's cosignature does not verify, or the quorum is not met (naming who cosigned)."""
+    Raises: InputError for a malformed note, or IntegrityError (the log did not sign it, it is of another tree,
+    a listed witness's cosignature does not verify, or the quorum is not met: naming who cosigned)."""
     try:
         signed = verify_checkpoint(note, verifier)
         if of is not None and (signed.origin, signed.size, signed.root) != (of.origin, of.size, of.root):

@@ -68,9 +68,9 @@ class CosignerKey:
         if raw[:4] != self.id:
             return None
         timestamp = int.from_bytes(raw[4:12], "big")
+        if len(raw) != 76:
+            raise IntegrityError(f"the cosignature by {self.name} is not 76 bytes")
         try:
-            if len(raw) != 76:
-                raise InvalidSignature
             Ed25519PublicKey.from_public_bytes(self.public).verify(raw[12:], cosigned_message(text, timestamp))
         except (InvalidSignature, InputError):
             raise IntegrityError(f"the cosignature by {self.name} does not verify") from None

@@ -41,12 +41,17 @@ def load_verifier(name: str) -> Verifier:
     """The verifier key in the file `name`, or `name` itself when it is no file but a verifier key's text
     (`<name>+<id>+<key>`, as `ledger keygen` prints it).
     Raises: InputError naming the file (a key's text is never repeated in it)."""
+    return _load_public(name, parse_verifier, "verifier key")
+
+
+def _load_public(name: str, parse: Callable[[str], Key], what: str) -> Key:
+    # A public key may be given as its text; a file is read otherwise.
     if _looks_like_key(name):
         try:
-            return parse_verifier(name)
+            return parse(name)
         except InputError as exc:
-            raise InputError(f"verifier key given as text: {exc}") from None
-    return _load_key(name, parse_verifier, "a verifier key")
+            raise InputError(f"{what} given as text: {exc}") from None
+    return _load_key(name, parse, f"a {what}")
 
 
 def load_cosigner(name: str) -> Cosigner:
@@ -60,12 +65,7 @@ def load_cosigner(name: str) -> Cosigner:
 def load_cosigner_key(name: str) -> CosignerKey:
     """A witness's public key (cosignature/v1 vkey) in the file `name`, or `name` itself as vkey text.
     Raises: InputError naming the file, or saying the text given is no witness key."""
-    if _looks_like_key(name):
-        try:
-            return parse_cosigner_key(name)
-        except InputError as exc:
-            raise InputError(f"witness key given as text: {exc}") from None
-    return _load_key(name, parse_cosigner_key, "a witness key")
+    return _load_public(name, parse_cosigner_key, "witness key")
 
 
 def load_policy(name: str) -> Policy:
