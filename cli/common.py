@@ -138,22 +138,15 @@ def witness_check(keys: list[str] | None, quorum: int | None, policy: str | None
     policy is met on the cosigned checkpoint (`cosigned`'s file, or `note`), which must be of the tree `of`.
     Raises: InputError for options that do not go together, IntegrityError when the policy is not met."""
     from ledger.audit.witnessed import witnessed
-    from ledger.log.cosignature import quorum_policy
+    from ledger.log.cosignature import policy_of
     from ledger.services.keys import load_cosigner_key, load_policy
 
-    if policy is not None and (keys or quorum is not None):
-        raise InputError("--policy: give it or --witness-key with --quorum, not both")
-    if policy is None and not keys:
-        if quorum is not None or cosigned is not None:
-            raise InputError("--quorum and --cosigned count witnesses: give --witness-key or --policy")
+    rule = policy_of([load_cosigner_key(key) for key in keys or []], quorum,
+                     load_policy(policy) if policy else None, str(verifier), "--witness-key", policy or "--policy")
+    if rule is None:
+        if cosigned is not None:
+            raise InputError("--cosigned gives a checkpoint to count witnesses on: give --witness-key or --policy")
         return ""
-    if policy is not None:
-        rule = load_policy(policy)
-        if rule.logs and str(verifier) not in rule.logs:
-            raise InputError(f"{policy}: its log lines do not list the log's key {verifier}")
-    else:
-        loaded = [load_cosigner_key(key) for key in keys]
-        rule = quorum_policy(loaded, len(loaded) if quorum is None else quorum)
     text = note if cosigned is None else read_text(cosigned, "a cosigned checkpoint")
     try:
         found = witnessed(text, verifier, rule, of, cosigned or "checkpoint")

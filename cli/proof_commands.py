@@ -17,7 +17,7 @@ from ledger.core.errors import InputError
 from ledger.core.inputs import read_input
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
-from ledger.log.cosignature import CosignerKey, generate_cosigner
+from ledger.log.cosignature import CosignerKey, generate_cosigner, policy_of
 from ledger.log.signed_notes import generate_signer, verify_checkpoint
 from ledger.services.witnessing import cosign, targets_of
 
@@ -79,16 +79,15 @@ def checkpoint(
     """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree; with witnesses, cosigned by them
     (C2SP tlog-witness): exit 1, a line per witness that did not cosign, when the quorum is not met."""
     signer, store = load_signer(key), open_store(ctx)
-    if not witness and policy is None:
-        if quorum is not None:
-            raise InputError("checkpoint: --quorum counts the --witness given; give them")
+    witnesses = _witnesses(witness or [])
+    rule = policy_of([k for _, k in witnesses], quorum, load_policy(policy) if policy else None,
+                     str(signer.verifier), "--witness", policy or "--policy")
+    if rule is None:
         write_stdout(signed_checkpoint(store, signer, paper_index=paper_index)[0].encode())
         return
     if paper_index:
         raise InputError("checkpoint: witnesses cosign the checkpoint, not the paper index note (no --paper-index)")
-    targets, rule = targets_of(_witnesses(witness or []), quorum, load_policy(policy) if policy else None)
-    if rule.logs and str(signer.verifier) not in rule.logs:
-        raise InputError(f"{policy}: its log lines do not list this log's key {signer.verifier}")
+    targets = targets_of(witnesses, rule)
     note, size = signed_checkpoint(store, signer)
 
     def prove(old: int) -> list[bytes]:

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ledger.core.errors import InputError, IntegrityError
-from ledger.log.signed_notes import DASH, _NAME, _b64decode
+from ledger.log.signed_notes import DASH, _NAME, _b64decode, split_note
 
 COSIGNATURE_V1 = 0x04
 MAX_TIME = 2**63 - 1  # tlog-cosignature: the timestamp MUST NOT exceed it
@@ -147,13 +147,11 @@ def cosignatures(note: str, keys: list[CosignerKey]) -> dict[str, int]:
     """The witnesses among `keys` whose cosignature of the note's text verifies: name -> timestamp. Lines of
     other keys are ignored.
     Raises: InputError for a malformed note; IntegrityError for a known key's line that does not verify."""
-    text, sep, lines = note.rpartition("\n\n")
-    if not sep or not lines.endswith("\n"):
-        raise InputError("signed note: expected text, a blank line and signature lines")
+    text, lines = split_note(note)
     found = {}
-    for line in lines[:-1].split("\n"):
+    for line in lines:
         for key in keys:
-            timestamp = key.timestamp(text + "\n", line)
+            timestamp = key.timestamp(text, line)
             if timestamp is not None:
                 found[key.name] = timestamp
     return found
@@ -203,6 +201,25 @@ def quorum_policy(keys: list[CosignerKey], quorum: int) -> Policy:
     if quorum == 0:
         return Policy(witnesses, {}, None)
     return Policy(witnesses, {"quorum": Group(quorum, tuple(witnesses))}, "quorum")
+
+
+def policy_of(keys: list[CosignerKey], quorum: int | None, policy: Policy | None, log: str,
+              key_option: str, source: str = "--policy") -> Policy | None:
+    """The witness policy a command's options give, the log's and the verifiers' alike: the keys of
+    `key_option` (repeated) with `--quorum` (default: all of them), or a tlog-policy read from `source`, whose
+    log lines, when it has any, must list the log's key `log`; None when neither is given.
+    Raises: InputError for options that do not go together, or a policy for another log."""
+    if policy is not None and (keys or quorum is not None):
+        raise InputError(f"--policy: give it or {key_option} with --quorum, not both")
+    if policy is None and not keys:
+        if quorum is not None:
+            raise InputError(f"--quorum counts witnesses: give {key_option} or --policy")
+        return None
+    if policy is None:
+        return quorum_policy(keys, len(keys) if quorum is None else quorum)
+    if policy.logs and log not in policy.logs:
+        raise InputError(f"{source}: its log lines do not list the log's key {log}")
+    return policy
 
 
 def parse_policy(text: str) -> Policy:

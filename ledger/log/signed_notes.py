@@ -120,14 +120,20 @@ def parse_verifier(text: str) -> Verifier:
     return verifier
 
 
-def open_note(note: str, verifier: Verifier) -> str:
-    """Return the note's text when a signature line by `verifier` verifies over it.
-    Raises: InputError for a malformed note, IntegrityError when no signature by `verifier` verifies."""
+def split_note(note: str) -> tuple[str, list[str]]:
+    """A signed note's text (ending in a newline) and its signature lines (without theirs).
+    Raises: InputError when there is no blank line before signature lines."""
     text, sep, signatures = note.rpartition("\n\n")
     if not sep or not signatures.endswith("\n"):
         raise InputError("signed note: expected text, a blank line and signature lines")
-    text += "\n"
-    for line in signatures[:-1].split("\n"):
+    return text + "\n", signatures[:-1].split("\n")
+
+
+def open_note(note: str, verifier: Verifier) -> str:
+    """Return the note's text when a signature line by `verifier` verifies over it.
+    Raises: InputError for a malformed note, IntegrityError when no signature by `verifier` verifies."""
+    text, signatures = split_note(note)
+    for line in signatures:
         match = re.fullmatch(rf"{DASH} (\S+) (\S+)", line)
         if not match:
             raise InputError(f"signed note: malformed signature line {line!r}")

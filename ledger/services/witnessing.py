@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
-from ledger.core.errors import InputError, IntegrityError
+from ledger.core.errors import IntegrityError
 from ledger.log.cosignature import CosignerKey, Policy
 from ledger.log.signed_notes import Checkpoint
 from ledger.services.witness import SIZE_TYPE, submission
@@ -113,23 +113,12 @@ def collect(note: str, checkpoint: Checkpoint, targets: list[Target], prove: Cal
     return list(answers.values())
 
 
-def targets_of(witnesses: list[tuple[str, CosignerKey]], quorum: int | None,
-               policy: Policy | None) -> tuple[list[Target], Policy]:
-    """The witnesses to ask and the policy their cosignatures must meet: from `--witness URL=VKEY` with
-    `--quorum N` (default: all of them), or from a tlog-policy (its witness lines with a URL).
-    Raises: InputError for both or neither, or a quorum out of range."""
-    from ledger.log.cosignature import quorum_policy
-
-    if (policy is None) == (not witnesses):
-        raise InputError("checkpoint: give --witness URL=VKEY (with --quorum) or --policy FILE, not both")
-    if policy is None:
-        keys = [key for _, key in witnesses]
-        policy = quorum_policy(keys, len(keys) if quorum is None else quorum)
-        return [Target(key.name, url, key) for url, key in witnesses], policy
-    if quorum is not None:
-        raise InputError("checkpoint: --quorum goes with --witness; a policy has its own quorum line")
+def targets_of(witnesses: list[tuple[str, CosignerKey]], policy: Policy) -> list[Target]:
+    """The witnesses to ask: those of `--witness URL=VKEY`, or the policy's witness lines with a URL."""
+    if witnesses:
+        return [Target(key.name, url, key) for url, key in witnesses]
     urls = dict(policy.urls)
-    return [Target(name, urls[name], key) for name, key in policy.witnesses.items() if name in urls], policy
+    return [Target(name, urls[name], key) for name, key in policy.witnesses.items() if name in urls]
 
 
 def cosign(note: str, checkpoint: Checkpoint, targets: list[Target], policy: Policy,
