@@ -20,6 +20,7 @@ from ledger.services.proofs import prove_consistency, prove_inclusion, prove_pap
 from ledger.log.cosignature import CosignerKey, generate_cosigner, policy_of
 from ledger.log.signed_notes import generate_signer, verify_checkpoint
 from ledger.services.witnessing import cosign, targets_of
+from ledger.storage.cosigned import keep_cosigned
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
@@ -77,7 +78,8 @@ def checkpoint(
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for each witness.")] = 10.0,
 ) -> None:
     """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree; with witnesses, cosigned by them
-    (C2SP tlog-witness): exit 1, a line per witness that did not cosign, when the quorum is not met."""
+    (C2SP tlog-witness) and kept in the ledger, which `serve` and `publish` then give at /checkpoint: exit 1,
+    a line per witness that did not cosign, when the quorum is not met."""
     signer, store = load_signer(key), open_store(ctx)
     witnesses = _witnesses(witness or [])
     rule = policy_of([k for _, k in witnesses], quorum, load_policy(policy) if policy else None,
@@ -96,6 +98,9 @@ def checkpoint(
     cosigned, refusals = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule, prove, timeout)
     for line in refusals:
         typer.echo(f"ledger: note: {line}", err=True)
+    if not keep_cosigned(store, cosigned):
+        typer.echo("ledger: note: the ledger holds a cosigned checkpoint of a tree as large; it stays the one "
+                   "served at /checkpoint", err=True)
     write_stdout(cosigned.encode())
 
 

@@ -265,8 +265,14 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
         for tile, data in all_tiles(store, size, since, redone):  # tiles before the checkpoint that needs them
             folder.put(route.file_of("file", Question(tile=tile)), data)
     if signer is not None:
+        held = site.cosigned()
+        signed = held[1] if held is not None and held[1] <= size else size
+        if signed < size:  # the witnessed checkpoint is older: its partial tiles too, for a client following it
+            for route in published(PER_TILE):
+                for tile, data in all_tiles(store, signed, signed, frozenset(partial_tiles(signed))):
+                    folder.put(route.file_of("file", Question(tile=tile)), data)
         for route in published(SIGNED):
-            write(route, Question(size=size))
+            write(route, Question(size=signed))
     state.keep_site_files(folder.files)
     count, paper_files = state.paper_totals()
     unchanged = paper_files + state.site_count(tile.path() for tile in partial_tiles(size)) - folder.written

@@ -23,11 +23,12 @@ import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ledger.core.canonical import canonical
-from ledger.core.errors import InputError, NotFoundError
+from ledger.core.errors import InputError, LedgerError, NotFoundError
 from ledger.model.arxiv import month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
-from ledger.log.signed_notes import Signer
+from ledger.log.signed_notes import Signer, verify_checkpoint
 from ledger.services.proofs import evidence_bundle
+from ledger.storage.cosigned import latest_cosigned
 from ledger.storage.store import Store
 from ledger.log.tiles import Tile
 from ledger.services.proofs import checkpoint as signed_checkpoint
@@ -276,14 +277,29 @@ class Site:
 
     # the log ----------------------------------------------------------------------------------------------
     def checkpoint(self, size: int | None = None) -> Body:
+        """The latest cosigned checkpoint the ledger holds (`ledger checkpoint --witness`), asked with no size
+        or with its own; else a checkpoint signed now, of the size asked (default: the log's size now)."""
         if self.signer is None:
             raise NotFoundError("this ledger is served without a signing key: no checkpoint (start it with --key)")
+        held = self.cosigned()
+        if held is not None and size in (None, held[1]):
+            return Body(held[0].encode(), TEXT, CHECKPOINT)
         if size is None:
             size = self.store.head()[0]
         if size not in self._checkpoints:
             note, size = signed_checkpoint(self.store, self.signer, size)
             self._checkpoints = {size: note}  # the latest only
         return Body(self._checkpoints[size].encode(), TEXT, CHECKPOINT)
+
+    def cosigned(self) -> tuple[str, int] | None:
+        """The cosigned checkpoint the ledger holds and its size, when this site's key signed it."""
+        note = latest_cosigned(self.store)
+        if note is None or self.signer is None:
+            return None
+        try:
+            return note, verify_checkpoint(note, self.signer.verifier).size
+        except LedgerError:
+            return None  # another key's (the ledger was served with a new key): not this site's to give
 
     def tile(self, tile: Tile) -> Body:
         data, _ = read_tile(self.store, tile)

@@ -285,3 +285,41 @@ def test_witness_serve_refuses_bad_options_in_one_line(keyed, tmp_path):
         assert refused.returncode == 2 and refused.stderr.count(b"\n") == 1 and problem.encode() in refused.stderr, \
             refused.stderr
         assert not (tmp_path / "state.db").exists()
+
+
+def test_serve_and_publish_give_the_latest_cosigned_checkpoint(keyed, witnesses, tmp_path, ledger_location):
+    from fastapi.testclient import TestClient
+
+    from ledger.services.keys import load_signer
+    from ledger.storage.store import Store
+    from ledger.web.app import create_app
+
+    [url] = witnesses.start(1)
+    made = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey")
+    assert made.exit_code == 0, made.stderr
+    grow(keyed, tmp_path)  # the log moves on past the witnessed tree (40 -> 41)
+    bare = keyed("checkpoint", "--key", "ledger.key").stdout
+    assert bare.split("\n")[1] == "41" and "w0.example" not in bare
+    store = Store.open(ledger_location)
+    try:
+        served = TestClient(create_app(store, load_signer("ledger.key")))
+        assert served.get("/checkpoint").text == made.stdout  # the witnessed one, not the newer bare one
+    finally:
+        store.close()
+    published = keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key")
+    assert published.exit_code == 0, published.stderr
+    assert (tmp_path / "out" / "checkpoint").read_text() == made.stdout
+    for partial in ("tile/0/000.p/40", "tile/entries/000.p/40", "tile/0/000.p/41"):  # both trees' partial tiles
+        assert (tmp_path / "out" / partial).is_file(), partial
+    # A later cosigning of the grown tree replaces it; asking again for an older tree does not go back.
+    newer = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey")
+    assert newer.exit_code == 0 and newer.stdout.split("\n")[1] == "41", newer.stderr
+    assert keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key").exit_code == 0
+    assert (tmp_path / "out" / "checkpoint").read_text() == newer.stdout
+    from ledger.storage.cosigned import keep_cosigned, latest_cosigned
+
+    store = Store.open(ledger_location)
+    try:
+        assert not keep_cosigned(store, made.stdout) and latest_cosigned(store) == newer.stdout
+    finally:
+        store.close()
