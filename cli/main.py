@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import log_commands, proof_commands, publish_commands, record_commands, witness_commands
+from ledger.cli import log_commands, monitor_commands, proof_commands, publish_commands, record_commands, witness_commands
 from ledger.cli.common import DEFAULT_DB
 from ledger.core.errors import LedgerError
 
@@ -135,6 +135,7 @@ app.add_typer(log_commands.app)
 app.add_typer(proof_commands.app)
 app.add_typer(publish_commands.app)
 app.add_typer(witness_commands.app, name="witness")
+app.add_typer(monitor_commands.app)
 
 
 def main() -> None:

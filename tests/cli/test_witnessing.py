@@ -323,3 +323,14 @@ def test_serve_and_publish_give_the_latest_cosigned_checkpoint(keyed, witnesses,
         assert not keep_cosigned(store, made.stdout) and latest_cosigned(store) == newer.stdout
     finally:
         store.close()
+
+
+def test_the_monitor_counts_the_cosignatures_of_the_checkpoint_it_follows(keyed, witnesses, tmp_path):
+    first, _ = witnesses.start(2)
+    assert keyed("checkpoint", "--key", "ledger.key", "--witness", f"{first}=w0.vkey").exit_code == 0
+    assert keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key").exit_code == 0
+    watch = ("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "state", "--witness-key", "w0.vkey")
+    met = keyed(*watch, "--json")
+    assert met.exit_code == 0 and list(json.loads(met.stdout)["witnesses"]) == ["w0.example"], met.stderr
+    unmet = keyed(*watch, "--witness-key", "w1.vkey", "--quorum", "2")
+    assert unmet.exit_code == 1 and "cosigned by w0.example (1 of the 2 witnesses it lists)" in unmet.stderr

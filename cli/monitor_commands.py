@@ -1,0 +1,59 @@
+"""`ledger monitor`: follow a served or published log from outside (`ledger.services.monitor`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, write_json
+from ledger.log.cosignature import policy_of
+from ledger.services.keys import load_cosigner_key, load_policy, load_verifier
+from ledger.services.monitor import Misbehaviour, Unreachable, follow
+
+app = typer.Typer()
+
+
+@app.command()
+def monitor(
+    where: Annotated[str, typer.Argument(metavar="URL|DIR", help="The log: a `ledger serve` URL or a `ledger publish` folder.")],
+    verifier_key: Annotated[str, typer.Option("--verifier-key", help="The log's verifier key: a .vkey file or its text.")],
+    state: Annotated[Path, typer.Option("--state", help="The monitor's own folder: what it verified so far (made when missing).")],
+    witness_key: WitnessKeys = None,
+    quorum: Quorum = None,
+    policy: PolicyFile = None,
+    paper: Annotated[Optional[str], typer.Option(
+        "--paper", callback=paper_option, help="Compare this paper's record only (default: every paper that "
+                                               "changed; the whole log is checked either way).")] = None,
+    json: Json = False,
+) -> None:
+    """Follow a log: its checkpoint verified and consistent with the last one kept, only the new tiles
+    fetched and every new entry checked, the records of the papers that changed rebuilt and compared with the
+    site's. Exit 0 consistent, 1 misbehaviour (--json: the evidence), 3 unreachable."""
+    verifier = load_verifier(verifier_key)
+    rule = policy_of([load_cosigner_key(key) for key in witness_key or []], quorum,
+                     load_policy(policy) if policy else None, str(verifier), "--witness-key", policy or "--policy")
+    try:
+        found = follow(where, verifier, state, rule, paper)
+    except Misbehaviour as exc:
+        if json:
+            write_json({"status": "misbehaviour", "log": verifier.name, **exc.evidence})
+        raise
+    except Unreachable as exc:
+        if json:
+            write_json({"status": "unreachable", "log": verifier.name, "problem": str(exc)})
+        raise
+    if json:
+        write_json({"status": "consistent", "log": found.origin, "size": found.size, "root": found.root,
+                    "new_entries": found.new_entries, "records": found.records, "index_notes": found.index_notes,
+                    "witnesses": found.witnesses, "behind": found.behind})
+        return
+    if found.behind is not None:
+        typer.echo(f"{found.origin}: serves the checkpoint of size {found.size}, a prefix of the tree of size "
+                   f"{found.behind} this monitor holds: nothing new (state kept)")
+        return
+    witnessed = f"; witnessed by {', '.join(sorted(found.witnesses))}" if found.witnesses else ""
+    typer.echo(f"{found.origin}: consistent at size {found.size} (root {found.root}); {found.new_entries} new "
+               f"entries checked, {found.records} records and {found.index_notes} paper index notes compared"
+               f"{witnessed}")

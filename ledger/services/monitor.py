@@ -1,0 +1,322 @@
+"""A monitor: follows a served (URL) or published (folder) log from outside, as a C2SP tlog-tiles client,
+and keeps what it verified in a state folder of its own.
+
+Each run: the checkpoint is verified (the log's key, and the witnesses' cosignatures when a policy is given);
+only the entry bundles and level-0 tiles past the tree it holds are fetched (the partial ones of the new
+size, as C2SP tlog-tiles names them); every new entry is checked (its seq, its canonical form, an event of the
+vocabulary) and the tree it extends must be the one the checkpoint signs. The entries are then appended to the
+monitor's own ledger (`ledger.db` in the state folder, through `import`'s path, which re-computes every hash),
+and for every paper that changed the record the site serves is compared, byte for byte, with the rebuild from
+those entries, and the paper index note of its evidence with the index re-computed here.
+
+The state folder holds `ledger.db`, `seen` (the last checkpoint whose entries it holds) and `checkpoint` (the
+last checkpoint it vouches for: saved only once every check of the run held). A fork, a rollback to another
+tree, a tile or a record that disagrees raises Misbehaviour, with evidence another party can check offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from blake3 import blake3
+
+from ledger.audit.witnessed import witnessed
+from ledger.core.canonical import canonical, parse_json
+from ledger.core.errors import IntegrityError, LedgerError, StoreError
+from ledger.core.times import When
+from ledger.importing.importer import import_inputs, parse_input
+from ledger.log.chain import GENESIS, Entry, entry_bytes, hex_hash, link
+from ledger.log.cosignature import Policy
+from ledger.log.merkle import consistency_path, frontier_nodes, leaf_hash, perfect_subtrees, root
+from ledger.log.paper_index import edge_root, extend
+from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
+from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of_level0
+from ledger.model.paths import INTEGRITY, RECORD, fill
+from ledger.projections.record import build_record
+from ledger.storage.index_reads import root_at
+from ledger.storage.store import Store
+
+LEDGER, SEEN, VOUCHED = "ledger.db", "seen", "checkpoint"
+
+
+class Unreachable(StoreError):
+    """The log cannot be read: no answer, a refused connection, a server error, a folder without a checkpoint.
+    Exit 3; nothing is saved."""
+
+
+class Misbehaviour(IntegrityError):
+    """The log or its site did something an honest one cannot: `evidence` holds what shows it (the
+    checkpoints, the failing proof or the record served and rebuilt). Exit 1; nothing is saved."""
+
+    def __init__(self, message: str, evidence: dict):
+        super().__init__(message)
+        self.evidence = {"problem": message, **evidence}
+
+
+@dataclass
+class Followed:
+    """What a run verified."""
+    origin: str
+    size: int
+    root: str  # base64, as the checkpoint writes it
+    new_entries: int
+    records: int  # records compared
+    index_notes: int  # paper index notes compared with the index re-computed here
+    witnesses: dict[str, int] = field(default_factory=dict)  # who cosigned (name -> time), with a policy
+    behind: int | None = None  # the checkpoint served is of an older size than the one held: nothing new
+
+
+class Source:
+    """The log's files, from a URL (HTTP GET) or a published folder."""
+
+    def __init__(self, where: str, timeout: float = 30.0):
+        """Raises: Unreachable for a `where` that is neither a URL nor a folder."""
+        self.where, self.timeout = where.rstrip("/"), timeout
+        self.remote = where.startswith(("http://", "https://"))
+        if not self.remote and not Path(where).is_dir():
+            raise Unreachable(f"{where}: not a URL (http:// or https://) nor a published folder")
+
+    def get(self, path: str, query: dict[str, str] | None = None) -> bytes | None:
+        """The bytes at `path` (no leading slash); None when the log has no such file (404, no file).
+        Raises: Unreachable."""
+        if not self.remote:
+            try:
+                return (Path(self.where) / path).read_bytes()
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise Unreachable(f"{self.where}/{path}: {exc.strerror}") from None
+        given = "&".join(f"{k}={quote(v, safe=':')}" for k, v in (query or {}).items())
+        url = f"{self.where}/{path}" + (f"?{given}" if given else "")
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as error:
+            with error:
+                if error.code in (404, 410):
+                    return None
+                raise Unreachable(f"{url}: answered {error.code}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise Unreachable(f"{url}: {getattr(exc, 'reason', exc)}") from None
+
+
+def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = None,
+           paper: str | None = None) -> Followed:
+    """Follow the log at `where` from the state in `state` (made when missing); see the module's account.
+    `paper`: compare that paper's record and index note only (the whole log is still checked).
+    Raises: Unreachable (exit 3), Misbehaviour (exit 1), InputError for a state folder that is not one."""
+    source = Source(where)
+    note = _text(source.get("checkpoint"), f"{where}/checkpoint")
+    try:
+        signed = verify_checkpoint(note, verifier)
+        found = witnessed(note, verifier, policy) if policy is not None else {}
+    except LedgerError as exc:
+        raise Misbehaviour(f"{where}/checkpoint: {exc}", {"checkpoint": note}) from None
+    state.mkdir(parents=True, exist_ok=True)
+    vouched = _read_note(state / VOUCHED, verifier)
+    location = str(state / LEDGER)
+    store = Store.open(location) if Path(location).exists() else Store.create(location)
+    try:
+        held = store.head()[0]
+        seen = (state / SEEN).read_text() if (state / SEEN).exists() else None
+        if signed.size <= held:
+            if _root(store, signed.size) != signed.root:
+                raise Misbehaviour(f"{where}: the checkpoint of size {signed.size} is not the tree this monitor "
+                                   f"holds (size {held}): the log forked", {"checkpoints": [seen, note]})
+            if signed.size < held:
+                return Followed(signed.origin, signed.size, _b64(signed.root), 0, 0, 0, found, behind=held)
+        leaves = _fetch(source, held, signed.size)
+        edge = [_nodes(store, held)[pair] for pair in frontier_nodes(held)]
+        extend(edge, held, [leaf_hash(leaf) for leaf in leaves])
+        if edge_root(edge) != signed.root:
+            raise _fork(source, store, held, seen, note, signed)
+        _append(store, leaves, held, where)
+        (state / SEEN).write_text(note)
+        since = vouched.size if vouched is not None else 0
+        papers = {paper} if paper is not None else _changed(store, since, signed.size)
+        records, notes = _compare(source, store, sorted(papers), signed, verifier, note)
+        _save(state / VOUCHED, note)
+        return Followed(signed.origin, signed.size, _b64(signed.root), len(leaves), records, notes, found)
+    finally:
+        store.close()
+
+
+def _b64(digest: bytes) -> str:
+    return base64.b64encode(digest).decode()
+
+
+def _text(data: bytes | None, name: str) -> str:
+    if data is None:
+        raise Unreachable(f"{name}: not found (is it the log's URL or published folder, with a key?)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Misbehaviour(f"{name}: not UTF-8", {"checkpoint": base64.b64encode(data).decode()}) from None
+
+
+def _read_note(path: Path, verifier: Verifier) -> Checkpoint | None:
+    return verify_checkpoint(path.read_text(), verifier) if path.exists() else None
+
+
+def _save(path: Path, note: str) -> None:
+    """Write-then-rename: a run killed midway leaves the state it had."""
+    temporary = path.with_name(path.name + ".new")
+    temporary.write_text(note)
+    os.replace(temporary, path)
+
+
+def _root(store: Store, size: int) -> bytes:
+    with store.snapshot() as cursor:
+        return root(cursor.node_source(size), size)
+
+
+def _nodes(store: Store, size: int) -> dict[tuple[int, int], bytes]:
+    with store.reading() as cursor:
+        return cursor.tree_nodes(frontier_nodes(size), size)
+
+
+def _fetch(source: Source, held: int, size: int) -> list[bytes]:
+    """The leaves held + 1 .. size: from the entry bundles of the tiles a tree of `held` did not have (the
+    partial ones of `size`), each checked against its level-0 tile.
+    Raises: Misbehaviour for a missing or malformed tile, or one whose hashes are not its entries'."""
+    leaves: list[bytes] = []
+    for tile in tiles_of_level0(size, held - held % WIDTH):
+        bundle = Tile(None, tile.index, tile.width)
+        data, hashes = source.get(bundle.path()), source.get(tile.path())
+        if data is None or hashes is None:
+            missing = bundle.path() if data is None else tile.path()
+            raise Misbehaviour(f"{source.where}: the log does not serve {missing}, which its checkpoint of size "
+                               f"{size} needs", {"tile": missing})
+        try:
+            entries = read_bundle(data)
+        except LedgerError as exc:
+            raise Misbehaviour(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
+        if len(entries) != tile.width or b"".join(leaf_hash(e) for e in entries) != hashes:
+            raise Misbehaviour(f"{source.where}/{tile.path()}: its hashes are not those of {bundle.path()}'s "
+                               f"{len(entries)} entries", {"tile": tile.path()})
+        first = tile.index * WIDTH
+        leaves.extend(entries[max(0, held - first):])
+    return leaves
+
+
+def _append(store: Store, leaves: list[bytes], held: int, where: str) -> None:
+    """Append the new entries to the monitor's ledger as an exported log would be (`import`'s path: every
+    line parsed as an event, every hash re-computed).
+    Raises: Misbehaviour for an entry that is not one (its seq, its canonical form, its event)."""
+    with store.reading() as cursor:
+        chain = cursor.head()[1] if held else GENESIS
+    lines = []
+    for seq, leaf in enumerate(leaves, start=held + 1):
+        try:
+            fields = parse_json(leaf.decode("utf-8"))
+            if not isinstance(fields, dict) or fields.get("seq") != seq or canonical(fields) != leaf:
+                raise IntegrityError(f"entry {seq} is not the canonical entry of seq {seq}")
+        except (LedgerError, UnicodeDecodeError) as exc:
+            raise Misbehaviour(f"{where}: log entry {seq}: {exc}", {"seq": seq, "entry": _b64(leaf)}) from None
+        digest = blake3(leaf).digest()
+        chain = link(chain, digest)
+        lines.append(canonical({**fields, "entry_hash": hex_hash(digest), "chain_hash": hex_hash(chain)}) + b"\n")
+    if not lines:
+        return
+    try:
+        import_inputs(store, [parse_input(f"log entries {held + 1}-{held + len(lines)}", b"".join(lines))])
+    except StoreError:
+        raise
+    except LedgerError as exc:  # not an event of the vocabulary, a repeated fact: no honest log holds one
+        raise Misbehaviour(f"{where}: {exc}", {"entries": [held + 1, held + len(lines)]}) from None
+
+
+def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, signed: Checkpoint) -> Misbehaviour:
+    """What a tree that does not extend the held one shows: the whole log fetched again, the first entry that
+    differs, and the consistency proof the log's own tree gives (which fails against the held checkpoint)."""
+    leaves = _fetch(source, 0, signed.size)
+    digests = [leaf_hash(leaf) for leaf in leaves]
+    edge: list[bytes] = []
+    extend(edge, 0, digests)
+    if edge_root(edge) != signed.root:
+        return Misbehaviour(f"{source.where}: its tiles are not the tree its checkpoint of size {signed.size} signs",
+                            {"checkpoint": note, "tiles_root": _b64(edge_root(edge))})
+    with store.reading() as cursor:
+        ours = [_leaf(entry) for entry in cursor.entries_after(0, held)]
+    differs = next((seq for seq, leaf in enumerate(ours, start=1) if leaf_hash(leaf) != digests[seq - 1]), held)
+    nodes = perfect_subtrees(0, digests, max(1, len(digests)).bit_length() + 1)
+    path = consistency_path(lambda level, index: nodes[(level, index)], held, signed.size)
+    return Misbehaviour(
+        f"{source.where}: the checkpoint of size {signed.size} does not extend the tree of size {held} this "
+        f"monitor holds (entry {differs} differs): the log forked",
+        {"checkpoints": [seen, note], "first_difference": {"seq": differs, "held": _b64(ours[differs - 1]),
+                                                           "served": _b64(leaves[differs - 1])},
+         "consistency": {"old_size": held, "new_size": signed.size, "path": [p.hex() for p in path]}})
+
+
+def _leaf(entry: Entry) -> bytes:
+    return entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
+
+
+def _changed(store: Store, since: int, size: int) -> set[str]:
+    with store.reading() as cursor:
+        return cursor.papers_since(since, size)
+
+
+def _compare(source: Source, store: Store, papers: list[str], signed: Checkpoint, verifier: Verifier,
+             note: str) -> tuple[int, int]:
+    """Each paper's record as the site serves it against the rebuild here, and its evidence's paper index
+    note against the index re-computed here; (records compared, index notes compared).
+    Raises: Misbehaviour naming the first that differs."""
+    with store.reading() as cursor:
+        known = cursor.entry(signed.size).recorded_at if signed.size else None
+    query = {"known_at": known} if source.remote and known else None  # what the site knew at the checkpoint
+    records = notes = 0
+    for paper in papers:
+        path = fill(RECORD, json=True, paper=paper).lstrip("/")
+        served = source.get(path, query)
+        if served is not None:
+            records += 1
+            try:
+                as_of = When.at(parse_json(served.decode("utf-8"))["as_of"])
+                rebuilt = canonical(build_record(paper, store.paper_facts(paper, query and When.parse(known).key),
+                                                 as_of))
+            except (LedgerError, UnicodeDecodeError, KeyError, TypeError) as exc:
+                rebuilt = f"(no rebuild: {exc})".encode()
+            if rebuilt != served:
+                raise Misbehaviour(f"{source.where}/{path}: the record served is not the rebuild from the log of "
+                                   f"size {signed.size}", {"checkpoint": note, "record": {
+                                       "paper": paper, "path": path, "served": served.decode("utf-8", "replace"),
+                                       "rebuilt": rebuilt.decode("utf-8", "replace")}})
+        notes += _index_note(source, store, paper, signed, verifier)
+    return records, notes
+
+
+def _index_note(source: Source, store: Store, paper: str, signed: Checkpoint, verifier: Verifier) -> int:
+    """1 when the paper's evidence carries a paper index note of a tree this monitor holds, whose roots are
+    the ones re-computed here; 0 when it carries none (served without a key, or of a newer tree).
+    Raises: Misbehaviour when a root differs or the note is not the log's."""
+    path = fill(INTEGRITY, json=True, paper=paper).lstrip("/")
+    data = source.get(path)
+    try:
+        index_note = parse_json(data.decode("utf-8")).get("checkpoint") if data is not None else None
+    except (LedgerError, UnicodeDecodeError, AttributeError):
+        index_note = None
+    if not isinstance(index_note, str):
+        return 0
+    try:
+        cp = verify_checkpoint(index_note, verifier)
+    except LedgerError as exc:
+        raise Misbehaviour(f"{source.where}/{path}: its checkpoint: {exc}", {"checkpoint": index_note}) from None
+    if cp.size > signed.size or cp.index_root is None:
+        return 0
+    store.keep_index(cp.size)
+    with store.snapshot() as cursor:
+        tree, index = root(cursor.node_source(cp.size), cp.size), root_at(cursor, cp.size, store.index_nodes)
+    if tree != cp.root or index is None or index[1] != cp.index_root:
+        raise Misbehaviour(f"{source.where}/{path}: its paper index note of size {cp.size} signs "
+                           f"{'another tree' if tree != cp.root else 'an index root'} than the one re-computed from "
+                           f"the log", {"checkpoint": index_note, "rebuilt": {
+                               "root": _b64(tree), "index_root": _b64(index[1]) if index else None}})
+    return 1
