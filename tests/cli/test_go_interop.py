@@ -1,0 +1,86 @@
+"""Interop with an implementation that is not ours: Go's golang.org/x/mod/sumdb/note (Debian's
+golang-golang-x-mod-dev, installed by .ci/run) opens the checkpoints the log signs and the witnesses
+(`ledger witness serve`, a real process) cosign. tests/interop/opennote.go wraps it; its cosignature/v1
+verifier is the spec's message and key id written in Go, plugged into the package's own note parsing.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_witnessing import witnesses  # noqa: F401 (the fixture)
+from tests.conftest import run_ledger
+
+NOTE_PACKAGE = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/note")
+SOURCE = Path(__file__).parents[1] / "interop" / "opennote.go"
+
+
+@pytest.fixture(scope="session")
+def opennote(tmp_path_factory) -> Path:
+    if shutil.which("go") is None or not NOTE_PACKAGE.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail("CI must install golang-go and golang-golang-x-mod-dev (.ci/run)")
+        pytest.skip("Go or Debian's golang-golang-x-mod-dev is not installed")
+    folder = tmp_path_factory.mktemp("go")
+    env = {**os.environ, "GO111MODULE": "off", "GOPATH": "/usr/share/gocode", "GOCACHE": str(folder / "cache")}
+    built = subprocess.run(["go", "build", "-o", str(folder / "opennote"), str(SOURCE)], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    return folder / "opennote"
+
+
+def go_open(opennote: Path, note: Path, *keys: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(opennote), str(note), *keys], capture_output=True, text=True, timeout=60)
+
+
+def test_go_opens_a_cosigned_checkpoint_with_the_log_key_and_checks_the_cosignatures(keyed, witnesses, opennote,
+                                                                                       tmp_path):
+    from ledger.services.keys import load_cosigner_key
+
+    first, second = witnesses.start(2)
+    made = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{first}=w0.vkey", "--witness", f"{second}=w1.vkey")
+    assert made.exit_code == 0, made.stderr
+    (tmp_path / "cosigned.txt").write_text(made.stdout)
+    text = made.stdout.split("\n\n")[0] + "\n"
+    # The log's key alone: Go verifies the log's signature and leaves the witnesses' lines unknown.
+    alone = go_open(opennote, tmp_path / "cosigned.txt", "ledger.vkey")
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout == text + "verified example.org/ledger\nunknown w0.example\nunknown w1.example\n"
+    # With the witnesses' keys: each cosignature verifies, with the time our own parser reads from it.
+    times = {}
+    for i in (0, 1):
+        key = load_cosigner_key(f"w{i}.vkey")
+        times[key.name] = next(t for line in made.stdout.split("\n") if (t := key.timestamp(text, line)) is not None)
+    both = go_open(opennote, tmp_path / "cosigned.txt", "ledger.vkey", "w0.vkey", "w1.vkey")
+    assert both.returncode == 0, both.stderr
+    assert both.stdout == text + "verified example.org/ledger\n" + "".join(
+        f"verified {name} time {times[name]}\n" for name in ("w0.example", "w1.example"))
+    # A cosignature altered by one bit: a known key's line that does not verify rejects the note.
+    lines = made.stdout.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("— w1.example "))
+    name, blob = lines[at].rsplit(" ", 1)
+    raw = bytearray(base64.b64decode(blob))
+    raw[-1] ^= 1
+    lines[at] = f"{name} {base64.b64encode(bytes(raw)).decode()}"
+    (tmp_path / "altered.txt").write_text("\n".join(lines))
+    altered = go_open(opennote, tmp_path / "altered.txt", "ledger.vkey", "w1.vkey")
+    assert altered.returncode == 1 and "invalid signature" in altered.stderr
+    assert go_open(opennote, tmp_path / "altered.txt", "ledger.vkey").returncode == 0  # unknown there: ignored
+
+
+def test_go_opens_the_paper_index_note_and_the_served_checkpoint(keyed, opennote, tmp_path):
+    index = keyed("checkpoint", "--key", "ledger.key", "--paper-index")
+    (tmp_path / "index.txt").write_text(index.stdout)
+    opened = go_open(opennote, tmp_path / "index.txt", "ledger.vkey")
+    assert opened.returncode == 0 and opened.stdout.split("\n")[3].startswith("paper-index/v1 "), opened.stderr
+    other = tmp_path / "other"  # another key of the same name
+    other.mkdir()
+    assert run_ledger("keygen", "example.org/ledger", cwd=other).returncode == 0
+    refused = go_open(opennote, tmp_path / "index.txt", str(other / "ledger.vkey"))
+    assert refused.returncode == 1 and "verif" in refused.stderr  # same name, another key: not opened
