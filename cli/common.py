@@ -133,9 +133,10 @@ def write_json(value: object) -> None:
 
 
 def witness_check(keys: list[str] | None, quorum: int | None, policy: str | None, cosigned: str | None,
-                  verifier, note: str, of=None) -> str:
+                  verifier, note: str, of=None, carried: str | None = None) -> str:
     """What a verifier's witness options add to its account: "" without them; else who cosigned, once the
-    policy is met on the cosigned checkpoint (`cosigned`'s file, or `note`), which must be of the tree `of`.
+    policy is met on the cosigned checkpoint (`cosigned`'s file, else the one a bundle `carried`, else
+    `note`), which must be of the tree `of`.
     Raises: InputError for options that do not go together, IntegrityError when the policy is not met."""
     from ledger.audit.witnessed import witnessed
     from ledger.log.cosignature import policy_of
@@ -147,11 +148,14 @@ def witness_check(keys: list[str] | None, quorum: int | None, policy: str | None
         if cosigned is not None:
             raise InputError("--cosigned gives a checkpoint to count witnesses on: give --witness-key or --policy")
         return ""
-    text = note if cosigned is None else read_text(cosigned, "a cosigned checkpoint")
+    if cosigned is not None:
+        text, name = read_text(cosigned, "a cosigned checkpoint"), cosigned
+    else:
+        text, name = (note, "checkpoint") if carried is None else (carried, "the bundle's cosigned checkpoint")
     try:
-        found = witnessed(text, verifier, rule, of, cosigned or "checkpoint")
+        found = witnessed(text, verifier, rule, of, name)
     except IntegrityError as exc:
-        if cosigned is None and "paper-index/v1 " in note.split("\n\n")[0]:
+        if cosigned is None and carried is None and "paper-index/v1 " in note.split("\n\n")[0]:
             raise IntegrityError(f"{exc} (this is the paper index note, which witnesses do not cosign: give "
                                  f"--cosigned with the checkpoint they cosigned)") from None
         raise

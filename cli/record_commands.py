@@ -22,7 +22,7 @@ from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.importing.importer import import_files
 from ledger.core.inputs import input_files, read_input
 from ledger.importing.logfile import is_exported_log, log_entries
-from ledger.services.proofs import evidence_bundle
+from ledger.services.proofs import evidence_bundle, latest_witnessed
 from ledger.services.replay import render_records, shared
 from ledger.storage.store import Store, sqlite_path
 from ledger.services.keys import load_signer, load_verifier
@@ -102,7 +102,8 @@ def replay(
         if stats or jobs > 1:
             raise InputError("--evidence: --stats and --jobs do not apply to a bundle")
         signer = load_signer(key)
-        bundle = evidence_bundle(open_store(ctx), paper, at, signer, known_key)
+        store = open_store(ctx)
+        bundle = evidence_bundle(store, paper, at, signer, known_key, witnessed=latest_witnessed(store, signer.verifier))
         _write(evidence, canonical(bundle))
         typer.echo(f"wrote {evidence}: every event of arXiv:{paper} in the log of size {bundle['index']['tree_size']} "
                    f"({len(bundle['events'])}), each with its inclusion proofs, the paper index proof and a signed "
@@ -230,7 +231,8 @@ def verify(
         bundle, verifier = load_json(evidence, read_input(evidence)), load_verifier(verifier_key)
         proved = verify_bundle(bundle, verifier, evidence)
         note = bundle["checkpoint"]  # verify_bundle has checked it is a note the log signed
-        account = bundle_account(proved) + witness_check(*witnesses, verifier, note, verify_checkpoint(note, verifier))
+        account = bundle_account(proved) + witness_check(*witnesses, verifier, note, verify_checkpoint(note, verifier),
+                                                         bundle.get("cosigned"))
         complete = True if proved.indexed is not None else None  # None: a bundle from before the index proves none
         _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
         return

@@ -23,12 +23,11 @@ import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ledger.core.canonical import canonical
-from ledger.core.errors import InputError, LedgerError, NotFoundError
+from ledger.core.errors import InputError, NotFoundError
 from ledger.model.arxiv import month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
-from ledger.log.signed_notes import Signer, verify_checkpoint
-from ledger.services.proofs import evidence_bundle
-from ledger.storage.cosigned import latest_cosigned
+from ledger.log.signed_notes import Signer
+from ledger.services.proofs import evidence_bundle, latest_witnessed
 from ledger.storage.store import Store
 from ledger.log.tiles import Tile
 from ledger.services.proofs import checkpoint as signed_checkpoint
@@ -157,11 +156,13 @@ class Site:
         """The record's digests, a signed checkpoint, the paper index proof (how many events of the paper the
         signed index counts) and the compact evidence bundle holding every one of them (with a key; the bundle
         carries its own rebuild of the record and the same index proof). All at the paper's own tree size, the
-        log up to its last event: appends to other papers leave these bytes as they are."""
+        log up to its last event, so appends to other papers leave these bytes as they are; or, when the paper
+        has no event past it, at the latest cosigned tree, whose cosigned checkpoint the bundle then carries."""
         known = known_at.text if known_at else None
         if self.signer is not None:
             own = self.store.paper_version(paper)[1] or None  # none: no events, and the bundle says not found
-            bundle = evidence_bundle(self.store, paper, as_of, self.signer, _known(known_at), own, compact=True)
+            bundle = evidence_bundle(self.store, paper, as_of, self.signer, _known(known_at), own, compact=True,
+                                     witnessed=self.cosigned())
             checkpoint, verifier, index = bundle["checkpoint"], str(self.signer.verifier), bundle["index"]
         else:
             bundle, checkpoint, verifier, index = None, None, None, None
@@ -293,13 +294,7 @@ class Site:
 
     def cosigned(self) -> tuple[str, int] | None:
         """The cosigned checkpoint the ledger holds and its size, when this site's key signed it."""
-        note = latest_cosigned(self.store)
-        if note is None or self.signer is None:
-            return None
-        try:
-            return note, verify_checkpoint(note, self.signer.verifier).size
-        except LedgerError:
-            return None  # another key's (the ledger was served with a new key): not this site's to give
+        return latest_witnessed(self.store, self.signer.verifier) if self.signer is not None else None
 
     def tile(self, tile: Tile) -> Body:
         data, _ = read_tile(self.store, tile)

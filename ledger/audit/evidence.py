@@ -139,10 +139,11 @@ class _Bundle(NamedTuple):
 def _read_bundle(bundle: Any, verifier: Verifier) -> _Bundle:
     """Every field's shape, then the checkpoint's signature.
     Raises: InputError naming the field, or IntegrityError for a checkpoint this key did not sign."""
-    if not isinstance(bundle, dict) or set(bundle) not in _BUNDLES:
+    if not isinstance(bundle, dict) or set(bundle) - {"cosigned"} not in _BUNDLES or \
+            "cosigned" in bundle and "index" not in bundle:
         raise InputError("expected an evidence bundle: an object with checkpoint, events and record (and index, "
-                         "known_at), or a compact one with as_of, checkpoint, context_digest, events, inclusion and "
-                         "index (and known_at)")
+                         "known_at, cosigned), or a compact one with as_of, checkpoint, context_digest, events, "
+                         "inclusion and index (and known_at, cosigned)")
     field(bundle, "checkpoint", str, "")
     compact = "inclusion" in bundle
     placed = "index" in bundle and not compact
@@ -169,6 +170,14 @@ def _read_bundle(bundle: Any, verifier: Verifier) -> _Bundle:
     except LedgerError as exc:  # InputError: not a checkpoint; IntegrityError: not signed by this key
         message = str(exc)
         raise type(exc)(message if message.startswith("checkpoint: ") else f"checkpoint: {message}") from None
+    if "cosigned" in bundle:  # the witnessed checkpoint of the same tree; its witnesses are counted by a policy
+        try:
+            of = verify_checkpoint(field(bundle, "cosigned", str, ""), verifier)
+        except LedgerError as exc:
+            raise type(exc)(f"cosigned: {exc}") from None
+        if (of.origin, of.size, of.root) != (signed.origin, signed.size, signed.root):
+            raise IntegrityError(f"cosigned: it is of the tree of size {of.size}, the bundle's of size {signed.size} "
+                                 f"(or has another root)")
     return _Bundle(events, inclusion, proof, known_at, record, as_of, context, signed)
 
 

@@ -16,12 +16,13 @@ from ledger.projections.record import build_record
 
 from ledger.core.canonical import parse_json
 from ledger.log.chain import entry_bytes
-from ledger.core.errors import InputError, IntegrityError
+from ledger.core.errors import InputError, IntegrityError, LedgerError
 from ledger.storage.index_reads import prove as index_proof, root_at
 from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, multi_inclusion_path, root
 from ledger.log.paper_index import events_tree
-from ledger.log.signed_notes import Checkpoint, Signer
+from ledger.log.signed_notes import Checkpoint, Signer, Verifier, verify_checkpoint
 from ledger.core.times import When
+from ledger.storage.cosigned import latest_cosigned
 from ledger.storage.store import Store
 
 
@@ -117,18 +118,35 @@ def prove_consistency(store: Store, old: int, new: int | None = None) -> dict:
                 "old_size": old, "path": [p.hex() for p in consistency_path(nodes, old, new)]}
 
 
+def latest_witnessed(store: Store, verifier: Verifier) -> tuple[str, int] | None:
+    """The cosigned checkpoint the ledger holds (`ledger checkpoint --witness`) and its size, when `verifier`'s
+    key signed it (a ledger served with a new key has none of its own yet).
+    Raises: StoreError from the store."""
+    note = latest_cosigned(store)
+    if note is None:
+        return None
+    try:
+        return note, verify_checkpoint(note, verifier).size
+    except LedgerError:
+        return None
+
+
 def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known_at: str | None = None,
-                    size: int | None = None, compact: bool = False) -> dict:
+                    size: int | None = None, compact: bool = False, witnessed: tuple[str, int] | None = None) -> dict:
     """The record; every event of its paper in the log of the checkpoint's size (default: now), also those
     the record does not show (effective after as_of, recorded after known_at), each with its leaf, its
     inclusion proof in the log and its place in the paper's events tree; the paper index proof; a signed
     checkpoint: all read from one snapshot, every read bounded by the tree's size. `compact`: each event its
     log entry alone, one multi-leaf inclusion proof for all of them (`inclusion`), no sibling repeated, and
-    the record named by its as_of and context digest instead of copied.
+    the record named by its as_of and context digest instead of copied. `witnessed` (`latest_witnessed`):
+    when the paper has no event past that checkpoint's tree, the bundle is of that tree and carries it
+    (`cosigned`), so a reader can count its witnesses; else it is of `size`.
 
     Raises: IntegrityError when the ledger's index disagrees with its events, a NotFoundError when the paper
     has no record then, an InputError for a size the ledger does not hold, or a StoreError from the store.
     """
+    if witnessed is not None and store.paper_version(paper)[1] <= witnessed[1]:
+        size = witnessed[1]
     size = _indexed(store, size)
     with store.snapshot() as cursor:
         facts = cursor.paper_facts(paper, size=size)
@@ -167,4 +185,6 @@ def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known
                       inclusion=[p.hex() for p in multi_inclusion_path(nodes, seqs, size)])
     if known_at is not None:
         bundle["known_at"] = known_at
+    if witnessed is not None and witnessed[1] == size:
+        bundle["cosigned"] = witnessed[0]
     return bundle

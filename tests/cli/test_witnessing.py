@@ -334,3 +334,46 @@ def test_the_monitor_counts_the_cosignatures_of_the_checkpoint_it_follows(keyed,
     assert met.exit_code == 0 and list(json.loads(met.stdout)["witnesses"]) == ["w0.example"], met.stderr
     unmet = keyed(*watch, "--witness-key", "w1.vkey", "--quorum", "2")
     assert unmet.exit_code == 1 and "cosigned by w0.example (1 of the 2 witnesses it lists)" in unmet.stderr
+
+
+def test_bundles_carry_the_latest_cosigned_checkpoint_of_their_tree(keyed, witnesses, tmp_path, ledger_location):
+    from fastapi.testclient import TestClient
+
+    from ledger.services.keys import load_signer
+    from ledger.storage.store import Store
+    from ledger.web.app import create_app
+
+    [url] = witnesses.start(1)
+    asked = ["--verifier-key", "ledger.vkey", "--witness-key", "w0.vkey"]
+    grow(keyed, tmp_path)  # another paper's event: seed 004's paper has none past tree 40
+    cosigned = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey").stdout
+    assert cosigned.split("\n")[1] == "41"
+    made = keyed("replay", "--paper", "2407.20018", "--as-of", "2026-08-09", "--evidence", "b.json", "--key", "ledger.key")
+    assert made.exit_code == 0, made.stderr
+    bundle = json.loads((tmp_path / "b.json").read_text())
+    assert bundle["cosigned"] == cosigned and bundle["index"]["tree_size"] == 41  # the witnessed tree, not 40
+    counted = keyed("verify", "--evidence", "b.json", *asked)  # no --cosigned: the bundle carries it
+    assert counted.exit_code == 0 and "complete" in counted.stdout and "witnessed by w0.example" in counted.stdout
+    assert keyed("verify", "--evidence", "b.json", "--verifier-key", "ledger.vkey").exit_code == 0
+    # The site's integrity bundle carries it too, and is of that tree.
+    store = Store.open(ledger_location)
+    try:
+        served = TestClient(create_app(store, load_signer("ledger.key"))).get("/paper/2407.20018/integrity.json")
+    finally:
+        store.close()
+    assert served.status_code == 200 and served.json()["evidence"]["cosigned"] == cosigned
+    # A carried note of another tree, or one the log did not sign, is refused before any witness is counted.
+    grow(keyed, tmp_path, "2601.00002")
+    bundle["cosigned"] = keyed("checkpoint", "--key", "ledger.key").stdout
+    (tmp_path / "other.json").write_text(json.dumps(bundle))
+    other = keyed("verify", "--evidence", "other.json", "--verifier-key", "ledger.vkey")
+    assert other.exit_code == 1 and "cosigned: it is of the tree of size 42, the bundle's of size 41" in other.stderr
+    bundle["cosigned"] = cosigned[:-4] + "AA=\n"  # the witness's line, its signature's last bytes changed
+    (tmp_path / "broken.json").write_text(json.dumps(bundle))
+    assert keyed("verify", "--evidence", "broken.json", "--verifier-key", "ledger.vkey").exit_code == 0  # not asked
+    broken = keyed("verify", "--evidence", "broken.json", *asked)
+    assert broken.exit_code == 1 and broken.stderr.startswith("ledger: the bundle's cosigned checkpoint: "), broken.stderr
+    # A paper with an event past the witnessed tree: its bundle is of its own size, with nothing carried.
+    made = keyed("replay", "--paper", "2601.00002", "--as-of", "2026-09-09", "--evidence", "c.json", "--key", "ledger.key")
+    assert made.exit_code == 0, made.stderr
+    assert "cosigned" not in json.loads((tmp_path / "c.json").read_text())
