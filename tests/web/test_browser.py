@@ -21,7 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.log.cosignature import generate_cosigner
 from ledger.log.signed_notes import generate_signer
+from ledger.services.proofs import checkpoint
+from ledger.storage.cosigned import keep_cosigned
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004
 from ledger.importing.importer import import_files
@@ -29,6 +32,7 @@ from tests.helpers import event_line
 from tests.web.conftest import SCRIPT_PAPER, SCRIPT_TITLE, fill
 
 CHROMIUM = "/usr/bin/chromium"
+WITNESS = generate_cosigner("witness.example/w1")  # cosigns the served log's checkpoint (the `server` fixture)
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 RECORD = f"/paper/{PAPER_004}/citation-record?as_of={AS_OF_004}"
@@ -64,9 +68,12 @@ def server(tmp_path_factory):
             "cited_paper": None, "cited_work": {"title": BIDI_TITLE, "doi": "10.1000/xyz(1)"}, "citing_paper": me,
             "reference_index": 1, "source": "pdf_text", "source_observed_at": "2026-09-01T00:00:00Z"}}))
     import_files(store, [str(bidi)])
+    signer = generate_signer("example.org/ledger")
+    note = checkpoint(store, signer)[0]  # cosigned by the witness, as `checkpoint --witness` keeps it
+    keep_cosigned(store, note + WITNESS.cosign(note.split("\n\n")[0] + "\n", 1_700_000_000))
     store.close()
     key = folder / "ledger.key"
-    key.write_text(f"{generate_signer('example.org/ledger')}\n")
+    key.write_text(f"{signer}\n")
     port = free_port()
     log = open(folder / "serve.log", "wb")
     env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
@@ -471,8 +478,9 @@ def test_a_page_opened_as_a_file_says_why_nothing_was_checked(watched, server, t
 INTEGRITY = f"/paper/{PAPER_004}/integrity?as_of={AS_OF_004}"
 
 
-def integrity_verdict(w, server, change=None) -> tuple[str, str]:
-    """Open the integrity page, its JSON changed by `change(found)` on the way; (data-check, text)."""
+def integrity_verdict(w, server, change=None, fragment: str = "") -> tuple[str, str]:
+    """Open the integrity page (its address ending in `fragment`), its JSON changed by `change(found)` on the
+    way; (data-check, text)."""
     if change is not None:
         def edit(route):
             response = route.fetch()
@@ -480,7 +488,7 @@ def integrity_verdict(w, server, change=None) -> tuple[str, str]:
             change(found)
             route.fulfill(response=response, body=orjson.dumps(found))
         w.page.route("**/integrity.json*", edit)
-    w.page.goto(server + INTEGRITY)
+    w.page.goto(server + INTEGRITY + fragment)
     w.page.wait_for_selector("#verdict[data-check]", timeout=30_000)
     return w.page.get_attribute("#verdict", "data-check"), w.page.text_content("#verdict")
 
@@ -501,6 +509,29 @@ def test_the_integrity_page_verifies_signature_index_and_inclusion_in_the_browse
     assert f"counts {count} events of arXiv:{PAPER_004}, and all {count} are in the log" in text
     command = w.page.text_content("pre code")
     assert command.startswith(f"curl -s {server}/paper/{PAPER_004}/integrity.json?as_of=")  # pastes as it is
+    assert w.errors == []
+
+
+def test_the_integrity_page_counts_the_witnesses_its_address_names(watched, server):
+    from ledger.log.cosignature import generate_cosigner
+
+    w = watched()
+    state, text = integrity_verdict(w, server, fragment=f"#witness={WITNESS.key}")
+    assert state == "pass" and "cosigned by witness.example/w1 (1 of the 1 witnesses asked for, quorum 1)" in text, text
+    absent = generate_cosigner("witness.example/w2").key
+    state, text = integrity_verdict(watched(), server, fragment=f"#witness={WITNESS.key}&witness={absent}&quorum=2")
+    assert state == "fail" and text.startswith("Verification failed (witnesses): cosigned by witness.example/w1 "
+                                               "(1 of the 2 witnesses asked for), the quorum is 2"), text
+
+    def forge(found):
+        note = found["evidence"]["cosigned"]
+        body, line = note.rstrip("\n").rsplit(" ", 1)
+        raw = bytearray(base64.b64decode(line))
+        raw[-1] ^= 1
+        found["evidence"]["cosigned"] = f"{body} {base64.b64encode(bytes(raw)).decode()}\n"
+
+    state, text = integrity_verdict(watched(), server, forge, fragment=f"#witness={WITNESS.key}")
+    assert state == "fail" and "the cosignature of witness.example/w1 does not verify" in text, text
     assert w.errors == []
 
 

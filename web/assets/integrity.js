@@ -48,7 +48,7 @@
   }
 
   // -- the signed note ---------------------------------------------------------------------------------
-  async function checkpoint(note, vkey) {
+  async function checkpoint(note, vkey, plain) {  // plain: the checkpoint witnesses cosign, no index line
     var step = "signature", parts = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+\/=]+)$/.exec(vkey);  // base64 holds "+" too
     if (!parts) throw new Failure(step, "the verifier key is not <name>+<key id>+<key>");
     parts = parts.slice(1);
@@ -76,8 +76,59 @@
     for (var extension of lines.slice(3)) {
       if (extension.startsWith("paper-index/v1 ")) index = unbase64(extension.slice(15), step, "the paper index root");
     }
-    if (root.length !== 32 || index === null || index.length !== 32) throw new Failure(step, "the checkpoint has no root or no paper index root");
-    return { origin: lines[0], size: Number(lines[1]), root: root, index: index, name: name, id: parts[1] };
+    if (root.length !== 32 || (!plain && (index === null || index.length !== 32)))
+      throw new Failure(step, "the checkpoint has no root or no paper index root");
+    return { origin: lines[0], size: Number(lines[1]), root: root, index: index, name: name, id: parts[1], body: body };
+  }
+
+  // -- witnesses (C2SP tlog-cosignature), asked for in the address: #witness=VKEY&witness=VKEY&quorum=N ------
+  function asked() {
+    var keys = [], quorum = null;
+    for (var part of location.hash.replace(/^#/, "").split("&")) {
+      var at = part.indexOf("="), name = part.slice(0, at), value = decodeURIComponent(part.slice(at + 1));  // "+" stays
+      if (name === "witness") keys.push(value.trim());
+      else if (name === "quorum") quorum = /^(0|[1-9][0-9]{0,3})$/.test(value) ? Number(value) : NaN;
+    }
+    return keys.length || quorum !== null ? { keys: keys, quorum: quorum === null ? keys.length : quorum } : null;
+  }
+
+  async function cosignedBy(note, body, vkey) {  // the cosignature's time, or null when the note has no line of this key
+    var step = "witnesses", parts = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+\/=]+)$/.exec(vkey);
+    if (!parts) throw new Failure(step, "a witness key is not <name>+<key id>+<key>");
+    var name = parts[1], id = Uint8Array.from(parts[2].match(/../g), function (h) { return parseInt(h, 16); });
+    var key = unbase64(parts[3], step, "a witness key");
+    if (key.length !== 33 || key[0] !== 4) throw new Failure(step, "the witness key of " + name + " is not a cosignature/v1 key (type 0x04)");
+    if (!same((await sha(join(bytes(name + "\n"), key))).slice(0, 4), id)) throw new Failure(step, "the witness key's id of " + name + " does not match its key");
+    var publicKey = await crypto.subtle.importKey("raw", key.slice(1), { name: "Ed25519" }, false, ["verify"]);
+    var time = null;
+    for (var line of note.slice(body.length + 1).split("\n")) {
+      var m = /^\u2014 (\S+) (\S+)$/.exec(line);
+      if (!m || m[1] !== name) continue;
+      var raw = unbase64(m[2], step, "a cosignature");
+      if (!same(raw.slice(0, 4), id)) continue;  // the same name, another key: not this witness's
+      if (raw.length !== 76) throw new Failure(step, "the cosignature of " + name + " is not 76 bytes");
+      var t = new DataView(raw.buffer, raw.byteOffset + 4, 8).getBigUint64(0);
+      var message = join(bytes("cosignature/v1\ntime " + t.toString() + "\n"), bytes(body));
+      if (!(await crypto.subtle.verify({ name: "Ed25519" }, publicKey, raw.slice(12), message)))
+        throw new Failure(step, "the cosignature of " + name + " does not verify");
+      time = t;
+    }
+    return time;
+  }
+
+  async function witnessed(bundle, signed, vkey, wanted) {
+    var note = get(bundle, "cosigned");
+    if (typeof note !== "string")
+      throw new Failure("witnesses", "the evidence carries no cosigned checkpoint of its tree (the paper changed after the latest one the witnesses cosigned)");
+    var of = await checkpoint(note, vkey, true);
+    if (of.origin !== signed.origin || of.size !== signed.size || !same(of.root, signed.root))
+      throw new Failure("witnesses", "the cosigned checkpoint is not of the evidence's tree");
+    var found = [];
+    for (var key of wanted.keys) if (await cosignedBy(note, of.body, key) !== null) found.push(key.split("+")[0]);
+    if (found.length < wanted.quorum)
+      throw new Failure("witnesses", "cosigned by " + (found.join(", ") || "no witness asked for") + " (" + found.length
+        + " of the " + wanted.keys.length + " witnesses asked for), the quorum is " + wanted.quorum);
+    return { names: found, asked: wanted.keys.length, quorum: wanted.quorum };
   }
 
   // -- RFC 9162 trees ------------------------------------------------------------------------------------
@@ -152,7 +203,12 @@
     var context = await C.sha256(C.canonical(C.without(record, ["context_digest", "as_of"])));
     if (context !== get(bundle, "context_digest") || context !== get(found, "context_digest"))
       throw new Failure("record", "the record's JSON re-computes to " + context + ", the evidence names " + get(bundle, "context_digest"));
-    return { signed: signed, events: leaves.length, paper: paper, context: context };
+    var wanted = asked(), witnesses = null;
+    if (wanted !== null) {
+      if (!(wanted.quorum <= wanted.keys.length)) throw new Failure("witnesses", "the address asks for a quorum that is not between 0 and the witness keys given");
+      witnesses = await witnessed(bundle, signed, main.getAttribute("data-verifier-key"), wanted);
+    }
+    return { signed: signed, events: leaves.length, paper: paper, context: context, witnesses: witnesses };
   }
 
   async function fetchOk(url) {
@@ -177,8 +233,13 @@
         + v.signed.origin + " at tree size " + v.signed.size + " is signed by the key " + v.signed.name + " (key id "
         + v.signed.id + ") this site publishes; the paper index it signs counts " + v.events + " events of arXiv:"
         + v.paper + ", and all " + v.events + " are in the log at that size; the record's JSON re-computes to the "
-        + "context digest the evidence names. Not proven here: that this key is the log's (compare it with one you "
-        + "trust), nor that nobody was shown another log.");
+        + "context digest the evidence names. "
+        + (v.witnesses === null ? "Not proven here: that this key is the log's (compare it with one you trust), nor "
+           + "that nobody was shown another log (add #witness=VKEY&quorum=N to this address to count witnesses)."
+           : "Witnessed: that tree's checkpoint is cosigned by " + (v.witnesses.names.join(", ") || "no witness")
+           + " (" + v.witnesses.names.length + " of the " + v.witnesses.asked + " witnesses asked for, quorum "
+           + v.witnesses.quorum + "). Not proven here: that this key is the log's, nor that the witness keys are the "
+           + "ones you trust."));
     }).catch(function (error) {
       if (error instanceof Failure) say("fail", "Verification failed (" + error.step + "): " + error.message + ".");
       else say("error", "The verification could not run: " + error.message);
