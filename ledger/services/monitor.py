@@ -28,7 +28,7 @@ from blake3 import blake3
 
 from ledger.audit.witnessed import witnessed
 from ledger.core.canonical import canonical, parse_json
-from ledger.core.errors import IntegrityError, LedgerError, StoreError
+from ledger.core.errors import InputError, IntegrityError, LedgerError, StoreError
 from ledger.core.times import When
 from ledger.importing.importer import import_inputs, parse_input
 from ledger.log.chain import GENESIS, Entry, entry_bytes, hex_hash, link
@@ -118,6 +118,8 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
         found = witnessed(note, verifier, policy) if policy is not None else {}
     except LedgerError as exc:
         raise Misbehaviour(f"{where}/checkpoint: {exc}", {"checkpoint": note}) from None
+    if state.exists() and not state.is_dir():
+        raise InputError(f"--state {state}: not a folder (the monitor keeps its ledger and checkpoints there)")
     state.mkdir(parents=True, exist_ok=True)
     vouched = _read_note(state / VOUCHED, verifier)
     location = str(state / LEDGER)
@@ -161,7 +163,12 @@ def _text(data: bytes | None, name: str) -> str:
 
 
 def _read_note(path: Path, verifier: Verifier) -> Checkpoint | None:
-    return verify_checkpoint(path.read_text(), verifier) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return verify_checkpoint(path.read_text(), verifier)
+    except LedgerError as exc:
+        raise InputError(f"{path}: not a checkpoint of this log's key ({exc}): another log's state?") from None
 
 
 def _save(path: Path, note: str) -> None:

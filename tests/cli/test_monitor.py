@@ -24,7 +24,7 @@ from ledger.core.errors import IntegrityError
 from ledger.log.merkle import leaf_hash, verify_consistency
 from ledger.log.signed_notes import Checkpoint, verify_checkpoint
 from ledger.services.keys import load_signer, load_verifier
-from tests.conftest import PAPER_004, SEED_004, Cli, _free_port
+from tests.conftest import PAPER_004, SEED_004, Cli, _free_port, run_ledger
 from tests.helpers import event_line
 
 AS_OF = "2026-09-03"
@@ -242,3 +242,16 @@ def test_unreachable_logs_exit_3_and_bad_options_exit_2(keyed, tmp_path):
     publish(keyed)
     assert watch(keyed, "out", "--quorum", "1").exit_code == 2
     assert keyed("monitor", "out", "--verifier-key", "nope.vkey", "--state", "state").exit_code == 2
+    (tmp_path / "file").write_text("")
+    not_a_folder = keyed("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "file")
+    assert not_a_folder.exit_code == 2 and not_a_folder.stderr == ("ledger: --state file: not a folder (the "
+                                                                   "monitor keeps its ledger and checkpoints there)\n")
+    assert watch(keyed, "out").exit_code == 0
+    (tmp_path / "other").mkdir()
+    assert run_ledger("keygen", "other.example/log", cwd=tmp_path / "other").returncode == 0
+    another = keyed("monitor", "out", "--verifier-key", "other/ledger.vkey", "--state", "state3")
+    assert another.exit_code == 1 and another.stderr.startswith("ledger: out/checkpoint: ")  # not that key's log
+    (tmp_path / "state" / "checkpoint").write_text("not a checkpoint\n")
+    spoiled = keyed("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "state")
+    assert spoiled.exit_code == 2 and spoiled.stderr.startswith("ledger: state/checkpoint: not a checkpoint of this "
+                                                                "log's key"), spoiled.stderr
