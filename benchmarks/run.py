@@ -887,10 +887,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN, SECTION_END as PUBLISH_END
+    from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN, SECTION_END as MONITOR_END
     from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; keep them
 
     kept = (kept_section(args.out, SECTION_BEGIN, SECTION_END) + kept_section(args.out, PUBLISH_BEGIN, PUBLISH_END)
-            + kept_section(args.out, *ARCHIVE))
+            + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, *ARCHIVE))
     Path(args.out).write_text("\n".join(lines) + "\n" + kept)
     return 0
 

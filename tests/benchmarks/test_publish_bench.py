@@ -48,3 +48,16 @@ def test_every_kind_of_published_file_is_named_by_its_path():
         "integrity.json",
         "integrity HTML", "tiles", "tiles", "entry bundles", "entry bundles", "other", "other", "record JSON",
         "month lists", "month lists"]
+
+
+def test_the_monitor_benchmark_passes_its_gates_at_a_tiny_size_and_writes_its_section(tmp_path):
+    from benchmarks.monitor import SECTION_BEGIN, SECTION_TITLE, main
+
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\nfrom benchmarks.run\n")
+    assert main(["--papers", "5", "--cache", str(tmp_path / "cache"), "--out", str(results)]) == 0
+    text = results.read_text()
+    assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n") and text.count(SECTION_BEGIN) == 1
+    assert SECTION_TITLE in text and "Correctness gates passed" in text
+    for step in ("anchor", "a", "b", "c"):
+        assert f"| {step} | " in text
