@@ -43,6 +43,7 @@ from ledger.storage.index_reads import root_at
 from ledger.storage.store import Store
 
 LEDGER, SEEN, VOUCHED = "ledger.db", "seen", "checkpoint"
+CHUNK = 8192  # entries per import transaction: what is held parsed at once
 
 
 class Unreachable(StoreError):
@@ -214,29 +215,30 @@ def _fetch(source: Source, held: int, size: int) -> list[bytes]:
 
 def _append(store: Store, leaves: list[bytes], held: int, where: str) -> None:
     """Append the new entries to the monitor's ledger as an exported log would be (`import`'s path: every
-    line parsed as an event, every hash re-computed).
+    line parsed as an event, every hash re-computed), CHUNK at a time: the tree they make was checked
+    already, so a chunk refused leaves the ones before it as entries of the signed log.
     Raises: Misbehaviour for an entry that is not one (its seq, its canonical form, its event)."""
     with store.reading() as cursor:
         chain = cursor.head()[1] if held else GENESIS
-    lines = []
-    for seq, leaf in enumerate(leaves, start=held + 1):
+    for first in range(0, len(leaves), CHUNK):
+        lines = []
+        for seq, leaf in enumerate(leaves[first:first + CHUNK], start=held + first + 1):
+            try:
+                fields = parse_json(leaf.decode("utf-8"))
+                if not isinstance(fields, dict) or fields.get("seq") != seq or canonical(fields) != leaf:
+                    raise IntegrityError(f"entry {seq} is not the canonical entry of seq {seq}")
+            except (LedgerError, UnicodeDecodeError) as exc:
+                raise Misbehaviour(f"{where}: log entry {seq}: {exc}", {"seq": seq, "entry": _b64(leaf)}) from None
+            digest = blake3(leaf).digest()
+            chain = link(chain, digest)
+            lines.append(canonical({**fields, "entry_hash": hex_hash(digest), "chain_hash": hex_hash(chain)}) + b"\n")
+        span = [held + first + 1, held + first + len(lines)]
         try:
-            fields = parse_json(leaf.decode("utf-8"))
-            if not isinstance(fields, dict) or fields.get("seq") != seq or canonical(fields) != leaf:
-                raise IntegrityError(f"entry {seq} is not the canonical entry of seq {seq}")
-        except (LedgerError, UnicodeDecodeError) as exc:
-            raise Misbehaviour(f"{where}: log entry {seq}: {exc}", {"seq": seq, "entry": _b64(leaf)}) from None
-        digest = blake3(leaf).digest()
-        chain = link(chain, digest)
-        lines.append(canonical({**fields, "entry_hash": hex_hash(digest), "chain_hash": hex_hash(chain)}) + b"\n")
-    if not lines:
-        return
-    try:
-        import_inputs(store, [parse_input(f"log entries {held + 1}-{held + len(lines)}", b"".join(lines))])
-    except StoreError:
-        raise
-    except LedgerError as exc:  # not an event of the vocabulary, a repeated fact: no honest log holds one
-        raise Misbehaviour(f"{where}: {exc}", {"entries": [held + 1, held + len(lines)]}) from None
+            import_inputs(store, [parse_input(f"log entries {span[0]}-{span[1]}", b"".join(lines))])
+        except StoreError:
+            raise
+        except LedgerError as exc:  # not an event of the vocabulary, a repeated fact: no honest log holds one
+            raise Misbehaviour(f"{where}: {exc}", {"entries": span}) from None
 
 
 def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, signed: Checkpoint) -> Misbehaviour:

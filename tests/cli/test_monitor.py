@@ -86,7 +86,8 @@ def host(tmp_path):
         running.server.shutdown()
 
 
-def test_a_published_log_is_followed_and_only_new_tiles_are_fetched(keyed, tmp_path, host):
+def test_a_published_log_is_followed_and_only_new_tiles_are_fetched(keyed, tmp_path, host, monkeypatch):
+    monkeypatch.setattr("ledger.services.monitor.CHUNK", 64)  # the 250 new entries in 4 import transactions
     publish(keyed)
     site = host(tmp_path / "out")
     first = watch(keyed, site.url)
