@@ -255,13 +255,20 @@ def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, 
         ours = [_leaf(entry) for entry in cursor.entries_after(0, held)]
     differs = next((seq for seq, leaf in enumerate(ours, start=1) if leaf_hash(leaf) != digests[seq - 1]), held)
     nodes = perfect_subtrees(0, digests, max(1, len(digests)).bit_length() + 1)
-    path = consistency_path(lambda level, index: nodes[(level, index)], held, signed.size)
+    def source_of(level: int, index: int) -> bytes:  # a node source over the new tree
+        return nodes[(level, index)]
+
+    path = consistency_path(source_of, held, signed.size)
+    # In `ledger prove --consistency --json`'s form: it verifies against the new checkpoint (verify-proof),
+    # and its old_root, the new tree's prefix, is not the root the held checkpoint signs.
+    proof = {"new_root": signed.root.hex(), "new_size": signed.size, "old_root": root(source_of, held).hex(),
+             "old_size": held, "path": [p.hex() for p in path]}
     return Misbehaviour(
         f"{source.where}: the checkpoint of size {signed.size} does not extend the tree of size {held} this "
         f"monitor holds (entry {differs} differs): the log forked",
         {"checkpoints": [seen, note], "first_difference": {"seq": differs, "held": _b64(ours[differs - 1]),
                                                            "served": _b64(leaves[differs - 1])},
-         "consistency": {"old_size": held, "new_size": signed.size, "path": [p.hex() for p in path]}})
+         "consistency": proof})
 
 
 def _leaf(entry: Entry) -> bytes:

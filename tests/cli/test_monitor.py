@@ -177,6 +177,13 @@ def test_a_fork_under_one_key_is_caught_with_portable_evidence(keyed, tmp_path):
     proof = [bytes.fromhex(h) for h in evidence["consistency"]["path"]]
     with pytest.raises(IntegrityError):  # the log's own proof does not lead from the tree kept to the new one
         verify_consistency(41, 42, old.root, new.root, proof)
+    # Portable: the proof is `prove --consistency`'s form and holds against the new signed checkpoint, and the
+    # prefix it proves is not the tree the kept checkpoint signs: two signed statements that contradict.
+    (tmp_path / "proof.json").write_text(json.dumps(evidence["consistency"]))
+    (tmp_path / "new.txt").write_text(evidence["checkpoints"][1])
+    checked = keyed("verify-proof", "proof.json", "--checkpoint", "new.txt", "--verifier-key", "ledger.vkey")
+    assert checked.exit_code == 0, checked.stderr
+    assert bytes.fromhex(evidence["consistency"]["old_root"]) != old.root
     theirs, ours = (base64.b64decode(evidence["first_difference"][k]) for k in ("served", "held"))
     assert b'"seq":41' in theirs and b'"seq":41' in ours and theirs != ours
     assert (tmp_path / "state" / "checkpoint").read_text() == kept  # nothing saved
