@@ -47,13 +47,16 @@ def monitor(
     if json:
         write_json({"status": "consistent", "log": found.origin, "size": found.size, "root": found.root,
                     "new_entries": found.new_entries, "records": found.records, "index_notes": found.index_notes,
-                    "witnesses": found.witnesses, "behind": found.behind})
+                    "witnesses": found.witnesses, "behind": found.behind, "later": found.later})
         return
     if found.behind is not None:
         typer.echo(f"{found.origin}: serves the checkpoint of size {found.size}, a prefix of the tree of size "
                    f"{found.behind} this monitor holds: nothing new (state kept)")
         return
     witnessed = f"; witnessed by {', '.join(sorted(found.witnesses))}" if found.witnesses else ""
+    if found.later:
+        witnessed += (f"; {found.later} records left for a later run (their papers changed past this checkpoint, "
+                      f"which does not hold those events yet)")
     typer.echo(f"{found.origin}: consistent at size {found.size} (root {found.root}); {found.new_entries} new "
                f"entries checked, {found.records} records and {found.index_notes} paper index notes compared"
                f"{witnessed}")

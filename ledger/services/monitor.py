@@ -71,6 +71,7 @@ class Followed:
     index_notes: int  # paper index notes compared with the index re-computed here
     witnesses: dict[str, int] = field(default_factory=dict)  # who cosigned (name -> time), with a policy
     behind: int | None = None  # the checkpoint served is of an older size than the one held: nothing new
+    later: int = 0  # published records of papers changed past the checkpoint: compared once it covers them
 
 
 class Source:
@@ -143,9 +144,10 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
         (state / SEEN).write_text(note)
         since = vouched.size if vouched is not None else 0
         papers = {paper} if paper is not None else _changed(store, since, signed.size)
-        records, notes = _compare(source, store, sorted(papers), signed, verifier, note)
+        records, notes, later = _compare(source, store, sorted(papers), signed, verifier, note)
         _save(state / VOUCHED, note)
-        return Followed(signed.origin, signed.size, _b64(signed.root), len(leaves), records, notes, found)
+        return Followed(signed.origin, signed.size, _b64(signed.root), len(leaves), records, notes, found,
+                        later=later)
     finally:
         store.close()
 
@@ -281,37 +283,45 @@ def _changed(store: Store, since: int, size: int) -> set[str]:
 
 
 def _compare(source: Source, store: Store, papers: list[str], signed: Checkpoint, verifier: Verifier,
-             note: str) -> tuple[int, int]:
-    """Each paper's record as the site serves it against the rebuild here, and its evidence's paper index
-    note against the index re-computed here; (records compared, index notes compared).
+             note: str) -> tuple[int, int, int]:
+    """Each paper's evidence's paper index note against the index re-computed here, and its record as the
+    site serves it against the rebuild here; (records compared, index notes compared, records left for a
+    later run). A published record holds every event the site had: when its evidence is of a tree past the
+    checkpoint (the paper changed after the witnesses last cosigned), it is left for the run that holds it.
     Raises: Misbehaviour naming the first that differs."""
     with store.reading() as cursor:
         known = cursor.entry(signed.size).recorded_at if signed.size else None
     query = {"known_at": known} if source.remote and known else None  # what the site knew at the checkpoint
-    records = notes = 0
+    records = notes = later = 0
     for paper in papers:
+        compared, of = _index_note(source, store, paper, signed, verifier)
+        notes += compared
+        if query is None and of is not None and of > signed.size:
+            later += 1
+            continue
         path = fill(RECORD, json=True, paper=paper).lstrip("/")
         served = source.get(path, query)
-        if served is not None:
-            records += 1
-            try:
-                as_of = When.at(parse_json(served.decode("utf-8"))["as_of"])
-                rebuilt = canonical(build_record(paper, store.paper_facts(paper, query and When.parse(known).key),
-                                                 as_of))
-            except (LedgerError, UnicodeDecodeError, KeyError, TypeError) as exc:
-                rebuilt = f"(no rebuild: {exc})".encode()
-            if rebuilt != served:
-                raise Misbehaviour(f"{source.where}/{path}: the record served is not the rebuild from the log of "
-                                   f"size {signed.size}", {"checkpoint": note, "record": {
-                                       "paper": paper, "path": path, "served": served.decode("utf-8", "replace"),
-                                       "rebuilt": rebuilt.decode("utf-8", "replace")}})
-        notes += _index_note(source, store, paper, signed, verifier)
-    return records, notes
+        if served is None:
+            continue
+        records += 1
+        try:
+            as_of = When.at(parse_json(served.decode("utf-8"))["as_of"])
+            rebuilt = canonical(build_record(paper, store.paper_facts(paper, query and When.parse(known).key), as_of))
+        except (LedgerError, UnicodeDecodeError, KeyError, TypeError) as exc:
+            rebuilt = f"(no rebuild: {exc})".encode()
+        if rebuilt != served:
+            raise Misbehaviour(f"{source.where}/{path}: the record served is not the rebuild from the log of "
+                               f"size {signed.size}", {"checkpoint": note, "record": {
+                                   "paper": paper, "path": path, "served": served.decode("utf-8", "replace"),
+                                   "rebuilt": rebuilt.decode("utf-8", "replace")}})
+    return records, notes, later
 
 
-def _index_note(source: Source, store: Store, paper: str, signed: Checkpoint, verifier: Verifier) -> int:
-    """1 when the paper's evidence carries a paper index note of a tree this monitor holds, whose roots are
-    the ones re-computed here; 0 when it carries none (served without a key, or of a newer tree).
+def _index_note(source: Source, store: Store, paper: str, signed: Checkpoint,
+                verifier: Verifier) -> tuple[int, int | None]:
+    """(1, its size) when the paper's evidence carries a paper index note of a tree this monitor holds, whose
+    roots are the ones re-computed here; (0, its size) for a note of a newer tree; (0, None) for none (a site
+    served or published without a key).
     Raises: Misbehaviour when a root differs or the note is not the log's."""
     path = fill(INTEGRITY, json=True, paper=paper).lstrip("/")
     data = source.get(path)
@@ -320,13 +330,13 @@ def _index_note(source: Source, store: Store, paper: str, signed: Checkpoint, ve
     except (LedgerError, UnicodeDecodeError, AttributeError):
         index_note = None
     if not isinstance(index_note, str):
-        return 0
+        return 0, None
     try:
         cp = verify_checkpoint(index_note, verifier)
     except LedgerError as exc:
         raise Misbehaviour(f"{source.where}/{path}: its checkpoint: {exc}", {"checkpoint": index_note}) from None
     if cp.size > signed.size or cp.index_root is None:
-        return 0
+        return 0, cp.size
     store.keep_index(cp.size)
     with store.snapshot() as cursor:
         tree, index = root(cursor.node_source(cp.size), cp.size), root_at(cursor, cp.size, store.index_nodes)
@@ -335,4 +345,4 @@ def _index_note(source: Source, store: Store, paper: str, signed: Checkpoint, ve
                            f"{'another tree' if tree != cp.root else 'an index root'} than the one re-computed from "
                            f"the log", {"checkpoint": index_note, "rebuilt": {
                                "root": _b64(tree), "index_root": _b64(index[1]) if index else None}})
-    return 1
+    return 1, cp.size

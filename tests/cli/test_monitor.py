@@ -94,7 +94,7 @@ def test_a_published_log_is_followed_and_only_new_tiles_are_fetched(keyed, tmp_p
     assert first.exit_code == 0, first.stderr
     assert answer(first) | {"root": None} == {
         "status": "consistent", "log": "example.org/ledger", "size": 40, "root": None, "new_entries": 40,
-        "records": 1, "index_notes": 1, "witnesses": {}, "behind": None}
+        "records": 1, "index_notes": 1, "witnesses": {}, "behind": None, "later": 0}
     assert site.tiles() == ["/tile/0/000.p/40", "/tile/entries/000.p/40"]
     # Across a tile boundary: the full tile 000 and the partial 001.p/34, not the old partial 000.p/40 again.
     grow(keyed, tmp_path, 1, 250)

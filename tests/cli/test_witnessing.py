@@ -377,3 +377,26 @@ def test_bundles_carry_the_latest_cosigned_checkpoint_of_their_tree(keyed, witne
     made = keyed("replay", "--paper", "2601.00002", "--as-of", "2026-09-09", "--evidence", "c.json", "--key", "ledger.key")
     assert made.exit_code == 0, made.stderr
     assert "cosigned" not in json.loads((tmp_path / "c.json").read_text())
+
+
+def test_the_monitor_leaves_a_published_record_newer_than_the_cosigned_checkpoint_for_later(keyed, witnesses,
+                                                                                              tmp_path):
+    """The site publishes at its head, /checkpoint is the older cosigned tree: a record holding an event past
+    it is not the rebuild at that tree, and is not misbehaviour either."""
+    [url] = witnesses.start(1)
+    assert keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey").exit_code == 0  # tree 40
+    (tmp_path / "later.jsonl").write_bytes(event_line("paper.snapshot", {
+        "arxiv_id": "2407.20018", "latest_version": 9, "snapshot_observed_at": "2026-08-20T00:00:00Z",
+        "title": "A later title"}))
+    assert keyed("import", "later.jsonl").exit_code == 0  # seed 004's own paper changes at 41
+    assert keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key").exit_code == 0
+    assert (tmp_path / "out" / "checkpoint").read_text().split("\n")[1] == "40"
+    watched = keyed("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "state", "--json")
+    assert watched.exit_code == 0, watched.stderr
+    first = json.loads(watched.stdout)
+    assert (first["size"], first["records"], first["later"]) == (40, 0, 1)
+    # Once the witnesses cosign the tree that holds it, the record is compared.
+    assert keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey").exit_code == 0  # tree 41
+    assert keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key").exit_code == 0
+    again = json.loads(keyed("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "state", "--json").stdout)
+    assert (again["size"], again["records"], again["later"]) == (41, 1, 0)
