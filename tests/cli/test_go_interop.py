@@ -1,7 +1,8 @@
 """Interop with an implementation that is not ours: Go's golang.org/x/mod/sumdb/note (Debian's
 golang-golang-x-mod-dev, installed by .ci/run) opens the checkpoints the log signs and the witnesses
-(`ledger witness serve`, a real process) cosign. tests/interop/opennote.go wraps it; its cosignature/v1
-verifier is the spec's message and key id written in Go, plugged into the package's own note parsing.
+(`ledger witness serve`, a real process) cosign, and signs, as a log that is not ours, a checkpoint our witness
+cosigns. tests/interop/opennote.go and signnote.go wrap it; the cosignature/v1 verifier is the spec's message
+and key id written in Go, plugged into the package's own note parsing.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import base64
 import os
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,18 +23,26 @@ NOTE_PACKAGE = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/note")
 SOURCE = Path(__file__).parents[1] / "interop" / "opennote.go"
 
 
-@pytest.fixture(scope="session")
-def opennote(tmp_path_factory) -> Path:
+def _built(folder: Path, name: str) -> Path:
     if shutil.which("go") is None or not NOTE_PACKAGE.is_dir():
         if os.environ.get("CI"):
             pytest.fail("CI must install golang-go and golang-golang-x-mod-dev (.ci/run)")
         pytest.skip("Go or Debian's golang-golang-x-mod-dev is not installed")
-    folder = tmp_path_factory.mktemp("go")
     env = {**os.environ, "GO111MODULE": "off", "GOPATH": "/usr/share/gocode", "GOCACHE": str(folder / "cache")}
-    built = subprocess.run(["go", "build", "-o", str(folder / "opennote"), str(SOURCE)], env=env,
+    built = subprocess.run(["go", "build", "-o", str(folder / name), str(SOURCE.with_name(f"{name}.go"))], env=env,
                            capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
-    return folder / "opennote"
+    return folder / name
+
+
+@pytest.fixture(scope="session")
+def opennote(tmp_path_factory) -> Path:
+    return _built(tmp_path_factory.mktemp("go"), "opennote")
+
+
+@pytest.fixture(scope="session")
+def signnote(tmp_path_factory) -> Path:
+    return _built(tmp_path_factory.mktemp("go"), "signnote")
 
 
 def go_open(opennote: Path, note: Path, *keys: str) -> subprocess.CompletedProcess:
@@ -84,3 +94,34 @@ def test_go_opens_the_paper_index_note_and_the_served_checkpoint(keyed, opennote
     assert run_ledger("keygen", "example.org/ledger", cwd=other).returncode == 0
     refused = go_open(opennote, tmp_path / "index.txt", str(other / "ledger.vkey"))
     assert refused.returncode == 1 and "verif" in refused.stderr  # same name, another key: not opened
+
+
+def test_our_witness_cosigns_a_checkpoint_go_signed_and_go_verifies_it(opennote, signnote, tmp_path):
+    """A log that is not ours (Go's note.Sign, its own key), our `witness serve` in a real process, and
+    Go's note.Open checking both signatures."""
+    from ledger.services.witness import submission
+    from tests.cli.test_witnessing import Witnesses
+
+    made = subprocess.run([str(signnote), "gen", "go.example/log"], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    skey, vkey = made.stdout.split()
+    (tmp_path / "go.key").write_text(skey + "\n")
+    (tmp_path / "ledger.vkey").write_text(vkey + "\n")  # what Witnesses names the log it follows by
+    (tmp_path / "text").write_text("go.example/log\n3\n" + base64.b64encode(bytes(range(32))).decode() + "\n")
+    signed = subprocess.run([str(signnote), "sign", str(tmp_path / "go.key"), str(tmp_path / "text")],
+                            capture_output=True, text=True, timeout=60)
+    assert signed.returncode == 0, signed.stderr
+    running = Witnesses(tmp_path)
+    try:
+        [url] = running.start(1, origin="go.example/log")
+        request = urllib.request.Request(f"{url}/add-checkpoint", data=submission(0, [], signed.stdout), method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            line = response.read().decode()
+    finally:
+        running.stop()
+    assert line.startswith("— w0.example ") and line.endswith("\n")
+    (tmp_path / "cosigned.txt").write_text(signed.stdout + line)
+    both = go_open(opennote, tmp_path / "cosigned.txt", str(tmp_path / "ledger.vkey"), str(tmp_path / "w0.vkey"))
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.startswith("go.example/log\n3\n") and "verified go.example/log\n" in both.stdout
+    assert "verified w0.example time " in both.stdout

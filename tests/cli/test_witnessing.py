@@ -31,7 +31,7 @@ class Witnesses:
     def __init__(self, folder: Path):
         self.folder, self.processes = folder, []
 
-    def start(self, count: int) -> list[str]:
+    def start(self, count: int, origin: str = "example.org/ledger") -> list[str]:
         started = []
         for i in range(len(self.processes), len(self.processes) + count):
             (self.folder / f"w{i}").mkdir()
@@ -43,7 +43,7 @@ class Witnesses:
             log = open(self.folder / f"w{i}.log", "wb")
             process = subprocess.Popen(
                 ["timeout", "--kill-after=5", "300", sys.executable, "-m", "ledger.cli", "--db", f"w{i}.db",
-                 "witness", "serve", "--new", "--key", f"w{i}.key", "--log", "example.org/ledger=ledger.vkey",
+                 "witness", "serve", "--new", "--key", f"w{i}.key", "--log", f"{origin}=ledger.vkey",
                  "--port", str(port)], cwd=self.folder, stdout=log, stderr=subprocess.STDOUT,
                 env={k: v for k, v in os.environ.items() if k != "LEDGER_DB"}, start_new_session=True)
             self.processes.append(process)
