@@ -39,6 +39,7 @@ from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
 from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of_level0
 from ledger.model.paths import INTEGRITY, RECORD, fill
 from ledger.projections.record import build_record
+from ledger.services.proofs import prove_consistency
 from ledger.storage.index_reads import root_at
 from ledger.storage.store import Store
 
@@ -131,8 +132,11 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
         seen = (state / SEEN).read_text() if (state / SEEN).exists() else None
         if signed.size <= held:
             if _root(store, signed.size) != signed.root:
+                evidence: dict = {"checkpoints": [seen, note]}
+                if 0 < signed.size < held:  # the held tree's own proof: its prefix is not the new checkpoint's
+                    evidence["consistency"] = prove_consistency(store, signed.size, held)
                 raise Misbehaviour(f"{where}: the checkpoint of size {signed.size} is not the tree this monitor "
-                                   f"holds (size {held}): the log forked", {"checkpoints": [seen, note]})
+                                   f"holds (size {held}): the log forked", evidence)
             if signed.size < held:
                 return Followed(signed.origin, signed.size, _b64(signed.root), 0, 0, 0, found, behind=held)
         leaves = _fetch(source, held, signed.size)
@@ -141,7 +145,7 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
         if edge_root(edge) != signed.root:
             raise _fork(source, store, held, seen, note, signed)
         _append(store, leaves, held, where)
-        (state / SEEN).write_text(note)
+        _save(state / SEEN, note)
         since = vouched.size if vouched is not None else 0
         papers = {paper} if paper is not None else _changed(store, since, signed.size)
         records, notes, later = _compare(source, store, sorted(papers), signed, verifier, note)

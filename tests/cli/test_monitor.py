@@ -203,6 +203,20 @@ def test_same_size_other_root_and_an_older_checkpoint(keyed, tmp_path):
     assert forked.exit_code == 1 and "is not the tree this monitor holds" in forked.stderr
     notes = answer(forked)["checkpoints"]
     assert [n.split("\n")[1] for n in notes] == ["41", "41"] and notes[0].split("\n")[2] != notes[1].split("\n")[2]
+    # An older checkpoint of another tree: the held tree's proof from that size, which `verify-proof` accepts
+    # against the held checkpoint, names another root for that prefix than the one the log now signs.
+    grow(keyed, tmp_path, 20, 1)
+    publish(keyed, "a")
+    assert watch(keyed, "a").exit_code == 0
+    older = watch(keyed, "b")  # b's tree of 41 against the 42 held
+    assert older.exit_code == 1 and "is not the tree this monitor holds (size 42)" in older.stderr
+    evidence = answer(older)
+    (tmp_path / "proof.json").write_text(json.dumps(evidence["consistency"]))
+    (tmp_path / "held.txt").write_text(evidence["checkpoints"][0])
+    checked = keyed("verify-proof", "proof.json", "--checkpoint", "held.txt", "--verifier-key", "ledger.vkey")
+    assert checked.exit_code == 0, checked.stderr
+    served = verify_checkpoint(evidence["checkpoints"][1], load_verifier("ledger.vkey"))
+    assert served.size == 41 and bytes.fromhex(evidence["consistency"]["old_root"]) != served.root
 
 
 def test_tampered_files_are_misbehaviour_and_nothing_is_saved(keyed, tmp_path):
