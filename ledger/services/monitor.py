@@ -2,8 +2,9 @@
 and keeps what it verified in a state folder of its own.
 
 Each run: the checkpoint is verified (the log's key, and the witnesses' cosignatures when a policy is given);
-only the entry bundles and level-0 tiles past the tree it holds are fetched (the partial ones of the new
-size, as C2SP tlog-tiles names them); every new entry is checked (its seq, its canonical form, an event of the
+only the tiles past the tree it holds are fetched (the partial ones of the new size, as C2SP tlog-tiles
+names them): entry bundles and level-0 tiles checked against each other, higher tiles against the tree the
+entries make; every new entry is checked (its seq, its canonical form, an event of the
 vocabulary) and the tree it extends must be the one the checkpoint signs. The entries are then appended to the
 monitor's own ledger (`ledger.db` in the state folder, through `import`'s path, which re-computes every hash),
 and for every paper that changed the record the site serves is compared, byte for byte, with the rebuild from
@@ -36,10 +37,11 @@ from ledger.log.cosignature import Policy
 from ledger.log.merkle import consistency_path, frontier_nodes, leaf_hash, perfect_subtrees, root
 from ledger.log.paper_index import edge_root, extend
 from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
-from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of_level0
+from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.paths import INTEGRITY, RECORD, fill
 from ledger.projections.record import build_record
 from ledger.services.proofs import prove_consistency
+from ledger.services.tilestore import read_tile
 from ledger.storage.index_reads import root_at
 from ledger.storage.store import Store
 
@@ -145,6 +147,7 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
         if edge_root(edge) != signed.root:
             raise _fork(source, store, held, seen, note, signed)
         _append(store, leaves, held, where)
+        _higher_tiles(source, store, held, signed.size)
         _save(state / SEEN, note)
         since = vouched.size if vouched is not None else 0
         papers = {paper} if paper is not None else _changed(store, since, signed.size)
@@ -217,6 +220,22 @@ def _fetch(source: Source, held: int, size: int) -> list[bytes]:
         first = tile.index * WIDTH
         leaves.extend(entries[max(0, held - first):])
     return leaves
+
+
+def _higher_tiles(source: Source, store: Store, held: int, size: int) -> None:
+    """The hash tiles above level 0 that a tree of `held` did not have (what a client proving inclusion
+    reads), each the bytes this monitor's own tree gives.
+    Raises: Misbehaviour for one missing or different."""
+    for tile in tiles_of(size, held):
+        if tile.entries or tile.level == 0:
+            continue  # checked against the entries as they were fetched
+        served = source.get(tile.path())
+        if served is None:
+            raise Misbehaviour(f"{source.where}: the log does not serve {tile.path()}, which its checkpoint of "
+                               f"size {size} needs", {"tile": tile.path()})
+        if served != read_tile(store, tile)[0]:
+            raise Misbehaviour(f"{source.where}/{tile.path()}: its hashes are not those of the tree its entries "
+                               f"make", {"tile": tile.path()})
 
 
 def _append(store: Store, leaves: list[bytes], held: int, where: str) -> None:

@@ -104,12 +104,19 @@ def test_a_published_log_is_followed_and_only_new_tiles_are_fetched(keyed, tmp_p
     assert second.exit_code == 0, second.stderr
     assert answer(second)["new_entries"] == 250 and answer(second)["size"] == 290
     assert answer(second)["records"] == 250  # the papers that changed, each compared with its rebuild
-    assert site.tiles() == ["/tile/0/000", "/tile/0/001.p/34", "/tile/entries/000", "/tile/entries/001.p/34"]
+    assert site.tiles() == ["/tile/0/000", "/tile/0/001.p/34", "/tile/1/000.p/1", "/tile/entries/000",
+                            "/tile/entries/001.p/34"]
     # Nothing new: the partial tile of the size held is all it reads again, and no record.
     site.asked.clear()
     third = watch(keyed, site.url)
     assert third.exit_code == 0 and answer(third)["new_entries"] == 0 and answer(third)["records"] == 0
     assert site.tiles() == ["/tile/0/001.p/34", "/tile/entries/001.p/34"]
+    # A level-1 tile that is not the tree's: caught, though its entries and level-0 tiles are right.
+    shutil.copytree(tmp_path / "out", tmp_path / "high")
+    high = tmp_path / "high" / "tile" / "1" / "000.p" / "1"
+    high.write_bytes(bytes(32))
+    wrong = keyed("monitor", "high", "--verifier-key", "ledger.vkey", "--state", "state3")
+    assert wrong.exit_code == 1 and "tile/1/000.p/1: its hashes are not those of the tree" in wrong.stderr
     # The folder itself, with --paper: one record compared, in its text form.
     text = keyed("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "state2", "--paper", PAPER_004)
     assert text.exit_code == 0 and text.stdout.startswith("example.org/ledger: consistent at size 290 "), text.stderr
