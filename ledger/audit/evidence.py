@@ -175,7 +175,7 @@ def _read_bundle(bundle: Any, verifier: Verifier) -> _Bundle:
             of = verify_checkpoint(field(bundle, "cosigned", str, ""), verifier)
         except LedgerError as exc:
             raise type(exc)(f"cosigned: {exc}") from None
-        if (of.origin, of.size, of.root) != (signed.origin, signed.size, signed.root):
+        if not of.same_tree(signed):
             raise IntegrityError(f"cosigned: it is of the tree of size {of.size}, the bundle's of size {signed.size} "
                                  f"(or has another root)")
     return _Bundle(events, inclusion, proof, known_at, record, as_of, context, signed)

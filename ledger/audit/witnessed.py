@@ -19,7 +19,7 @@ def witnessed(note: str, verifier: Verifier, policy: Policy, of: Checkpoint | No
     a listed witness's cosignature does not verify, or the quorum is not met: naming who cosigned)."""
     try:
         signed = verify_checkpoint(note, verifier)
-        if of is not None and (signed.origin, signed.size, signed.root) != (of.origin, of.size, of.root):
+        if of is not None and not signed.same_tree(of):
             raise IntegrityError(f"it is of the tree of size {signed.size}, the proof's is of size {of.size} "
                                  f"(or has another root)")
         found = policy.cosigned(note)

@@ -32,7 +32,7 @@ from ledger.core.canonical import canonical, parse_json
 from ledger.core.errors import InputError, IntegrityError, LedgerError, StoreError
 from ledger.core.times import When
 from ledger.importing.importer import import_inputs, parse_input
-from ledger.log.chain import GENESIS, Entry, entry_bytes, hex_hash, link
+from ledger.log.chain import GENESIS, hex_hash, link
 from ledger.log.cosignature import Policy
 from ledger.log.merkle import consistency_path, frontier_nodes, leaf_hash, perfect_subtrees, root
 from ledger.log.paper_index import edge_root, extend
@@ -41,7 +41,7 @@ from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.paths import INTEGRITY, RECORD, fill
 from ledger.projections.record import build_record
 from ledger.services.proofs import prove_consistency
-from ledger.services.tilestore import read_tile
+from ledger.services.tilestore import read_entries, read_tile
 from ledger.storage.index_reads import root_at
 from ledger.storage.store import Store
 
@@ -271,18 +271,17 @@ def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, 
     differs, and the consistency proof the log's own tree gives (which fails against the held checkpoint)."""
     leaves = _fetch(source, 0, signed.size)
     digests = [leaf_hash(leaf) for leaf in leaves]
-    edge: list[bytes] = []
-    extend(edge, 0, digests)
-    if edge_root(edge) != signed.root:
-        return Misbehaviour(f"{source.where}: its tiles are not the tree its checkpoint of size {signed.size} signs",
-                            {"checkpoint": note, "tiles_root": _b64(edge_root(edge))})
-    with store.reading() as cursor:
-        ours = [_leaf(entry) for entry in cursor.entries_after(0, held)]
-    differs = next((seq for seq, leaf in enumerate(ours, start=1) if leaf_hash(leaf) != digests[seq - 1]), held)
     nodes = perfect_subtrees(0, digests, max(1, len(digests)).bit_length() + 1)
-    def source_of(level: int, index: int) -> bytes:  # a node source over the new tree
+
+    def source_of(level: int, index: int) -> bytes:  # a node source over the tree the tiles make
         return nodes[(level, index)]
 
+    if root(source_of, signed.size) != signed.root:
+        return Misbehaviour(f"{source.where}: its tiles are not the tree its checkpoint of size {signed.size} signs",
+                            {"checkpoint": note, "tiles_root": _b64(root(source_of, signed.size))})
+    with store.reading() as cursor:
+        ours = [leaf for _, leaf in read_entries(cursor, 0, held)]
+    differs = next((seq for seq, leaf in enumerate(ours, start=1) if leaf_hash(leaf) != digests[seq - 1]), held)
     path = consistency_path(source_of, held, signed.size)
     # In `ledger prove --consistency --json`'s form: it verifies against the new checkpoint (verify-proof),
     # and its old_root, the new tree's prefix, is not the root the held checkpoint signs.
@@ -294,10 +293,6 @@ def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, 
         {"checkpoints": [seen, note], "first_difference": {"seq": differs, "held": _b64(ours[differs - 1]),
                                                            "served": _b64(leaves[differs - 1])},
          "consistency": proof})
-
-
-def _leaf(entry: Entry) -> bytes:
-    return entry_bytes(entry.seq, entry.kind, entry.effective_at, entry.recorded_at, entry.payload)
 
 
 def _changed(store: Store, since: int, size: int) -> set[str]:

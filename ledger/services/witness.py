@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import os
 import re
 import sqlite3
@@ -31,12 +30,11 @@ from typing import Callable
 
 from ledger.core.errors import InputError, IntegrityError
 from ledger.log.cosignature import Cosigner
-from ledger.log.merkle import verify_consistency
+from ledger.log.merkle import EMPTY_ROOT, verify_consistency
 from ledger.log.signed_notes import Checkpoint, Verifier, open_note, parse_checkpoint
 
 MAX_BODY = 16 * 1024  # as transparency-dev/witness: more than a 63-line proof and a note with many signatures
 MAX_PROOF = 63  # tlog-witness: a client MUST NOT send more
-EMPTY_ROOT = hashlib.sha256(b"").digest()  # RFC 9162 2.1.1: the root of the empty tree
 SIZE_TYPE = "text/x.tlog.size"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS logs (origin TEXT PRIMARY KEY, size INTEGER NOT NULL, root BLOB NOT NULL,
