@@ -27,7 +27,8 @@ from ledger.core.errors import InputError, NotFoundError
 from ledger.model.arxiv import month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
 from ledger.log.signed_notes import Signer
-from ledger.services.proofs import evidence_bundle, latest_witnessed
+from ledger.services.proofs import evidence_bundle, witnessed_by
+from ledger.storage.cosigned import latest_cosigned
 from ledger.storage.store import Store
 from ledger.log.tiles import Tile
 from ledger.services.proofs import checkpoint as signed_checkpoint
@@ -105,6 +106,7 @@ class Site:
         self.store = store
         self.signer = signer
         self._checkpoints: dict[int, str] = {}  # by tree size: a note is signed once per size
+        self._cosigned: tuple[str | None, tuple[str, int] | None] = (None, None)  # the note last read, checked
 
     # records ------------------------------------------------------------------------------------------
     def facts(self, paper: str, known_at: When | None) -> list[Fact]:
@@ -293,8 +295,14 @@ class Site:
         return Body(self._checkpoints[size].encode(), TEXT, CHECKPOINT)
 
     def cosigned(self) -> tuple[str, int] | None:
-        """The cosigned checkpoint the ledger holds and its size, when this site's key signed it."""
-        return latest_witnessed(self.store, self.signer.verifier) if self.signer is not None else None
+        """The cosigned checkpoint the ledger holds and its size, when this site's key signed it. Asked for
+        every integrity answer: its signature is checked once per note the ledger holds, not once a paper."""
+        if self.signer is None:
+            return None
+        note = latest_cosigned(self.store)
+        if note is not None and note != self._cosigned[0]:
+            self._cosigned = (note, witnessed_by(note, self.signer.verifier))
+        return None if note is None else self._cosigned[1]
 
     def tile(self, tile: Tile) -> Body:
         data, _ = read_tile(self.store, tile)

@@ -122,7 +122,11 @@ def latest_witnessed(store: Store, verifier: Verifier) -> tuple[str, int] | None
     """The cosigned checkpoint the ledger holds (`ledger checkpoint --witness`) and its size, when `verifier`'s
     key signed it (a ledger served with a new key has none of its own yet).
     Raises: StoreError from the store."""
-    note = latest_cosigned(store)
+    return witnessed_by(latest_cosigned(store), verifier)
+
+
+def witnessed_by(note: str | None, verifier: Verifier) -> tuple[str, int] | None:
+    """A cosigned checkpoint the ledger held and its size, when `verifier`'s key signed it; else None."""
     if note is None:
         return None
     try:
