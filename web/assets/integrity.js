@@ -48,27 +48,40 @@
   }
 
   // -- the signed note ---------------------------------------------------------------------------------
+  // A signed-note key, <name>+<key id>+<base64 of the type byte and the Ed25519 key>: 1 a log's, 4 a witness's.
+  async function noteKey(vkey, type, step, what) {
+    var parts = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+\/=]+)$/.exec(vkey);  // base64 holds "+" too
+    if (!parts) throw new Failure(step, what + " is not <name>+<key id>+<key>");
+    var name = parts[1], id = Uint8Array.from(parts[2].match(/../g), function (h) { return parseInt(h, 16); });
+    var key = unbase64(parts[3], step, what);
+    if (key.length !== 33 || key[0] !== type)
+      throw new Failure(step, what + " of " + name + " is not " + (type === 1 ? "an Ed25519 key" : "a cosignature/v1 key (type 0x04)"));
+    if (!same((await sha(join(bytes(name + "\n"), key))).slice(0, 4), id)) throw new Failure(step, what + "'s id of " + name + " does not match its key");
+    var publicKey = await crypto.subtle.importKey("raw", key.slice(1), { name: "Ed25519" }, false, ["verify"]);
+    return { name: name, id: id, hex: parts[2], publicKey: publicKey };
+  }
+
+  // The bytes after the key id of each signature line of `key` (its name and key id) below the note's body.
+  function signaturesBy(note, body, key, step, what) {
+    var found = [];
+    for (var line of note.slice(body.length + 1).split("\n")) {
+      var m = /^\u2014 (\S+) (\S+)$/.exec(line);
+      if (!m || m[1] !== key.name) continue;  // another key's line: not ours to judge
+      var raw = unbase64(m[2], step, what);
+      if (same(raw.slice(0, 4), key.id)) found.push(raw.slice(4));  // the same name, another key: not this one's
+    }
+    return found;
+  }
+
   async function checkpoint(note, vkey, plain) {  // plain: the checkpoint witnesses cosign, no index line
-    var step = "signature", parts = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+\/=]+)$/.exec(vkey);  // base64 holds "+" too
-    if (!parts) throw new Failure(step, "the verifier key is not <name>+<key id>+<key>");
-    parts = parts.slice(1);
-    var name = parts[0], id = Uint8Array.from(parts[1].match(/../g), function (h) { return parseInt(h, 16); });
-    var key = unbase64(parts[2], step, "the verifier key");
-    if (key.length !== 33 || key[0] !== 1) throw new Failure(step, "the verifier key is not an Ed25519 key");
-    if (!same((await sha(join(bytes(name + "\n"), key))).slice(0, 4), id)) throw new Failure(step, "the verifier key's id does not match its key");
+    var step = "signature", key = await noteKey(vkey, 1, step, "the verifier key");
     var blank = note.indexOf("\n\n");
     if (blank < 0) throw new Failure(step, "the checkpoint is not a signed note");
-    var body = note.slice(0, blank + 1), signature = null;
-    for (var line of note.slice(blank + 2).split("\n")) {
-      var m = /^\u2014 (\S+) (\S+)$/.exec(line);
-      if (!m || m[1] !== name) continue;  // another key's signature: not ours to judge
-      var raw = unbase64(m[2], step, "a signature");
-      if (raw.length === 68 && same(raw.slice(0, 4), id)) signature = raw.slice(4);
-    }
-    if (signature === null) throw new Failure(step, "the checkpoint carries no signature by " + name + " (key id " + parts[1] + ")");
-    var publicKey = await crypto.subtle.importKey("raw", key.slice(1), { name: "Ed25519" }, false, ["verify"]);
-    if (!(await crypto.subtle.verify({ name: "Ed25519" }, publicKey, signature, bytes(body)))) {
-      throw new Failure(step, "the checkpoint's signature does not verify against " + name + " (key id " + parts[1] + ")");
+    var body = note.slice(0, blank + 1);
+    var signature = signaturesBy(note, body, key, step, "a signature").filter(function (s) { return s.length === 64; }).pop();
+    if (signature === undefined) throw new Failure(step, "the checkpoint carries no signature by " + key.name + " (key id " + key.hex + ")");
+    if (!(await crypto.subtle.verify({ name: "Ed25519" }, key.publicKey, signature, bytes(body)))) {
+      throw new Failure(step, "the checkpoint's signature does not verify against " + key.name + " (key id " + key.hex + ")");
     }
     var lines = body.split("\n");
     if (!/^(0|[1-9][0-9]{0,15})$/.test(lines[1] || "")) throw new Failure(step, "the checkpoint's tree size is not a number");
@@ -78,7 +91,7 @@
     }
     if (root.length !== 32 || (!plain && (index === null || index.length !== 32)))
       throw new Failure(step, "the checkpoint has no root or no paper index root");
-    return { origin: lines[0], size: Number(lines[1]), root: root, index: index, name: name, id: parts[1], body: body };
+    return { origin: lines[0], size: Number(lines[1]), root: root, index: index, name: key.name, id: key.hex, body: body };
   }
 
   // -- witnesses (C2SP tlog-cosignature), asked for in the address: #witness=VKEY&witness=VKEY&quorum=N ------
@@ -93,24 +106,13 @@
   }
 
   async function cosignedBy(note, body, vkey) {  // the cosignature's time, or null when the note has no line of this key
-    var step = "witnesses", parts = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+\/=]+)$/.exec(vkey);
-    if (!parts) throw new Failure(step, "a witness key is not <name>+<key id>+<key>");
-    var name = parts[1], id = Uint8Array.from(parts[2].match(/../g), function (h) { return parseInt(h, 16); });
-    var key = unbase64(parts[3], step, "a witness key");
-    if (key.length !== 33 || key[0] !== 4) throw new Failure(step, "the witness key of " + name + " is not a cosignature/v1 key (type 0x04)");
-    if (!same((await sha(join(bytes(name + "\n"), key))).slice(0, 4), id)) throw new Failure(step, "the witness key's id of " + name + " does not match its key");
-    var publicKey = await crypto.subtle.importKey("raw", key.slice(1), { name: "Ed25519" }, false, ["verify"]);
-    var time = null;
-    for (var line of note.slice(body.length + 1).split("\n")) {
-      var m = /^\u2014 (\S+) (\S+)$/.exec(line);
-      if (!m || m[1] !== name) continue;
-      var raw = unbase64(m[2], step, "a cosignature");
-      if (!same(raw.slice(0, 4), id)) continue;  // the same name, another key: not this witness's
-      if (raw.length !== 76) throw new Failure(step, "the cosignature of " + name + " is not 76 bytes");
-      var t = new DataView(raw.buffer, raw.byteOffset + 4, 8).getBigUint64(0);
+    var step = "witnesses", key = await noteKey(vkey, 4, step, "the witness key"), time = null;
+    for (var sig of signaturesBy(note, body, key, step, "a cosignature")) {
+      if (sig.length !== 72) throw new Failure(step, "the cosignature of " + key.name + " is not 76 bytes");
+      var t = new DataView(sig.buffer, sig.byteOffset, 8).getBigUint64(0);
       var message = join(bytes("cosignature/v1\ntime " + t.toString() + "\n"), bytes(body));
-      if (!(await crypto.subtle.verify({ name: "Ed25519" }, publicKey, raw.slice(12), message)))
-        throw new Failure(step, "the cosignature of " + name + " does not verify");
+      if (!(await crypto.subtle.verify({ name: "Ed25519" }, key.publicKey, sig.slice(8), message)))
+        throw new Failure(step, "the cosignature of " + key.name + " does not verify");
       time = t;
     }
     return time;
