@@ -133,13 +133,14 @@ def write_json(value: object) -> None:
 
 
 def witness_check(keys: list[str] | None, quorum: int | None, policy: str | None, cosigned: str | None,
-                  verifier, note: str, of=None, carried: str | None = None) -> str:
+                  verifier, note: str, carried: str | None = None) -> str:
     """What a verifier's witness options add to its account: "" without them; else who cosigned, once the
     policy is met on the cosigned checkpoint (`cosigned`'s file, else the one a bundle `carried`, else
-    `note`), which must be of the tree `of`.
+    `note`), which must be of the tree of `note`, the log-signed note the proof or bundle was checked against.
     Raises: InputError for options that do not go together, IntegrityError when the policy is not met."""
     from ledger.audit.witnessed import witnessed
     from ledger.log.cosignature import policy_of
+    from ledger.log.signed_notes import verify_checkpoint
     from ledger.services.keys import load_cosigner_key, load_policy
 
     rule = policy_of([load_cosigner_key(key) for key in keys or []], quorum,
@@ -152,10 +153,11 @@ def witness_check(keys: list[str] | None, quorum: int | None, policy: str | None
         text, name = read_text(cosigned, "a cosigned checkpoint"), cosigned
     else:
         text, name = (note, "checkpoint") if carried is None else (carried, "the bundle's cosigned checkpoint")
+    of = verify_checkpoint(note, verifier)
     try:
         found = witnessed(text, verifier, rule, of, name)
     except IntegrityError as exc:
-        if cosigned is None and carried is None and "paper-index/v1 " in note.split("\n\n")[0]:
+        if cosigned is None and carried is None and of.index_root is not None:
             raise IntegrityError(f"{exc} (this is the paper index note, which witnesses do not cosign: give "
                                  f"--cosigned with the checkpoint they cosigned)") from None
         raise

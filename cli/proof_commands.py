@@ -158,5 +158,4 @@ def verify_proof_command(
     note = read_text(checkpoint_file, "a signed checkpoint")
     verifier = load_verifier(verifier_key)
     proved = verify_proof(data, note, verifier, proof, checkpoint_file)
-    of = verify_checkpoint(note, verifier) if cosigned is not None else None
-    typer.echo(proof_account(proved) + witness_check(witness_key, quorum, policy, cosigned, verifier, note, of))
+    typer.echo(proof_account(proved) + witness_check(witness_key, quorum, policy, cosigned, verifier, note))

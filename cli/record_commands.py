@@ -17,7 +17,6 @@ from ledger.audit.auditor import load_json, verify_index
 from ledger.audit.evidence import verify_bundle
 from ledger.core.canonical import canonical
 from ledger.log.chain import hex_hash
-from ledger.log.signed_notes import verify_checkpoint
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.importing.importer import import_files
 from ledger.core.inputs import input_files, read_input
@@ -216,8 +215,7 @@ def verify(
             raise InputError("--index: needs --checkpoint and --verifier-key, and nothing else to verify")
         note, verifier = read_text(checkpoint, "a signed checkpoint"), load_verifier(verifier_key)
         matched = verify_index(log_entries(index), note, verifier, checkpoint)
-        account = index_account(matched, checkpoint) + witness_check(*witnesses, verifier, note,
-                                                                     verify_checkpoint(note, verifier))
+        account = index_account(matched, checkpoint) + witness_check(*witnesses, verifier, note)
         _say(json, {"file": index, "ok": True, "account": account}, f"{index}: {account}")
         return
     if checkpoint is not None:
@@ -231,8 +229,7 @@ def verify(
         bundle, verifier = load_json(evidence, read_input(evidence)), load_verifier(verifier_key)
         proved = verify_bundle(bundle, verifier, evidence)
         note = bundle["checkpoint"]  # verify_bundle has checked it is a note the log signed
-        account = bundle_account(proved) + witness_check(*witnesses, verifier, note, verify_checkpoint(note, verifier),
-                                                         bundle.get("cosigned"))
+        account = bundle_account(proved) + witness_check(*witnesses, verifier, note, bundle.get("cosigned"))
         complete = True if proved.indexed is not None else None  # None: a bundle from before the index proves none
         _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
         return
