@@ -42,6 +42,8 @@ def serve(
     new: Annotated[bool, typer.Option("--new", help="Start a new state in --db (default: --db must hold one).")] = False,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.", min=0, max=65535)] = 8090,
+    rate: Annotated[float, typer.Option("--rate", min=0, help="Requests a second per client address (bursts of "
+                                                              "twice that; over it: 429). 0: no limit.")] = 10.0,
 ) -> None:
     """Answer POST /add-checkpoint: cosign a log's checkpoint when its key signed it and it is consistent
     with the last one cosigned (the state: --db, a SQLite file)."""
@@ -55,4 +57,4 @@ def serve(
     witness = Witness(cosigner, logs, db_location(ctx), new=new)
     typer.echo(f"witness {cosigner.key} of {', '.join(logs)} at http://{host}:{port}/add-checkpoint "
                f"(state {db_location(ctx)}; Ctrl-C stops)", err=True)
-    uvicorn.run(create_witness_app(witness), host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(create_witness_app(witness, rate), host=host, port=port, log_level="warning", access_log=False)

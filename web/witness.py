@@ -1,11 +1,20 @@
 """The witness over HTTP: C2SP tlog-witness `POST /add-checkpoint`, and the one place where a witness's refusals
 become responses. Every answer is plain text: cosignature lines (200), the size held (409, text/x.tlog.size),
-or one line saying why (400, 403, 404, 413, 422). The checks and the state are `ledger.services.witness`.
+or one line saying why (400, 403, 404, 413, 422, 429). The checks and the state are `ledger.services.witness`.
+
+It must never let one client's requests cost more than its share: each client address (an IPv6 client by its
+/64, which one host usually holds whole) has a token bucket, and a request past it is answered 429 with
+Retry-After before its body is read.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import math
+import time
+from collections import OrderedDict
+from typing import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -15,6 +24,42 @@ from ledger.services.witness import MAX_BODY, SIZE_TYPE, Refused, Witness
 
 log = logging.getLogger("ledger.witness")
 TEXT = "text/plain; charset=utf-8"
+RATE = 10.0  # requests a second per client address; an honest log pushes once per checkpoint per witness
+TRACKED = 4096  # client addresses remembered; the least recent is forgotten first (so it gets a full bucket)
+
+
+class RateLimit:
+    """A token bucket per client address: `rate` requests a second, bursts of twice that. Bounded: it tracks at
+    most `tracked` addresses, so a flood of addresses costs it no more memory."""
+
+    def __init__(self, rate: float, tracked: int = TRACKED, clock: Callable[[], float] = time.monotonic):
+        self.rate, self.burst, self.tracked, self.clock = rate, max(1.0, 2 * rate), tracked, clock
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (tokens, when)
+
+    def wait(self, address: str) -> float:
+        """0 when the client at `address` may send a request now (and it is counted), else the seconds until it
+        may."""
+        client = _client(address)
+        now = self.clock()
+        tokens, then = self.buckets.pop(client, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self.rate)
+        self.buckets[client] = (tokens - 1, now) if tokens >= 1 else (tokens, now)
+        if len(self.buckets) > self.tracked:
+            self.buckets.popitem(last=False)
+        return 0.0 if tokens >= 1 else (1 - tokens) / self.rate
+
+
+def _client(address: str) -> str:
+    """The key of a client address: itself, or for IPv6 its /64."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
 
 
 async def _body(request: Request) -> bytes:
@@ -30,19 +75,27 @@ async def _body(request: Request) -> bytes:
     return bytes(body)
 
 
-def create_witness_app(witness: Witness) -> FastAPI:
-    """The witness's application: one route."""
+def create_witness_app(witness: Witness, rate: float = RATE) -> FastAPI:
+    """The witness's application: one route, each client held to `rate` requests a second (0: no limit)."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    limit = RateLimit(rate) if rate > 0 else None
 
     @app.post("/add-checkpoint")
     async def add_checkpoint(request: Request) -> Response:
+        wait = limit.wait(request.client.host if request.client else "") if limit else 0.0
+        if wait:
+            return Response(f"too many requests from this address; retry in {math.ceil(wait)} s\n", 429,
+                            media_type=TEXT, headers={"retry-after": str(math.ceil(wait))})
         try:
             lines = await run_in_threadpool(witness.add_checkpoint, await _body(request))
         except Refused as refused:
             if refused.status == 409:
                 return Response(f"{refused.size}\n".encode(), 409, headers={"content-type": SIZE_TYPE})  # no charset
-            if refused.status == 422:
-                log.warning("witness: refused a log-signed checkpoint (kept): %s", refused.reason)
+            if refused.evidence == "kept":
+                log.warning("witness: kept a log-signed checkpoint as evidence: %s", refused.reason)
+            elif refused.evidence == "full":
+                log.warning("witness: the evidence kept for this log is at its cap; no more is kept: %s",
+                            refused.reason)
             return Response(refused.reason + "\n", refused.status, media_type=TEXT)
         return Response(lines, 200, media_type=TEXT)
 

@@ -8,18 +8,26 @@ one key cannot both get its cosignature.
                text/x.tlog.size); 413 a body over 16 KiB; 422 a proof that does not verify, or the size it
                holds with another root (C2SP PR #280; it was 409 before)
 
-Its state is one SQLite file: per origin the checkpoint it last cosigned, and every cosignature it gave
-(`cosigned`: what it can show it signed, and a history that must never go back). A request is checked and the
-state swapped in one `BEGIN IMMEDIATE` transaction whose UPDATE names the size it read (compare-and-swap),
-so two logs pushing at once cannot roll it back. Log-signed checkpoints it refused with 422 (a fork, a
-failing proof) are kept in `refused`: they are signed evidence of a log's misbehaviour. Malformed or
-unsigned requests leave nothing.
+Its state is one SQLite file: per origin the checkpoint it last cosigned (`logs`), each tree it cosigned
+(`cosigned`: what it can show it signed, and a history that must never go back), and evidence (`evidence`).
+A request is checked and the state swapped in one `BEGIN IMMEDIATE` transaction whose UPDATE names the size
+it read (compare-and-swap), so two logs pushing at once cannot roll it back.
+
+What anyone can send must cost the witness nothing it keeps, and must never accuse a log. So evidence is only
+what the log's key signed that contradicts what the witness holds: a log-signed checkpoint of the size held
+with another root (a fork; for size 0, a root other than the empty tree's). It is kept with the held note it
+contradicts, once per checkpoint body (the hash of the signed text: anyone can add signature lines), and at
+most EVIDENCE_ROWS rows or EVIDENCE_BYTES per origin. A consistency proof is not signed: one that does not
+verify says nothing about the log (anyone can pair an honest note with a bad proof), so it is answered 422
+and forgotten. Re-pushing the checkpoint held adds no row: it is cosigned again, and only the time of the
+last cosignature is updated in place, at most once a second.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
 import re
 import sqlite3
@@ -31,27 +39,36 @@ from typing import Callable
 from ledger.core.errors import InputError, IntegrityError
 from ledger.log.cosignature import Cosigner
 from ledger.log.merkle import EMPTY_ROOT, verify_consistency
-from ledger.log.signed_notes import Checkpoint, Verifier, open_note, parse_checkpoint
+from ledger.log.signed_notes import DASH, Checkpoint, Verifier, open_note, parse_checkpoint, split_note
 
 MAX_BODY = 16 * 1024  # as transparency-dev/witness: more than a 63-line proof and a note with many signatures
 MAX_PROOF = 63  # tlog-witness: a client MUST NOT send more
 SIZE_TYPE = "text/x.tlog.size"
+# A log's key signs a fork at most a few times before someone notices; these bound what a log that signs
+# forks in a loop (or a stolen key) can make a witness keep. Past either, nothing more is kept for that origin.
+EVIDENCE_ROWS = 1000
+EVIDENCE_BYTES = 1024 * 1024
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS logs (origin TEXT PRIMARY KEY, size INTEGER NOT NULL, root BLOB NOT NULL,
                                  note TEXT NOT NULL, cosigned_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS cosigned (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, size INTEGER NOT NULL,
                                      root BLOB NOT NULL, cosigned_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS refused (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, received_at INTEGER NOT NULL,
-                                    status INTEGER NOT NULL, reason TEXT NOT NULL, request BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS evidence (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, received_at INTEGER NOT NULL,
+                                     reason TEXT NOT NULL, body_hash BLOB NOT NULL UNIQUE, note TEXT NOT NULL,
+                                     held TEXT NOT NULL);
 """
+TABLES = {"logs", "cosigned", "evidence"}
+LEGACY = {"logs", "cosigned", "refused"}  # before evidence: every 422 kept, the unsigned proofs too
 
 
 class Refused(Exception):
-    """A request the witness does not cosign: its HTTP status, a one-line reason, and for 409 the size held."""
+    """A request the witness does not cosign: its HTTP status, a one-line reason, for 409 the size held, and for
+    a log-signed contradiction what became of it as evidence ("kept", "known" already, or "full": the
+    origin's cap reached, said once per origin and process)."""
 
-    def __init__(self, status: int, reason: str, size: int | None = None):
+    def __init__(self, status: int, reason: str, size: int | None = None, evidence: str | None = None):
         super().__init__(reason)
-        self.status, self.reason, self.size = status, reason, size
+        self.status, self.reason, self.size, self.evidence = status, reason, size, evidence
 
 
 @dataclass(frozen=True)
@@ -103,6 +120,7 @@ class Witness:
         """Raises: InputError for a state file that is missing (unless `new`), already there (when `new`), or
         not a witness's state."""
         self.cosigner, self.logs, self.path, self.clock = cosigner, logs, path, clock
+        self._full: set[str] = set()  # origins whose evidence cap was reported full
         if os.path.exists(path) == new:
             raise InputError(f"{path}: already exists; a new witness state needs a new file" if new else
                              f"{path}: no such witness state; give --new to start one (a new witness accepts any "
@@ -110,9 +128,11 @@ class Witness:
         try:
             with closing(self._connect()) as db:
                 tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if not new and tables != {"logs", "cosigned", "refused"}:
+                if not new and tables not in (TABLES, LEGACY):
                     raise InputError(f"{path}: not a witness state (its tables: {', '.join(sorted(tables)) or 'none'})")
                 db.executescript(SCHEMA)
+                if tables == LEGACY:
+                    _migrate(db)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{path}: not a witness state ({exc})") from None
 
@@ -121,15 +141,17 @@ class Witness:
         db.execute("PRAGMA journal_mode=WAL")
         return db
 
-    def _signed(self, note: str) -> Checkpoint:
-        """The checkpoint of a note its log's key signed: 404 for an origin not witnessed, 403 without a valid
-        signature by the log's key, 400 for a malformed note."""
+    def _signed(self, note: str) -> tuple[Checkpoint, str]:
+        """The checkpoint of a note its log's key signed, and that note with no signature but the log's: 404 for
+        an origin not witnessed, 403 without a valid signature by the log's key, 400 for a malformed note."""
         origin = note.split("\n", 1)[0]
         verifier = self.logs.get(origin)
         if verifier is None:
             raise Refused(404, f"origin {origin[:100]!r}: not a log this witness follows")
         try:
-            return parse_checkpoint(open_note(note, verifier))
+            text = open_note(note, verifier)
+            signature = next(line for line in split_note(note)[1] if _by(line, verifier))
+            return parse_checkpoint(text), f"{text}\n{signature}\n"
         except IntegrityError as exc:
             raise Refused(403, str(exc)) from None
         except InputError as exc:
@@ -139,38 +161,47 @@ class Witness:
         """Check a request and, when it holds, swap the state and answer the cosignature line (with a newline).
         Raises: Refused with the status tlog-witness gives the first check that fails."""
         request = parse_submission(body)
-        checkpoint = self._signed(request.note)
+        checkpoint, signed = self._signed(request.note)
         if request.old > checkpoint.size:
             raise Refused(400, f"old size {request.old} is larger than the checkpoint's {checkpoint.size}")
         text = checkpoint.text()
         db = self._connect()
         try:
             db.execute("BEGIN IMMEDIATE")  # one writer at a time from the read below to the swap
-            held = db.execute("SELECT size, root, cosigned_at FROM logs WHERE origin = ?",
+            held = db.execute("SELECT size, root, note, cosigned_at FROM logs WHERE origin = ?",
                               (checkpoint.origin,)).fetchone()
-            size, root, last = held if held is not None else (0, EMPTY_ROOT, 0)
+            size, root, note, last = held if held is not None else (0, EMPTY_ROOT, "", 0)
             if request.old != size:
                 raise Refused(409, f"this witness holds size {size}, not {request.old}", size)
+            if checkpoint.size == size and checkpoint.root != root:
+                problem = ("a checkpoint of size 0 must have the empty tree's root" if size == 0 else
+                           f"the size held ({size}) with another root: the log has forked")
+                kept = self._keep(db, checkpoint.origin, problem, text, signed, note)
+                db.execute("COMMIT")
+                raise Refused(422, problem, evidence=kept)
             problem = self._inconsistency(request, checkpoint, root)
             if problem is not None:
-                db.execute("INSERT INTO refused (origin, received_at, status, reason, request) VALUES (?, ?, ?, ?, ?)",
-                           (checkpoint.origin, int(self.clock()), 422, problem, body))
-                db.execute("COMMIT")
-                raise Refused(422, problem)
+                raise Refused(422, problem)  # an unsigned proof: anyone can send one, so nothing is kept
             stamp = max(int(self.clock()), last)  # never before a cosignature it gave this log
             line = self.cosigner.cosign(text, stamp)
             if held is None:
                 swapped = db.execute("INSERT OR IGNORE INTO logs VALUES (?, ?, ?, ?, ?)",
-                                     (checkpoint.origin, checkpoint.size, checkpoint.root, request.note, stamp))
+                                     (checkpoint.origin, checkpoint.size, checkpoint.root, signed, stamp))
+            elif checkpoint.size == size:  # the checkpoint held, pushed again: no row, the time at most once a second
+                if stamp == last:
+                    return line  # nothing to write (the finally rolls the empty transaction back)
+                swapped = db.execute("UPDATE logs SET cosigned_at = ? WHERE origin = ? AND size = ? AND root = ?",
+                                     (stamp, checkpoint.origin, size, root))
             else:
                 swapped = db.execute("UPDATE logs SET size = ?, root = ?, note = ?, cosigned_at = ? "
                                      "WHERE origin = ? AND size = ? AND root = ?",
-                                     (checkpoint.size, checkpoint.root, request.note, stamp, checkpoint.origin,
+                                     (checkpoint.size, checkpoint.root, signed, stamp, checkpoint.origin,
                                       size, root))
             if swapped.rowcount != 1:
                 raise Refused(409, "another request changed this log's state meanwhile", size)
-            db.execute("INSERT INTO cosigned (origin, size, root, cosigned_at) VALUES (?, ?, ?, ?)",
-                       (checkpoint.origin, checkpoint.size, checkpoint.root, stamp))
+            if checkpoint.size != size or held is None:
+                db.execute("INSERT INTO cosigned (origin, size, root, cosigned_at) VALUES (?, ?, ?, ?)",
+                           (checkpoint.origin, checkpoint.size, checkpoint.root, stamp))
             db.execute("COMMIT")  # persisted before the cosignature leaves
             return line
         finally:
@@ -178,14 +209,28 @@ class Witness:
                 db.execute("ROLLBACK")
             db.close()
 
+    def _keep(self, db: sqlite3.Connection, origin: str, reason: str, text: str, signed: str, held: str) -> str | None:
+        """Keep a log-signed checkpoint that contradicts the one held, once per body and within the origin's cap:
+        "kept", "known" (kept before), "full" (the cap reached, said once), or None (full, said before)."""
+        digest = hashlib.sha256(text.encode()).digest()
+        if db.execute("SELECT 1 FROM evidence WHERE body_hash = ?", (digest,)).fetchone():
+            return "known"
+        rows, size = db.execute("SELECT count(*), coalesce(sum(length(note) + length(held)), 0) FROM evidence "
+                                "WHERE origin = ?", (origin,)).fetchone()
+        if rows >= EVIDENCE_ROWS or size + len(signed) + len(held) > EVIDENCE_BYTES:
+            if origin in self._full:
+                return None
+            self._full.add(origin)
+            return "full"
+        db.execute("INSERT INTO evidence (origin, received_at, reason, body_hash, note, held) VALUES (?, ?, ?, ?, ?, ?)",
+                   (origin, int(self.clock()), reason, digest, signed, held))
+        return "kept"
+
     @staticmethod
     def _inconsistency(request: Submission, checkpoint: Checkpoint, root: bytes) -> str | None:
-        """Why the checkpoint is not an append-only growth of the tree held (size request.old, `root`)."""
-        if checkpoint.size == 0 and checkpoint.root != EMPTY_ROOT:
-            return "a checkpoint of size 0 must have the empty tree's root"
+        """Why the request does not prove the checkpoint an append-only growth of the tree held (size
+        request.old, `root`), once the checkpoint is known not to contradict that tree at its own size."""
         if request.old == checkpoint.size:
-            if checkpoint.root != root:
-                return f"the size held ({request.old}) with another root: the log has forked"
             return "a proof between equal sizes must be empty" if request.proof else None
         if request.old == 0:
             return "a proof from size 0 must be empty" if request.proof else None
@@ -201,12 +246,37 @@ class Witness:
             return db.execute("SELECT size, root, note, cosigned_at FROM logs WHERE origin = ?", (origin,)).fetchone()
 
     def history(self, origin: str) -> list[tuple[int, bytes, int]]:
-        """(size, root, time) of every cosignature given for `origin`, in the order given."""
+        """(size, root, time) of each tree cosigned for `origin`, in the order cosigned, with the time first given."""
         with closing(self._connect()) as db:
             return db.execute("SELECT size, root, cosigned_at FROM cosigned WHERE origin = ? ORDER BY id",
                               (origin,)).fetchall()
 
-    def refused(self) -> list[tuple[str, int, str, bytes]]:
-        """Every refused log-signed request kept: (origin, status, reason, request body), oldest first."""
+    def evidence(self) -> list[tuple[str, str, str, str]]:
+        """Every log-signed contradiction kept: (origin, reason, the log-signed note, the note held that it
+        contradicts), oldest first."""
         with closing(self._connect()) as db:
-            return db.execute("SELECT origin, status, reason, request FROM refused ORDER BY id").fetchall()
+            return db.execute("SELECT origin, reason, note, held FROM evidence ORDER BY id").fetchall()
+
+
+def _by(line: str, verifier: Verifier) -> bool:
+    """Whether a signature line names the verifier's key (open_note verified the first such line)."""
+    name, _, blob = line.removeprefix(f"{DASH} ").partition(" ")
+    try:
+        return name == verifier.name and base64.b64decode(blob, validate=True)[:4] == verifier.id
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """A state from before `evidence`: its forks become evidence (the note it held then was not kept), the
+    failing proofs it kept are dropped (they accuse nobody), and so is the old table."""
+    db.execute("BEGIN IMMEDIATE")
+    for origin, received, reason, request in db.execute(
+            "SELECT origin, received_at, reason, request FROM refused WHERE status = 422 ORDER BY id").fetchall():
+        if reason.endswith("the log has forked") or reason.startswith("a checkpoint of size 0"):
+            note = parse_submission(request).note
+            db.execute("INSERT OR IGNORE INTO evidence (origin, received_at, reason, body_hash, note, held) "
+                       "VALUES (?, ?, ?, ?, ?, '')",
+                       (origin, received, reason, hashlib.sha256(split_note(note)[0].encode()).digest(), note))
+    db.execute("DROP TABLE refused")
+    db.execute("COMMIT")
