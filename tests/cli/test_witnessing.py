@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ class Witnesses:
     def __init__(self, folder: Path):
         self.folder, self.processes = folder, []
 
-    def start(self, count: int, origin: str = "example.org/ledger") -> list[str]:
+    def start(self, count: int, origin: str = "example.org/ledger", *options: str) -> list[str]:
         started = []
         for i in range(len(self.processes), len(self.processes) + count):
             (self.folder / f"w{i}").mkdir()
@@ -44,7 +45,7 @@ class Witnesses:
             process = subprocess.Popen(
                 ["timeout", "--kill-after=5", "300", sys.executable, "-m", "ledger.cli", "--db", f"w{i}.db",
                  "witness", "serve", "--new", "--key", f"w{i}.key", "--log", f"{origin}=ledger.vkey",
-                 "--port", str(port)], cwd=self.folder, stdout=log, stderr=subprocess.STDOUT,
+                 "--port", str(port), *options], cwd=self.folder, stdout=log, stderr=subprocess.STDOUT,
                 env={k: v for k, v in os.environ.items() if k != "LEDGER_DB"}, start_new_session=True)
             self.processes.append(process)
             started.append(f"http://127.0.0.1:{port}")
@@ -65,7 +66,7 @@ def _answers(url: str) -> bool:
     try:
         urllib.request.urlopen(urllib.request.Request(f"{url}/add-checkpoint", data=b"", method="POST"), timeout=2)
     except urllib.error.HTTPError as error:
-        return error.code == 400
+        return error.code in (400, 429)
     except OSError:
         return False
     return False
@@ -249,7 +250,7 @@ def test_two_logs_pushing_one_origin_at_once_never_roll_the_witness_back(keyed, 
     from ledger.services.keys import load_signer
     from ledger.storage.store import Store
 
-    [url] = witnesses.start(1)
+    [url] = witnesses.start(1, "example.org/ledger", "--rate", "0")  # two pushers on one address, as fast as they go
     store = Store.open(keyed.location)
     signer = load_signer("ledger.key")
     notes = {size: checkpoint(store, signer, size)[0] for size in range(1, 41)}
@@ -400,3 +401,98 @@ def test_the_monitor_leaves_a_published_record_newer_than_the_cosigned_checkpoin
     assert keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key").exit_code == 0
     again = json.loads(keyed("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "state", "--json").stdout)
     assert (again["size"], again["records"], again["later"]) == (41, 1, 0)
+
+
+def _post(url: str, body: bytes) -> tuple[int, dict, bytes]:
+    """One POST to the witness on a fresh connection: status, headers (lower-case names) and body."""
+    request = urllib.request.Request(f"{url}/add-checkpoint", data=body, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def _state_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.glob("w0.db*"))  # the file, its -wal and -shm
+
+
+def test_300_garbage_requests_store_under_64_kb_accuse_nobody_and_an_honest_push_still_succeeds(keyed, witnesses,
+                                                                                                 tmp_path):
+    import random
+
+    from ledger.log.signed_notes import Checkpoint, generate_signer
+    from ledger.services.witness import MAX_BODY, submission
+
+    [url] = witnesses.start(1, "example.org/ledger", "--rate", "1000")  # the flood is processed, not throttled
+    assert keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey").exit_code == 0  # holds 40
+    grow(keyed, tmp_path)
+    honest = keyed("checkpoint", "--key", "ledger.key").stdout  # the log's own note of 41, which anyone may copy
+    state = tmp_path / "w0.db"
+    with closing(sqlite3.connect(state)) as db:  # closed, so the witness's own connections are the last
+        held_note = db.execute("SELECT note FROM logs").fetchone()[0]
+    stranger = generate_signer("example.org/other")
+    impostor = generate_signer("example.org/ledger")  # the log's name, another key
+    rng = random.Random(42)
+    kinds = [
+        lambda: bytes(rng.randrange(256) for _ in range(rng.randrange(1, 2000))),  # malformed
+        lambda: submission(40, [rng.randbytes(32) for _ in range(rng.randrange(1, 20))], honest),  # an unsigned bad proof
+        lambda: submission(0, [rng.randbytes(32)], honest),  # 409: not the size it holds
+        lambda: submission(0, [], stranger.sign(Checkpoint(stranger.name, 5, rng.randbytes(32)).text())),  # 404
+        lambda: submission(40, [], impostor.sign(Checkpoint(impostor.name, 40, rng.randbytes(32)).text())),  # 403
+        lambda: submission(40, [], honest) + b"x" * MAX_BODY,  # 413
+        lambda: submission(40, [], held_note + f"\u2014 junk{rng.randrange(10**9)} AAAAAAAA\n"),  # the held one again
+    ]
+    before = _state_bytes(tmp_path)
+    statuses = [_post(url, kinds[i % len(kinds)]())[0] for i in range(300)]
+    grew = _state_bytes(tmp_path) - before
+    print(f"300 requests: the state grew by {grew} bytes")
+    assert set(statuses) == {400, 403, 404, 409, 413, 422, 200}, sorted(set(statuses))
+    assert grew < 64 * 1024, grew
+    with closing(sqlite3.connect(state)) as db:
+        assert db.execute("SELECT count(*) FROM evidence").fetchone()[0] == 0  # nobody accused
+        assert db.execute("SELECT count(*) FROM cosigned").fetchone()[0] == 1  # the held note again: no row
+    again = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey")
+    assert again.exit_code == 0 and again.stdout.split("\n")[1] == "41", again.stderr
+    assert held(tmp_path, 0) == 41
+
+
+def test_a_client_over_witness_serve_rate_gets_429_with_retry_after(keyed, witnesses, tmp_path):
+    [url] = witnesses.start(1, "example.org/ledger", "--rate", "0.1")  # one request per 10 s, bursts of 1
+    answers = [_post(url, b"old 0\n\nx") for _ in range(3)]  # the start-up probe may have taken the one token
+    limited = [(headers, body) for status, headers, body in answers if status == 429]
+    assert len(limited) >= 2 and all(status in (400, 429) for status, _, _ in answers)
+    headers, body = limited[-1]
+    assert 1 <= int(headers["retry-after"]) <= 10 and body.count(b"\n") == 1
+
+
+def test_the_same_tree_cosigned_again_by_more_witnesses_is_merged_into_the_note_served(keyed, witnesses, tmp_path,
+                                                                                       ledger_location):
+    from fastapi.testclient import TestClient
+
+    from ledger.log.signed_notes import Checkpoint
+    from ledger.services.keys import load_signer
+    from ledger.storage.cosigned import keep_cosigned, latest_cosigned
+    from ledger.storage.store import Store
+    from ledger.web.app import create_app
+
+    first, second = witnesses.start(2)
+    one = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{first}=w0.vkey")
+    assert one.exit_code == 0 and one.stdout.count("\n— ") == 2, one.stderr
+    both = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{first}=w0.vkey", "--witness", f"{second}=w1.vkey")
+    assert both.exit_code == 0, both.stderr
+    signers = lambda note: [line.split()[1] for line in note.split("\n\n")[1].strip().split("\n")]  # noqa: E731
+    store = Store.open(ledger_location)
+    try:
+        kept = latest_cosigned(store)
+        # One line per key: the log's and w0's as first kept, w1's added.
+        assert kept.startswith(one.stdout) and signers(kept) == ["example.org/ledger", "w0.example", "w1.example"]
+        assert TestClient(create_app(store, load_signer("ledger.key"))).get("/checkpoint").text == kept
+        assert not keep_cosigned(store, one.stdout) and latest_cosigned(store) == kept  # fewer: nothing changes
+        signer = load_signer("ledger.key")  # the same size, another tree: never mixed in
+        other = signer.sign(Checkpoint("example.org/ledger", 40, bytes(32)).text())
+        assert not keep_cosigned(store, other) and latest_cosigned(store) == kept
+    finally:
+        store.close()
+    alone = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{second}=w1.vkey")
+    assert alone.exit_code == 0 and "it stays the one served" in alone.stderr  # w1's line was there already
