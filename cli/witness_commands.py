@@ -11,6 +11,7 @@ from ledger.cli.publish_commands import _can_listen
 from ledger.core.errors import InputError
 from ledger.log.signed_notes import Verifier
 from ledger.services.keys import load_cosigner, load_verifier
+from ledger.services.witness import RATE
 
 app = typer.Typer(name="witness", help="Run a witness (C2SP tlog-witness) that cosigns logs' checkpoints.",
                   no_args_is_help=True)
@@ -43,7 +44,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.", min=0, max=65535)] = 8090,
     rate: Annotated[float, typer.Option("--rate", min=0, help="Requests a second per client address (bursts of "
-                                                              "twice that; over it: 429). 0: no limit.")] = 10.0,
+                                                              "twice that; over it: 429). 0: no limit.")] = RATE,
 ) -> None:
     """Answer POST /add-checkpoint: cosign a log's checkpoint when its key signed it and it is consistent
     with the last one cosigned (the state: --db, a SQLite file)."""

@@ -20,11 +20,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from ledger.services.witness import MAX_BODY, SIZE_TYPE, Refused, Witness
+from ledger.services.witness import MAX_BODY, RATE, SIZE_TYPE, Refused, Witness
 
 log = logging.getLogger("ledger.witness")
 TEXT = "text/plain; charset=utf-8"
-RATE = 10.0  # requests a second per client address; an honest log pushes once per checkpoint per witness
 TRACKED = 4096  # client addresses remembered; the least recent is forgotten first (so it gets a full bucket)
 
 

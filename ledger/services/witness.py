@@ -43,6 +43,7 @@ from ledger.log.signed_notes import DASH, Checkpoint, Verifier, open_note, parse
 
 MAX_BODY = 16 * 1024  # as transparency-dev/witness: more than a 63-line proof and a note with many signatures
 MAX_PROOF = 63  # tlog-witness: a client MUST NOT send more
+RATE = 10.0  # requests a second per client address (`witness serve --rate`): a log pushes once per checkpoint
 SIZE_TYPE = "text/x.tlog.size"
 # A log's key signs a fork at most a few times before someone notices; these bound what a log that signs
 # forks in a loop (or a stolen key) can make a witness keep. Past either, nothing more is kept for that origin.
@@ -141,9 +142,10 @@ class Witness:
         db.execute("PRAGMA journal_mode=WAL")
         return db
 
-    def _signed(self, note: str) -> tuple[Checkpoint, str]:
-        """The checkpoint of a note its log's key signed, and that note with no signature but the log's: 404 for
-        an origin not witnessed, 403 without a valid signature by the log's key, 400 for a malformed note."""
+    def _signed(self, note: str) -> tuple[Checkpoint, str, str]:
+        """The checkpoint of a note its log's key signed, the text signed, and the note with no signature but the
+        log's: 404 for an origin not witnessed, 403 without a valid signature by the log's key, 400 for a
+        malformed note."""
         origin = note.split("\n", 1)[0]
         verifier = self.logs.get(origin)
         if verifier is None:
@@ -151,7 +153,7 @@ class Witness:
         try:
             text = open_note(note, verifier)
             signature = next(line for line in split_note(note)[1] if _by(line, verifier))
-            return parse_checkpoint(text), f"{text}\n{signature}\n"
+            return parse_checkpoint(text), text, f"{text}\n{signature}\n"
         except IntegrityError as exc:
             raise Refused(403, str(exc)) from None
         except InputError as exc:
@@ -161,10 +163,9 @@ class Witness:
         """Check a request and, when it holds, swap the state and answer the cosignature line (with a newline).
         Raises: Refused with the status tlog-witness gives the first check that fails."""
         request = parse_submission(body)
-        checkpoint, signed = self._signed(request.note)
+        checkpoint, text, signed = self._signed(request.note)  # `text` as signed: its extension lines in its order
         if request.old > checkpoint.size:
             raise Refused(400, f"old size {request.old} is larger than the checkpoint's {checkpoint.size}")
-        text = checkpoint.text()
         db = self._connect()
         try:
             db.execute("BEGIN IMMEDIATE")  # one writer at a time from the read below to the swap
@@ -259,10 +260,11 @@ class Witness:
 
 
 def _by(line: str, verifier: Verifier) -> bool:
-    """Whether a signature line names the verifier's key (open_note verified the first such line)."""
+    """Whether a signature line is one open_note would check with the verifier (it verified the first such)."""
     name, _, blob = line.removeprefix(f"{DASH} ").partition(" ")
     try:
-        return name == verifier.name and base64.b64decode(blob, validate=True)[:4] == verifier.id
+        raw = base64.b64decode(blob, validate=True)
+        return name == verifier.name and raw[:4] == verifier.id and len(raw) == 68
     except (binascii.Error, ValueError):
         return False
 

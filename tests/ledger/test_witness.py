@@ -265,3 +265,14 @@ def test_a_client_over_the_rate_gets_429_with_retry_after_before_its_body_is_rea
     assert witness.held(SIGNER.name) is None
     unlimited = TestClient(create_witness_app(witness, rate=0))
     assert all(unlimited.post("/add-checkpoint", content=b"x").status_code == 400 for _ in range(30))
+
+
+def test_the_cosignature_is_over_the_text_signed_and_the_note_kept_has_the_verified_signature(witness, client):
+    root = base64.b64encode(EMPTY_ROOT).decode()
+    text = f"{SIGNER.name}\n0\n{root}\nother/v1 x\npaper-index/v1 {base64.b64encode(bytes(32)).decode()}\n"
+    signed = SIGNER.sign(text)  # extension lines in an order parse-then-print would change
+    bogus = f"\u2014 {SIGNER.name} {base64.b64encode(SIGNER.verifier.id + bytes(10)).decode()}\n"  # not 68 bytes
+    text_part, signature = signed.split("\n\n")
+    answer = add(client, 0, [], f"{text_part}\n\n{bogus}{signature}")
+    assert answer.status_code == 200 and COSIGNER.key.timestamp(text, answer.text.rstrip("\n")) is not None
+    assert witness.held(SIGNER.name)[2] == signed
