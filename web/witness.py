@@ -91,9 +91,9 @@ def create_witness_app(witness: Witness, rate: float = RATE) -> FastAPI:
             if refused.status == 409:
                 return Response(f"{refused.size}\n".encode(), 409, headers={"content-type": SIZE_TYPE})  # no charset
             if refused.evidence == "kept":
-                log.warning("witness: kept a log-signed checkpoint as evidence: %s", refused.reason)
+                log.warning("witness: kept a checkpoint %s signed as evidence: %s", refused.origin, refused.reason)
             elif refused.evidence == "full":
-                log.warning("witness: the evidence kept for this log is at its cap; no more is kept: %s",
+                log.warning("witness: the evidence kept for %s is at its cap; no more is kept: %s", refused.origin,
                             refused.reason)
             return Response(refused.reason + "\n", refused.status, media_type=TEXT)
         return Response(lines, 200, media_type=TEXT)

@@ -65,11 +65,12 @@ LEGACY = {"logs", "cosigned", "refused"}  # before evidence: every 422 kept, the
 class Refused(Exception):
     """A request the witness does not cosign: its HTTP status, a one-line reason, for 409 the size held, and for
     a log-signed contradiction what became of it as evidence ("kept", "known" already, or "full": the
-    origin's cap reached, said once per origin and process)."""
+    origin's cap reached, said once per origin and process) with the origin."""
 
-    def __init__(self, status: int, reason: str, size: int | None = None, evidence: str | None = None):
+    def __init__(self, status: int, reason: str, size: int | None = None, evidence: str | None = None,
+                 origin: str = ""):
         super().__init__(reason)
-        self.status, self.reason, self.size, self.evidence = status, reason, size, evidence
+        self.status, self.reason, self.size, self.evidence, self.origin = status, reason, size, evidence, origin
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ class Witness:
                            f"the size held ({size}) with another root: the log has forked")
                 kept = self._keep(db, checkpoint.origin, problem, text, signed, note)
                 db.execute("COMMIT")
-                raise Refused(422, problem, evidence=kept)
+                raise Refused(422, problem, evidence=kept, origin=checkpoint.origin)
             problem = self._inconsistency(request, checkpoint, root)
             if problem is not None:
                 raise Refused(422, problem)  # an unsigned proof: anyone can send one, so nothing is kept

@@ -135,7 +135,7 @@ def test_evidence_is_capped_per_origin(log, witness, client, monkeypatch, caplog
         assert add(client, 20, [], forked).status_code == 422
     assert [row[2] for row in witness.evidence()] == forks[:3]
     said = [r.getMessage() for r in caplog.records if r.name == "ledger.witness"]
-    assert len(said) == 4 and "at its cap" in said[3]  # three kept, then the cap said once
+    assert len(said) == 4 and f"evidence kept for {SIGNER.name} is at its cap" in said[3]  # three kept, then once
     monkeypatch.setattr(service, "EVIDENCE_ROWS", 1000)
     monkeypatch.setattr(service, "EVIDENCE_BYTES", 1)  # the byte cap as well
     assert add(client, 20, [], forks[4]).status_code == 422 and len(witness.evidence()) == 3
