@@ -224,7 +224,8 @@ class Witness:
                 return None
             self._full.add(origin)
             return "full"
-        db.execute("INSERT INTO evidence (origin, received_at, reason, body_hash, note, held) VALUES (?, ?, ?, ?, ?, ?)",
+        db.execute("INSERT INTO evidence (origin, received_at, reason, body_hash, note, held) "
+                   "VALUES (?, ?, ?, ?, ?, ?)",
                    (origin, int(self.clock()), reason, digest, signed, held))
         return "kept"
 

@@ -436,7 +436,7 @@ def test_300_garbage_requests_store_under_64_kb_accuse_nobody_and_an_honest_push
     rng = random.Random(42)
     kinds = [
         lambda: bytes(rng.randrange(256) for _ in range(rng.randrange(1, 2000))),  # malformed
-        lambda: submission(40, [rng.randbytes(32) for _ in range(rng.randrange(1, 20))], honest),  # an unsigned bad proof
+        lambda: submission(40, [rng.randbytes(32) for _ in range(rng.randrange(1, 20))], honest),  # unsigned, bad
         lambda: submission(0, [rng.randbytes(32)], honest),  # 409: not the size it holds
         lambda: submission(0, [], stranger.sign(Checkpoint(stranger.name, 5, rng.randbytes(32)).text())),  # 404
         lambda: submission(40, [], impostor.sign(Checkpoint(impostor.name, 40, rng.randbytes(32)).text())),  # 403
