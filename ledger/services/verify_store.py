@@ -2,15 +2,16 @@
 
 The chain check (`verify.verify_chain`) proves the entries are the ones appended; every other stored row is
 derived from them, and is what `replay`, `checkpoint` and proofs read: an event's subject, paper and effective
-key (the kinds table's `derive`, as the import ran it), the
-observation-to-paper links with the seq that first made each, the Merkle nodes (`merkle.grow`, as the writer
-grows them), and the paper index (every stored node and root re-hashed; the latest root re-computed from the log
-as `verify --index` and the monitor do). The first row that differs is named (seq, node or paper): IntegrityError,
-exit 1. A paper id that the one id parser refuses (appended before ids were checked at import) is named too.
+key (the kinds table's `derive`, as the import ran it), the observation-to-paper links with the seq that first
+made each, the Merkle nodes (`merkle.grow`, as the writer grows them), and the paper index (every stored node
+and root re-hashed; the latest root re-computed from the log as `verify --index` and the monitor do). The first
+row that differs is named (seq, node or paper): IntegrityError, exit 1. A paper id that the one id parser
+refuses (appended before ids were checked at import) is named too, with its seq.
 
 One pass over the events, a page at a time, inside one snapshot: links and Merkle nodes are compared a chunk of
 seqs at a time, so memory stays flat in the log's size, except for the paper index's re-computation, which holds
-one leaf hash per event up to the latest index size (as the monitor does). It never writes.
+40 bytes per event up to the latest index size (as the monitor holds its leaves). It never writes, and never
+trusts a derived row to check another: each is compared with what the entries derive.
 """
 
 from __future__ import annotations
