@@ -140,6 +140,15 @@ def test_a_paper_links_seq_changed_is_named(indexed, by):
         failed(indexed, f"a link of arXiv:'{paper}' to observation '{observation}' at seq {seq - 1} that no citation")
 
 
+def test_a_paper_link_cannot_be_changed_without_dropping_a_guard(indexed):
+    """SQLite refused only DELETE on the links; an UPDATE of a link's seq went through unguarded."""
+    from sqlalchemy.exc import DBAPIError
+
+    with pytest.raises(DBAPIError, match="append-only"):
+        with indexed.engine.connect() as conn, conn.begin():
+            conn.execute(text("UPDATE observation_papers SET seq = seq + 1"))
+
+
 def test_a_merkle_node_with_one_byte_flipped_is_named(indexed):
     digest = bytes(one(indexed, "SELECT hash FROM merkle_nodes WHERE level = 4 AND idx = 1")[0])
     edit(indexed, "merkle_nodes", "UPDATE merkle_nodes SET hash = :h WHERE level = 4 AND idx = 1", {"h": flipped(digest)})
