@@ -215,3 +215,19 @@ def test_a_bad_paper_id_appended_before_ids_were_checked_is_named_by_its_seq(see
         writer.append([event])
     failed(seeded, "seq 41: arXiv:'../../etc/passwd' is not a paper id the ledger accepts today (1 such event); "
                    "`replay --out` and `publish` skip that paper")
+
+
+@pytest.mark.parametrize("chunk", [8, 16, 17])
+def test_links_and_nodes_compared_a_chunk_at_a_time_agree_with_one_chunk(indexed, monkeypatch, chunk):
+    """The comparison runs a chunk of seqs at a time (65,536 in use): with small chunks, a ledger as appended
+    still passes, and an edit in a middle chunk is named the same."""
+    from ledger.services import verify_store
+
+    monkeypatch.setattr(verify_store, "CHUNK", chunk)
+    whole = run(indexed, "--full")
+    assert whole.exit_code == 0 and "24 paper links, 3 Merkle nodes" in whole.stdout, whole.stderr
+    seq, paper, observation = one(indexed, "SELECT seq, paper, observation FROM observation_papers WHERE seq > 20 "
+                                           "ORDER BY seq LIMIT 1")
+    edit(indexed, "observation_papers", "DELETE FROM observation_papers WHERE paper = :p AND observation = :o",
+         {"p": paper, "o": observation})
+    failed(indexed, f"no link of arXiv:'{paper}' to observation '{observation}'; the citation at seq {seq} makes it")
