@@ -12,7 +12,7 @@ from functools import partial
 
 from ledger.cli.common import Jobs, Json, Meter, db_location, open_store, progress, read_text, write_json, write_stdout
 from ledger.cli.common import Cosigned, PolicyFile, Quorum, WitnessKeys, paper_option, paper_or_other_id, witness_check
-from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines
+from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines, store_account
 from ledger.audit.auditor import load_json, verify_index
 from ledger.audit.evidence import verify_bundle
 from ledger.core.canonical import canonical
@@ -26,6 +26,7 @@ from ledger.services.replay import render_records, shared
 from ledger.storage.store import Store, sqlite_path
 from ledger.services.keys import load_signer, load_verifier
 from ledger.services.verify import compare_record, verify_chain
+from ledger.services.verify_store import verify_store
 from ledger.core.times import when
 from ledger.core.workers import Workers
 from ledger.projections import history as views
@@ -200,16 +201,23 @@ def verify(
                                                                                "--index; default: none).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A record must be today's rebuild, not only what the "
                                          "ledger knew when it was published.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="With no file: also re-derive every stored row from the "
+                                       "entries (each event's subject, paper and effective key, the paper links, the "
+                                       "Merkle nodes, the paper index) and name the first that differs. Default: off "
+                                       "(the chain only).")] = False,
     witness_key: WitnessKeys = None,
     quorum: Quorum = None,
     policy: PolicyFile = None,
     cosigned: Cosigned = None,
     json: Json = False,
 ) -> None:
-    """Re-check published records (digests and history), or with no file the whole chain."""
+    """Re-check published records (digests and history), or with no file the whole chain (--full: and every row
+    derived from it)."""
     witnesses = (witness_key, quorum, policy, cosigned)
     if (witness_key or any(option is not None for option in witnesses[1:])) and index is None and evidence is None:
         raise InputError("--witness-key, --quorum, --policy and --cosigned: only with --evidence or --index")
+    if full and (index is not None or evidence is not None):
+        raise InputError("--full: checks the ledger itself, not with --evidence or --index")
     if index is not None:
         if checkpoint is None or verifier_key is None or evidence is not None or records:
             raise InputError("--index: needs --checkpoint and --verifier-key, and nothing else to verify")
@@ -237,13 +245,18 @@ def verify(
         raise InputError("--verifier-key: only with --evidence or --index")
     location = db_location(ctx)
     if not records:
-        if is_exported_log(location):
+        if is_exported_log(location):  # entries only: nothing derived is stored in it
             account = chain_account(verify_chain(log_entries(location), progress))
+        elif full:
+            account = store_account(verify_store(open_store(ctx), progress))
         else:
             store = open_store(ctx)
             account = chain_account(verify_chain(store.entries(), progress))
-        _say(json, {"ok": True, "checked": "chain", "account": account}, account)
+        _say(json, {"ok": True, "checked": "store" if full and not is_exported_log(location) else "chain",
+                    "account": account}, account)
         return
+    if full:
+        raise InputError("--full: checks the ledger itself, with no RECORD file")
     _verify_records(input_files(records, (".json",)), _store_if_any(ctx), strict, json)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ledger.audit.results import Evidence, Included, IndexMatch, PaperCount, Prefix
 from ledger.log.chain import hex_hash
 from ledger.services.verify import ChainHead, RecordCheck
+from ledger.services.verify_store import StoreCheck
 from ledger.model.parts import counted
 
 
@@ -46,6 +47,19 @@ def index_account(proved: IndexMatch, checkpoint: str) -> str:
 def chain_account(head: ChainHead) -> str:
     """`verify` with no file: the whole chain re-computed."""
     return f"ok: {counted(head.seq, 'event')}, every entry hash and chain link re-computes; head {head.seq} {hex_hash(head.chain)}"
+
+
+def store_account(check: StoreCheck) -> str:
+    """`verify --full`: the chain, and every row derived from it, re-derived and equal."""
+    head = check.head
+    if check.index_size is None:
+        index = "no paper index kept yet"
+    else:
+        index = (f"{counted(check.index_nodes, 'paper index node')} and {counted(check.index_roots, 'root')} re-hash, "
+                 f"the latest (size {check.index_size}, {counted(check.index_papers, 'paper')}) re-computed from the log")
+    return (f"ok: {counted(head.seq, 'event')}, every entry hash and chain link re-computes, and every row derived from "
+            f"them: subject, paper and effective key of each event, {counted(check.links, 'paper link')}, "
+            f"{counted(check.nodes, 'Merkle node')}; {index}; head {head.seq} {hex_hash(head.chain)}")
 
 
 def record_lines(check: RecordCheck) -> list[str]:

@@ -271,6 +271,65 @@ class Cursor:
         rows = self.store.backend.stored_facts(self, keys) if keys else []
         return {(r[0], r[1], r[2]): (r[3], _blob(r[4])) for r in rows}
 
+    # -- what `verify --full` compares with the entries (ledger.services.verify_store) ----------------------
+    def event_rows_after(self, after: int, limit: int) -> list[tuple]:
+        """Up to `limit` events from seq `after` + 1, in ledger order: each an Entry's seven fields, then the
+        columns derived when it was appended (subject, paper, effective_key), as stored. Raises the driver's
+        errors."""
+        return self.execute(f"SELECT {self.store.backend.entry_columns}, subject, paper, effective_key FROM events "
+                            "WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall()
+
+    def links_between(self, after: int, last: int) -> list[tuple]:
+        """The stored paper links (seq, paper, observation) with `after` < seq <= `last`, sorted. Raises the
+        driver's errors."""
+        return self.execute("SELECT seq, paper, observation FROM observation_papers WHERE seq > ? AND seq <= ? "
+                            "ORDER BY seq, paper, observation", (after, last)).fetchall()
+
+    def link_seq(self, paper: str, observation: str) -> object:
+        """The seq stored with one paper link, or None when there is no such link. Raises the driver's errors."""
+        row = self.execute("SELECT seq FROM observation_papers WHERE paper = ? AND observation = ?",
+                           (paper, observation)).fetchone()
+        return None if row is None else row[0]
+
+    def stray_link(self, size: int) -> tuple | None:
+        """A stored paper link whose seq is not one of 1..`size` (none, NULL, or past it), or None. Raises the
+        driver's errors."""
+        return self.execute("SELECT seq, paper, observation FROM observation_papers WHERE seq IS NULL OR seq < 1 "
+                            "OR seq > ? LIMIT 1", (size,)).fetchone()
+
+    def nodes_completed(self, after: int, last: int) -> list[tuple[int, int, bytes]]:
+        """The stored Merkle nodes (level, index, hash) whose last leaf is one of seqs `after` + 1 .. `last`
+        (of the levels stored), read by key. Raises the driver's errors."""
+        ranges = [(level, after >> level, (last >> level) - 1) for level in range(STORED_FROM_LEVEL, last.bit_length())
+                  if after >> level <= (last >> level) - 1]
+        if not ranges:
+            return []
+        rows = self.execute("SELECT level, idx, hash FROM merkle_nodes WHERE "
+                            + " OR ".join(["(level = ? AND idx >= ? AND idx <= ?)"] * len(ranges)),
+                            [v for r in ranges for v in r]).fetchall()
+        return [(level, index, _blob(digest)) for level, index, digest in rows]
+
+    def stray_node(self, size: int) -> tuple | None:
+        """A stored Merkle node (level, index) that is no perfect subtree of the first `size` leaves at a
+        stored level, or None. Raises the driver's errors."""
+        levels = range(STORED_FROM_LEVEL, 63)
+        row = self.execute(f"SELECT level, idx FROM merkle_nodes WHERE level IS NULL OR level < {STORED_FROM_LEVEL} "
+                           "OR level > 62 OR idx IS NULL OR idx < 0 OR "
+                           + " OR ".join(["(level = ? AND idx >= ?)"] * len(levels)) + " LIMIT 1",
+                           [v for level in levels for v in (level, size >> level)]).fetchone()
+        return None if row is None else tuple(row)
+
+    def index_node_rows_after(self, after: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to `limit` stored paper index nodes (id, bytes) with id > `after`, by id. Raises the driver's
+        errors."""
+        return [(node_id, _blob(data)) for node_id, data in self.execute(
+            "SELECT id, node FROM index_nodes WHERE id > ? ORDER BY id LIMIT ?", (after, limit)).fetchall()]
+
+    def index_root_rows(self) -> list[tuple[int, int | None, bytes]]:
+        """Every stored paper index root (size, root node id, hash), by size. Raises the driver's errors."""
+        return [(size, node, _blob(digest)) for size, node, digest in
+                self.execute("SELECT size, node, hash FROM index_roots ORDER BY size").fetchall()]
+
 
 def _snapshot_by(as_of_key: str, known_at: str | None) -> tuple[str, list]:
     """Whether paper `p.paper` has a snapshot effective by `as_of_key` (and recorded by `known_at`): an SQL

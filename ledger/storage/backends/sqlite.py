@@ -54,6 +54,9 @@ class SQLite(Backend):
            BEGIN SELECT RAISE(ABORT, 'events must be appended in sequence'); END""",
         """CREATE TRIGGER observation_papers_append_only BEFORE DELETE ON observation_papers
            BEGIN SELECT RAISE(ABORT, 'observation_papers is append-only'); END""",
+        # A link's seq says where the paper index counts it from: changed, replay and the index would differ.
+        """CREATE TRIGGER observation_papers_no_update BEFORE UPDATE ON observation_papers
+           BEGIN SELECT RAISE(ABORT, 'observation_papers is append-only'); END""",
         """CREATE TRIGGER merkle_nodes_no_update BEFORE UPDATE ON merkle_nodes
            BEGIN SELECT RAISE(ABORT, 'merkle_nodes is append-only'); END""",
         """CREATE TRIGGER merkle_nodes_no_delete BEFORE DELETE ON merkle_nodes
