@@ -67,6 +67,14 @@ def is_paper_id(text: object) -> bool:
     return isinstance(text, str) and _well_formed(text)
 
 
+def skipped_paper(paper: str) -> str:
+    """What a command that writes a file or a link per paper says of a paper whose id it passes over: one
+    appended before import checked ids (`is_paper_id`), which no command turns into a path."""
+    shown = paper if len(paper) <= 80 else f"{paper[:77]}..."
+    return (f"skipped the paper {shown!r}: not an arXiv id, so never a file name or a link (appended before import "
+            "checked ids)")
+
+
 # A month of papers, as arXiv lists them: `2407` (new style) or `hep-th/9901` (an old-style archive's month).
 _MONTH = re.compile(r"[0-9]{4}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/[0-9]{4}", re.ASCII)
 
