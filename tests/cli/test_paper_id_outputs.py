@@ -6,6 +6,7 @@ with one warning line, and the site never links it."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from fastapi.testclient import TestClient
@@ -142,3 +143,27 @@ def test_the_home_page_does_not_link_a_bad_id_of_an_old_ledger(new_location, tmp
     assert home.status_code == 200 and "etc/passwd" not in home.text and "Escape" not in home.text
     assert f'href="/paper/{PAPER_004}' in home.text
     assert client.get("/paper/../../etc/passwd").status_code in (400, 404)
+
+
+@pytest.mark.parametrize("malformed", ["../../etc/passwd", "javascript:alert(1)", "2407.2001"])
+def test_a_citations_malformed_id_is_shown_never_linked(store, tmp_path, malformed):
+    """A reference's malformed identifier is data: the record page shows it, and links neither arXiv nor a page
+    here from it; the well-formed ids of the other cards still link."""
+    from ledger.importing.importer import import_files
+    from ledger.web.app import create_app
+    from tests.helpers import redigest, seed_record, write_record
+
+    record = seed_record()
+    obs = record["inbound"][0]
+    obs["citation"]["citing_paper"]["arxiv_id"] = malformed
+    obs["links"]["citing_paper"] = f"/paper/{malformed}"
+    record["inbound"].sort(key=lambda o: o["citation"]["citing_paper"]["arxiv_id"])  # the record's order
+    import_files(store, [write_record(tmp_path / "record.json", redigest(record))])
+    page = TestClient(create_app(store, None)).get(f"/paper/{PAPER_004}/citation-record?as_of={record['as_of']}")
+    assert page.status_code == 200 and f"arXiv:{malformed}" in page.text.replace("&#34;", '"')
+    hrefs = re.findall(r'href="([^"]*)"', page.text)
+    named = re.compile(re.escape(malformed) + r"(?![0-9])")  # 2407.2001, not the 2407.20018 it is a prefix of
+    assert not [h for h in hrefs if named.search(h) or "passwd" in h or h.startswith("javascript")]
+    other = next(o["citation"]["citing_paper"]["arxiv_id"] for o in record["inbound"]
+                 if o["citation"]["citing_paper"]["arxiv_id"] != malformed)
+    assert f"https://arxiv.org/abs/{other}" in hrefs
