@@ -21,6 +21,7 @@ from pathlib import Path
 from ledger.core.errors import InputError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+HELD = 64  # folders below held open at most: a site of many months or archives stays far from the fd limit
 _NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -70,7 +71,7 @@ class Folder:
     def forget(self, prefix: str) -> None:
         """Close the folders held open under `prefix` (a relative path ending in `/`): what is held stays
         bounded when a run writes many folders (one per paper)."""
-        for name in [name for name in self._folders if name.startswith(prefix)]:
+        for name in [name for name in self._folders if name.startswith(prefix) and name]:  # never the folder itself
             os.close(self._folders.pop(name))
 
     def put(self, relative: str, data: bytes, only_changed: bool = False) -> tuple[bool, os.stat_result]:
@@ -81,7 +82,8 @@ class Folder:
         parent = self._folder(folders, relative)
         try:
             found = self._existing(parent, name, relative)
-            if only_changed and found is not None and found.st_size == len(data) and self._holds(parent, name, data):
+            if (only_changed and found is not None and stat.S_ISREG(found.st_mode) and found.st_size == len(data)
+                    and self._holds(parent, name, data)):  # a regular file only: reading a FIFO would wait forever
                 return False, found
             temporary = f".{name}.{os.getpid()}.tmp"
             self._write_new(parent, temporary, data)
@@ -125,6 +127,8 @@ class Folder:
                 if _is_link(fd, name):
                     raise _link_refusal(relative, walked[:-1], self.path) from None
                 raise InputError(f"{self.path / relative}: cannot write: {exc.strerror}") from None
+            if len(self._folders) > HELD:
+                self.forget("")
             fd = self._folders[walked] = child
         return fd
 
@@ -139,7 +143,7 @@ class Folder:
 
     @staticmethod
     def _holds(parent: int, name: str, data: bytes) -> bool:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
         with os.fdopen(fd, "rb") as file:
             return file.read(len(data) + 1) == data
 

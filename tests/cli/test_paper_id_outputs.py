@@ -65,6 +65,19 @@ def test_a_link_swapped_in_after_the_folder_was_walked_is_not_followed(tmp_path)
     assert tree(outside) == [] and sorted(tree(tmp_path / "moved")) == ["x.json", "y.json"]
 
 
+def test_the_helper_holds_few_folders_open_and_never_reads_a_fifo(tmp_path):
+    from ledger.core.files import HELD
+
+    with Folder(tmp_path / "out") as folder:
+        for n in range(3 * HELD):  # an old-style archive's months, say: more folders than are held open
+            folder.put(f"papers/a{n}/9901/index.html", b"x")
+            assert len(folder._folders) <= HELD + 1
+        os.mkfifo(tmp_path / "out" / "pipe.json")
+        assert folder.put("pipe.json", b"x", only_changed=True)[0] is True  # replaced, not read (it would block)
+    assert (tmp_path / "out" / "pipe.json").read_bytes() == b"x"
+    assert len(os.listdir(tmp_path / "out" / "papers")) == 3 * HELD
+
+
 def test_write_file_refuses_a_link_and_names_the_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "target").write_bytes(b"mine")
