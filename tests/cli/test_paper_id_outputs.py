@@ -180,3 +180,31 @@ def test_a_citations_malformed_id_is_shown_never_linked(store, tmp_path, malform
     other = next(o["citation"]["citing_paper"]["arxiv_id"] for o in record["inbound"]
                  if o["citation"]["citing_paper"]["arxiv_id"] != malformed)
     assert f"https://arxiv.org/abs/{other}" in hrefs
+
+
+# -- the monitor: a log's entries are imported through the same door ---------------------------------------
+def test_a_signed_entry_with_a_bad_paper_id_is_refused_by_the_monitor(keyed, tmp_path):
+    """A log of one entry, a snapshot of the paper ../../etc/passwd, its tiles and a checkpoint signed over them:
+    the monitor's copy is appended through import's parser, which names the field (exit 1, as for any entry
+    that is not an event of the vocabulary), and nothing is kept."""
+    import json as jsonlib
+
+    from ledger.log.chain import entry_bytes
+    from ledger.log.merkle import leaf_hash
+    from ledger.log.signed_notes import Checkpoint
+    from ledger.services.keys import load_signer
+
+    payload = b'{"arxiv_id":"../../etc/passwd","snapshot_observed_at":"2026-01-01T00:00:00Z"}'
+    leaf = entry_bytes(1, "paper.snapshot", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.000000Z", payload)
+    site = tmp_path / "site"
+    (site / "tile" / "0" / "000.p").mkdir(parents=True)
+    (site / "tile" / "entries" / "000.p").mkdir(parents=True)
+    (site / "tile" / "0" / "000.p" / "1").write_bytes(leaf_hash(leaf))
+    (site / "tile" / "entries" / "000.p" / "1").write_bytes(len(leaf).to_bytes(2, "big") + leaf)
+    signer = load_signer("ledger.key")
+    (site / "checkpoint").write_text(signer.sign(Checkpoint(signer.name, 1, leaf_hash(leaf)).text()))
+    bad = keyed("monitor", "site", "--verifier-key", "ledger.vkey", "--state", "state", "--json")
+    assert bad.exit_code == 1, bad.stderr
+    assert "field payload.arxiv_id: not an arXiv id: '../../etc/passwd'" in bad.stderr
+    assert bad.stderr.count("\n") == 1 and jsonlib.loads(bad.stdout)["entries"] == [1, 1]
+    assert not (tmp_path / "state" / "checkpoint").exists()
