@@ -104,6 +104,17 @@ def test_replay_out_does_not_follow_a_symlink_inside_its_folder(seeded, tmp_path
     assert (outside / "victim").read_bytes() == b"mine" and tree(outside) == ["victim"]
 
 
+def test_replay_out_writes_an_old_style_id_under_its_archive_folder(seeded, tmp_path):
+    from tests.helpers import event_line
+
+    (tmp_path / "old.jsonl").write_bytes(event_line("paper.snapshot", {
+        "arxiv_id": "hep-th/9901001", "snapshot_observed_at": "2026-01-01T00:00:00Z", "title": "Old style"}))
+    assert seeded("import", "old.jsonl").exit_code == 0
+    result = seeded("replay", "--as-of", AS_OF, "--out", "recs")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    assert tree(tmp_path / "recs") == [f"{PAPER_004}.json", "hep-th", "hep-th/9901001.json"]
+
+
 @pytest.mark.parametrize("option", ["--out", "--evidence"])
 def test_replay_one_file_is_not_written_through_a_symlink(keyed, tmp_path, option):
     (tmp_path / "victim").write_bytes(b"mine")
