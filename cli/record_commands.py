@@ -105,12 +105,12 @@ def replay(
         signer = load_signer(key)
         store = open_store(ctx)
         bundle = evidence_bundle(store, paper, at, signer, known_key, witnessed=latest_witnessed(store, signer.verifier))
-        _write(evidence, canonical(bundle))
+        write_file(evidence, canonical(bundle))
         typer.echo(f"wrote {evidence}: every event of arXiv:{paper} in the log of size {bundle['index']['tree_size']} "
                    f"({len(bundle['events'])}), each with its inclusion proofs, the paper index proof and a signed "
                    "checkpoint")
         if out is not None:  # the record the bundle rebuilds, as --out writes it without --evidence
-            _write(out, _render(bundle["record"], fmt))
+            write_file(out, _render(bundle["record"], fmt))
             typer.echo(f"wrote {out}: the record of arXiv:{paper} as of {bundle['record']['as_of']}")
         return
     if key is not None:
@@ -126,7 +126,7 @@ def replay(
             raise NotFoundError(f"{exc}{known_note}") from None
         data = _render(record, fmt)
         if out is not None:
-            _write(out, data)
+            write_file(out, data)
         else:
             write_stdout(data)
         if stats:
@@ -185,10 +185,6 @@ def _folder(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--out {path}: cannot make the folder: {exc.strerror}") from None
-
-
-def _write(path: Path, data: bytes) -> None:
-    write_file(path, data)
 
 
 @app.command()
