@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError
@@ -56,6 +57,18 @@ def legacy_ledger(location: str, tmp_path, bad: str, monkeypatch) -> Cli:
 def test_is_paper_id_is_the_one_spelling():
     assert is_paper_id("2407.20018") and is_paper_id("hep-th/9901001") and is_paper_id("math.AG/0601001")
     assert not any(is_paper_id(bad) for bad in BAD) and not is_paper_id(None) and not is_paper_id(2407.20018)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.from_regex(r"[a-z.\-]{1,12}/[0-9./]{1,9}", fullmatch=True),
+                 st.from_regex(r"[0-9.]{4,11}(/[.]{1,2})?", fullmatch=True)))
+def test_an_id_the_door_accepts_is_a_path_of_plain_names(text):
+    # What import lets in is what replay --out and publish join to a folder: it must stay a relative path of
+    # plain names (the file helper's own rule), whatever the text.
+    if is_paper_id(text):
+        parts = text.split("/")
+        assert len(parts) <= 2 and all(p not in ("", ".", "..") and p.isascii() and p.isprintable() for p in parts)
+        assert not any(c in text for c in "\\\x00 :")
 
 
 @pytest.mark.parametrize("bad", BAD)
