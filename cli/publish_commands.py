@@ -79,6 +79,7 @@ def publish(
     json: Json = False,
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""
+    from ledger.model.arxiv import skipped_paper
     from ledger.web.publish import publish as write_site
     from ledger.core.times import when
 
@@ -88,6 +89,8 @@ def publish(
     result = write_site(open_store(ctx), out, at, signer, lambda done, total: meter.update("", done, total, done),
                         trust_folder)
     meter.close()
+    for paper in result.skipped:
+        typer.echo(f"ledger: warning: {skipped_paper(paper)}", err=True)
     if json:
         write_json(result.as_json())
     else:

@@ -18,6 +18,8 @@ from ledger.audit.evidence import verify_bundle
 from ledger.core.canonical import canonical
 from ledger.log.chain import hex_hash
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
+from ledger.core.files import Folder, write_file
+from ledger.model.arxiv import is_paper_id, skipped_paper
 from ledger.importing.importer import import_files
 from ledger.core.inputs import input_files, read_input
 from ledger.importing.logfile import is_exported_log, log_entries
@@ -104,12 +106,12 @@ def replay(
         signer = load_signer(key)
         store = open_store(ctx)
         bundle = evidence_bundle(store, paper, at, signer, known_key, witnessed=latest_witnessed(store, signer.verifier))
-        _write(evidence, canonical(bundle))
+        write_file(evidence, canonical(bundle))
         typer.echo(f"wrote {evidence}: every event of arXiv:{paper} in the log of size {bundle['index']['tree_size']} "
                    f"({len(bundle['events'])}), each with its inclusion proofs, the paper index proof and a signed "
                    "checkpoint")
         if out is not None:  # the record the bundle rebuilds, as --out writes it without --evidence
-            _write(out, _render(bundle["record"], fmt))
+            write_file(out, _render(bundle["record"], fmt))
             typer.echo(f"wrote {out}: the record of arXiv:{paper} as of {bundle['record']['as_of']}")
         return
     if key is not None:
@@ -125,7 +127,7 @@ def replay(
             raise NotFoundError(f"{exc}{known_note}") from None
         data = _render(record, fmt)
         if out is not None:
-            _write(out, data)
+            write_file(out, data)
         else:
             write_stdout(data)
         if stats:
@@ -144,7 +146,9 @@ def replay(
         meter = Meter("replay", "records")
         total = store.paper_count(at.key, known_key) if meter.live else None
         for count, (arxiv_id, data) in enumerate(render_records(store, at, known_key, emit, workers), start=1):
-            if data is not None:
+            if data == SKIPPED:
+                typer.echo(f"ledger: warning: {skipped_paper(arxiv_id)}", err=True)
+            elif data is not None:
                 write_stdout(data)
             meter.update("", count, total, count)
         meter.close()
@@ -157,13 +161,19 @@ def replay(
                    f"{count / elapsed:,.0f} records/s", err=True)
 
 
-def _emit(out: Path | None, fmt: str, arxiv_id: str, record: dict) -> bytes | None:
-    """One record: written to `out/<arxiv_id>.json` (or `.txt`), or returned for stdout. Runs in a worker
-    process under --jobs."""
+SKIPPED = "skipped"  # what `_emit` gives for a paper it wrote no file for (a str: it crosses from a worker)
+
+
+def _emit(out: Path | None, fmt: str, arxiv_id: str, record: dict) -> bytes | str | None:
+    """One record: written to `out/<arxiv_id>.json` (or `.txt`), or returned for stdout; SKIPPED for a paper
+    whose id cannot be a file name (appended before import checked ids). Runs in a worker process under --jobs."""
+    if out is not None and not is_paper_id(arxiv_id):
+        return SKIPPED
     data = _render(record, fmt)
     if out is None:
         return data + b"\n"
-    _write(out / f"{arxiv_id}{'.json' if fmt == 'json' else '.txt'}", data)
+    with Folder(out, create=False) as folder:
+        folder.put(f"{arxiv_id}{'.json' if fmt == 'json' else '.txt'}", data)
     return None
 
 
@@ -176,13 +186,6 @@ def _folder(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--out {path}: cannot make the folder: {exc.strerror}") from None
-
-
-def _write(path: Path, data: bytes) -> None:
-    try:
-        path.write_bytes(data)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc.strerror}") from None
 
 
 @app.command()

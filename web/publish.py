@@ -10,8 +10,9 @@ since and which files were edited or deleted since; only those papers are render
 (with `trust`, the other papers' files are not looked at, so a run costs the same at any size). Another
 as-of, key, ledger or version renders every paper. A file whose bytes are already there is left alone; a
 partial tile of an earlier size stays, as C2SP asks of a log that signed a checkpoint of that size. Every id
-is checked to be a well-formed arXiv id before anything is written, and every file is checked to resolve
-inside OUT/ (a symlink there cannot lead out either). Files are replaced atomically (write, then rename).
+is checked to be a well-formed arXiv id (a paper whose id is not, appended before import checked ids, is
+skipped and named in `Published.skipped`), and every file is written through
+`ledger.core.files`: only inside OUT/, never through a symbolic link, replaced atomically (write, then rename).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from importlib.resources import files
 from typing import Callable, Iterable
 
+from ledger.core import files as written_files
 from ledger.core.errors import InputError
 from ledger.core.times import When, when
 from ledger import __version__
@@ -31,7 +33,7 @@ from ledger.log.tiles import Tile, parse_tile_path, partial_tiles
 from ledger.storage.store import Store
 from ledger.services.tilestore import all_tiles
 
-from ledger.model.arxiv import month_id, month_of, paper_id
+from ledger.model.arxiv import is_paper_id, month_id, month_of
 from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_MONTH, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
 from ledger.web.publish_state import PublishState
 from ledger.web.site import ASSETS, Site
@@ -53,6 +55,7 @@ class Published:
     out: str
     rebuilt: int = 0  # papers rendered this time; the others' files were left as the last publish wrote them
     whole: str | None = None  # why every paper was rendered (no state, another as-of, key, ledger or renderer)
+    skipped: tuple[str, ...] = ()  # papers whose id cannot be a path (appended before import checked ids)
 
     def as_json(self) -> dict:
         return {"as_of": self.as_of, "out": self.out, "papers": self.papers, "rebuilt": self.rebuilt,
@@ -61,60 +64,32 @@ class Published:
 
 
 class Folder:
-    """OUT/, written file by file, only inside it, only where the bytes differ."""
+    """OUT/, written file by file through the one file-writing helper (`ledger.core.files.Folder`: only inside
+    OUT/, never through a symbolic link), only where the bytes differ."""
 
     def __init__(self, out: Path):
         self.out = out
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"{out}: cannot create the output folder: {exc.strerror}") from None
-        if not out.is_dir():
-            raise InputError(f"{out}: not a folder")
+        self.folder = written_files.Folder(out)
         self.root = os.path.realpath(out)
         self.written = 0
         # relative path -> [size, mtime_ns] of what this run wrote or found written: the site's own files, and
         # the current paper's (handed to the state a paper at a time, so memory stays flat)
         self.files: dict[str, list[int]] = {}
         self.paper_files: dict[str, list[int]] = {}
-        self._checked: set[str] = set()  # folders known to resolve inside OUT/ (the current paper's and above)
-
-    def _inside(self, relative: str) -> Path:
-        parts = relative.split("/")
-        if any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts):
-            raise InputError(f"{relative!r}: not a path inside {self.out}")
-        target = Path(self.root, *parts)
-        folder = str(target.parent)
-        if folder not in self._checked:  # each folder once: resolving every file's path cost a tenth of the run
-            resolved = os.path.realpath(folder)
-            if os.path.commonpath([self.root, resolved]) != self.root:
-                raise InputError(f"{relative!r}: resolves to {resolved}, outside {self.out}; nothing written there")
-            if os.path.isdir(folder):  # checked as it is now; created by us from here on
-                self._checked.add(folder)
-        if os.path.islink(target):
-            raise InputError(f"{relative!r}: a symbolic link in {self.out}; refusing to write through it")
-        return target
 
     def put(self, relative: str, data: bytes) -> None:
-        target = self._inside(relative)
-        try:
-            if not (target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                self._inside(relative)  # again, now that the folders exist: none of them may lead out
-                temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-                temporary.write_bytes(data)
-                os.replace(temporary, target)
-                self.written += 1
-            stat = target.stat()
-        except OSError as exc:
-            raise InputError(f"{self.out}/{relative}: cannot write: {exc.strerror}") from None
+        written, stat = self.folder.put(relative, data, only_changed=True)
+        self.written += written
         (self.paper_files if relative.startswith("paper/") else self.files)[relative] = [stat.st_size, stat.st_mtime_ns]
 
     def next_paper(self) -> None:
-        """Forget the last paper's files and checked folders: what is held stays one paper's worth (a set of
-        every folder checked grew with the corpus, about ten paths a paper)."""
+        """Forget the last paper's files and close its folders: what is held stays one paper's worth."""
         self.paper_files = {}
-        self._checked = {folder for folder in self._checked if not folder.startswith(f"{self.root}/paper/")}
+        self.folder.forget("paper/")
+
+    def close(self) -> None:
+        """Close OUT/ and the folders below it held open."""
+        self.folder.close()
 
     def touched(self, recorded: dict[str, list[int]]) -> set[str]:
         """The files of `recorded` that are gone or whose size or modification time is not the one recorded:
@@ -131,13 +106,8 @@ class Folder:
         return touched
 
     def state_file(self) -> Path:
-        """Where the publish state is kept (`web.publish_state`), its folder made."""
-        target = self._inside(STATE_FILE)
-        try:
-            target.parent.mkdir(exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"{self.out}/{STATE}: cannot create: {exc.strerror}") from None
-        return self._inside(STATE_FILE)  # the folder, now that it exists, must not lead out
+        """Where the publish state is kept (`web.publish_state`), its folder made, neither a symbolic link."""
+        return Path(self.folder.path_of(STATE_FILE))
 
 
 def _renderer() -> str:
@@ -174,15 +144,14 @@ def _whole(before: dict | None, settings: dict, store: Store, size: int) -> str 
     return None
 
 
-def _checked_ids(papers: Iterable[str]) -> list[str]:
-    """The papers, each id checked to be an arXiv id (one that is not could name a path outside OUT/)."""
-    papers = list(papers)
+def _usable(papers: Iterable[str], skipped: set[str]) -> list[str]:
+    """The papers whose id can be a path (`arxiv.is_paper_id`), in their order; the others, appended before
+    import checked ids, are added to `skipped`: passed over with a warning, not a refusal for good (the log is
+    append-only)."""
+    kept = []
     for paper in papers:
-        try:
-            paper_id(paper)
-        except InputError as exc:
-            raise InputError(f"publish: the ledger holds a paper whose id cannot be a path: {exc}; nothing written") from None
-    return papers
+        kept.append(paper) if is_paper_id(paper) else skipped.add(paper)
+    return kept
 
 
 def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
@@ -193,14 +162,15 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
     papers and the site's are not looked at (one lstat a file, the run's cost on a large site): only the
     papers with events since are read at all. `progress(done, total)` is told after each paper rendered or
     checked."""
-    if not os.path.lexists(out / STATE_FILE):  # a first publish: every id checked before OUT/ is made
-        _checked_ids(store.papers(as_of.key))
     folder = Folder(out)
-    state = PublishState(folder.state_file())
     try:
-        return _publish(store, folder, state, as_of, signer, progress, trust)
+        state = PublishState(folder.state_file())
+        try:
+            return _publish(store, folder, state, as_of, signer, progress, trust)
+        finally:
+            state.close()
     finally:
-        state.close()
+        folder.close()
 
 
 def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, signer: Signer | None,
@@ -210,7 +180,7 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
     settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None}
     before = state.settings()
     whole = _whole(before, settings, store, size)
-    since, touched = 0, set()
+    since, touched, skipped = 0, set(), set()
     if whole is None:
         since = before["tree_size"]
         with store.reading() as cursor:
@@ -220,14 +190,14 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
                 if state.files_of(paper) is None:
                     changed |= cursor.linked_papers(paper)
             if trust:  # the papers with events since that have a record as of then: nothing else is read
-                papers = _checked_ids(sorted(cursor.shown_papers(changed, as_of.key)))
+                papers = _usable(sorted(cursor.shown_papers(changed, as_of.key)), skipped)
         if not trust:
             touched = folder.touched(dict(state.site_files()))
             state.forget_site_files(touched)
     else:
         state.forget()
     if whole is not None or not trust:
-        papers = _checked_ids(sorted(store.papers(as_of.key)))  # Python's order: the state's rows are merged in it
+        papers = _usable(sorted(store.papers(as_of.key)), skipped)  # Python's order: the state's rows are merged in it
     if whole is not None:
         changed = set(papers)
 
@@ -277,7 +247,8 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
     count, paper_files = state.paper_totals()
     unchanged = paper_files + state.site_count(tile.path() for tile in partial_tiles(size)) - folder.written
     state.save({**settings, "tree_size": size, "chain": chain.hex()})
-    return Published(as_of.text, count, folder.written, unchanged, size, str(folder.out), rendered, whole)
+    return Published(as_of.text, count, folder.written, unchanged, size, str(folder.out), rendered, whole,
+                     tuple(sorted(skipped)))
 
 
 def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Question], None],

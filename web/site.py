@@ -24,7 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, NotFoundError
-from ledger.model.arxiv import month_bounds, month_id
+from ledger.model.arxiv import is_paper_id, month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
 from ledger.log.signed_notes import Signer
 from ledger.services.proofs import evidence_bundle, witnessed_by
@@ -354,7 +354,7 @@ class Site:
 def _listed(cursor, papers: list[str], as_of: When) -> list[dict]:
     """A row of a list of papers for each of `papers`: its title, id, events and last change as of `as_of`."""
     given, rows = (as_of.text if as_of.given else None), []
-    for paper in papers:
+    for paper in filter(is_paper_id, papers):  # an id appended before import checked ids is never a link
         snapshot, events, last = cursor.paper_summary(paper, as_of.key)
         try:
             title = orjson.loads(snapshot).get("title") if snapshot else None

@@ -2,6 +2,11 @@
 shape, its digests, the events it is taken apart into, each small enough to publish as a tile) or event lines
 (new facts, and exported log lines with their seq, recorded time and hashes).
 
+It is the door for paper ids: the id of every paper the ledger keeps records for (a snapshot's, and the
+paper of every paper-level fact) must be one `ledger.model.arxiv` accepts, since it becomes a file name and a
+link. A citation's citing and cited ids are data (a reference may carry a malformed identifier) and pass as
+published.
+
 It runs in the writer or in a worker process alike, so it never reads a file and never touches the store:
 whether a fact is new, and whether the ledger gives a record back, is the transaction's to decide.
 """
@@ -22,7 +27,8 @@ from ledger.core.times import TimeError, instant_key
 from ledger.importing.units import Part, Unit, logged
 from ledger.log.chain import Entry
 from ledger.log.tiles import check_entry_size
-from ledger.model.events import Event, Fact, make_event, record_events
+from ledger.model.arxiv import paper_id
+from ledger.model.events import PAPER_SNAPSHOT, Event, Fact, make_event, record_events
 from ledger.model.published import check_record, verify_digests
 
 _ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
@@ -122,6 +128,7 @@ def _parse_text(name: str, text: str) -> Parsed:
 def _parse_record(name: str, record: dict) -> Parsed:
     try:
         check_record(record)
+        _paper_field(record["paper"]["arxiv_id"], "paper.arxiv_id")
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
     try:  # the record came from parse_json: no NaN or Infinity in it (see canonical.canonical)
@@ -167,11 +174,27 @@ def _add_line(parsed: Parsed, name: str, number: int, obj: object) -> None:
             unknown = set(obj) - {"kind", "payload", "effective_at"}
             if unknown:
                 raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
-            event = make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at"))
+            event = checked_paper(make_event(obj.get("kind"), obj.get("payload"), obj.get("effective_at")))
             check_entry_size(event.kind, event.effective_at, event.payload)  # the log must stay publishable as tiles
             parsed.events.append((number, event))
     except InputError as exc:
         raise InputError(f"{name}: line {number}: {exc}") from None
+
+
+def checked_paper(event: Event) -> Event:
+    """`event`, once the paper it is about (a paper-level fact's) is an id `arxiv.paper_id` accepts: the id a
+    record is kept under becomes a file name and a link, so a bad one never enters the log.
+    Raises: InputError naming the payload's field."""
+    if event.paper is not None:
+        _paper_field(event.paper, "payload.arxiv_id" if event.kind == PAPER_SNAPSHOT else "payload.paper")
+    return event
+
+
+def _paper_field(value: str, where: str) -> None:
+    try:
+        paper_id(value)
+    except InputError as exc:
+        raise InputError(f"field {where}: {exc}") from None
 
 
 def _hash_field(obj: dict, key: str) -> bytes:
@@ -200,7 +223,7 @@ def parse_entry(obj: dict) -> tuple[Entry, Event]:
         raise InputError(f"field recorded_at: {exc}") from None
     if recorded != normal:  # known-at compares recorded times as text: only the ledger's own form sorts
         raise InputError(f"field recorded_at: expected the ledger's form {normal}, found {recorded!r}")
-    event = make_event(obj["kind"], obj["payload"], obj["effective_at"])
+    event = checked_paper(make_event(obj["kind"], obj["payload"], obj["effective_at"]))
     entry = Entry(seq, event.kind, obj["effective_at"], recorded, event.payload,
                   _hash_field(obj, "entry_hash"), _hash_field(obj, "chain_hash"))
     return entry, event

@@ -3,7 +3,9 @@
 An id is what a person types: new style `2407.20018`, old style `hep-th/9901001`, each with or without an
 `arXiv:` prefix (any case) and a version (`v2`). `parse_arxiv_id` reads all of these into the paper id a
 record is kept under and the version (records are per paper, so a version is only reported back). `paper_id`
-accepts the one spelling a URL or a file path may hold: no prefix, no version. Pure: it never reads the store.
+accepts the one spelling a URL or a file path may hold: no prefix, no version; it is also the rule at the door
+for the id of every paper the ledger keeps records for (import checks it), so a stored paper id is a safe file
+name and link. Pure: it never reads the store.
 """
 
 from __future__ import annotations
@@ -57,6 +59,20 @@ def paper_id(text: str) -> str:
     if not (isinstance(text, str) and _well_formed(text)):
         raise InputError(_refusal(text))
     return text
+
+
+def is_paper_id(text: object) -> bool:
+    """Whether `text` is a paper id in the one spelling `paper_id` accepts: what may become a link or a path
+    (a citation's ids are data, kept as published, and linked only when this holds)."""
+    return isinstance(text, str) and _well_formed(text)
+
+
+def skipped_paper(paper: str) -> str:
+    """What a command that writes a file or a link per paper says of a paper whose id it passes over: one
+    appended before import checked ids (`is_paper_id`), which no command turns into a path."""
+    shown = paper if len(paper) <= 80 else f"{paper[:77]}..."
+    return (f"skipped the paper {shown!r}: not an arXiv id, so never a file name or a link (appended before import "
+            "checked ids)")
 
 
 # A month of papers, as arXiv lists them: `2407` (new style) or `hep-th/9901` (an old-style archive's month).

@@ -1,0 +1,204 @@
+"""Writing files into a folder: the one helper of every command that writes files (`replay --out`, `replay
+--evidence`, `publish`), so none of them writes outside its folder or through a symbolic link.
+
+The folder is opened once (it may itself be reached through a link: the user named it). Every path below it is
+a relative path of plain names (no `..`, no empty or `.` segment, no backslash or NUL), walked one folder at a
+time relative to its parent's descriptor with O_NOFOLLOW (openat), so a symbolic link inside the folder, there
+before the run or put there during it, is refused rather than followed. A file is written to a temporary name
+created with O_EXCL (never through a link) and renamed over its target, so a reader sees the old bytes or the
+new ones, never a part.
+
+Standard library only; it never reads the store and never prints. Refusals are InputError (exit 2).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from ledger.core.errors import InputError
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+HELD = 64  # folders below held open at most: a site of many months or archives stays far from the fd limit
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def relative_parts(relative: str, shown: str) -> list[str]:
+    """The names of a relative path below a folder (`shown`, as refusals name it).
+    Raises: InputError for a path that is not one of plain names inside it."""
+    parts = relative.split("/")
+    if any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts):
+        raise InputError(f"{relative!r}: not a path inside {shown}")
+    return parts
+
+
+class Folder:
+    """A folder written file by file, only inside it and never through a symbolic link. `path` is made
+    (with its parents) when `create` is set and it is missing. Use as a context manager, or call `close`."""
+
+    def __init__(self, path: str | Path, create: bool = True):
+        """Open the folder `path` (made first, with its parents, when `create` is set).
+        Raises: InputError when the folder cannot be made or opened, or is not a folder."""
+        self.path = Path(path)
+        if create:
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"{self.path}: cannot create the output folder: {exc.strerror}") from None
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            refusal = InputError(f"{self.path}: " + ("not a folder" if exc.errno == errno.ENOTDIR else
+                                                      f"cannot open the folder: {exc.strerror}"))
+            refusal.reason = exc.strerror  # what `write_file` says of a file in it
+            raise refusal from None
+        self._folders: dict[str, int] = {"": self.fd}  # open folders below, by relative path: each walked once
+
+    def __enter__(self) -> "Folder":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the folder and every folder below it held open."""
+        for fd in self._folders.values():
+            os.close(fd)
+        self._folders = {}
+
+    def forget(self, prefix: str) -> None:
+        """Close the folders held open under `prefix` (a relative path ending in `/`): what is held stays
+        bounded when a run writes many folders (one per paper)."""
+        for name in [name for name in self._folders if name.startswith(prefix) and name]:  # never the folder itself
+            os.close(self._folders.pop(name))
+
+    def put(self, relative: str, data: bytes, only_changed: bool = False) -> tuple[bool, os.stat_result]:
+        """Write `data` to `relative`, its folders made as needed; with `only_changed`, a file holding these bytes
+        already is left alone. Returns whether it was written, and the file's status as it now is.
+        Raises: InputError for a path outside the folder, a symbolic link on the way, or a write that fails."""
+        *folders, name = relative_parts(relative, str(self.path))
+        parent = self._folder(folders, relative)
+        try:
+            found = self._existing(parent, name, relative)
+            if (only_changed and found is not None and stat.S_ISREG(found.st_mode) and found.st_size == len(data)
+                    and self._holds(parent, name, data)):  # a regular file only: reading a FIFO would wait forever
+                return False, found
+            temporary = f".{name}.{os.getpid()}.tmp"
+            self._write_new(parent, temporary, data)
+            try:
+                os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+            except OSError:
+                _unlink(parent, temporary)
+                raise
+            return True, os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except OSError as exc:
+            raise InputError(f"{self.path / relative}: cannot write: {exc.strerror}") from None
+
+    def path_of(self, relative: str) -> str:
+        """The path of `relative` for a library that opens a file by its name (SQLite), its folders made and
+        checked as `put` checks them, and the file itself not a symbolic link.
+        Raises: InputError as `put` does."""
+        *folders, name = relative_parts(relative, str(self.path))
+        self._existing(self._folder(folders, relative), name, relative)
+        return os.path.join(self.path, *folders, name)
+
+    def _folder(self, folders: list[str], relative: str) -> int:
+        """The descriptor of a folder below this one, each step opened without following a link, made if missing."""
+        walked = ""
+        fd = self.fd
+        for name in folders:
+            walked += name + "/"
+            held = self._folders.get(walked)
+            if held is not None:
+                fd = held
+                continue
+            try:
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    try:
+                        os.mkdir(name, dir_fd=fd)
+                    except FileExistsError:
+                        pass  # made meanwhile: opened below, and checked as any other
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if _is_link(fd, name):
+                    raise _link_refusal(relative, walked[:-1], self.path) from None
+                raise InputError(f"{self.path / relative}: cannot write: {exc.strerror}") from None
+            if len(self._folders) > HELD:
+                self.forget("")
+            fd = self._folders[walked] = child
+        return fd
+
+    def _existing(self, parent: int, name: str, relative: str) -> os.stat_result | None:
+        try:
+            found = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if stat.S_ISLNK(found.st_mode):
+            raise _link_refusal(relative, relative, self.path)
+        return found
+
+    @staticmethod
+    def _holds(parent: int, name: str, data: bytes) -> bool:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
+        with os.fdopen(fd, "rb") as file:
+            return file.read(len(data) + 1) == data
+
+    @staticmethod
+    def _write_new(parent: int, name: str, data: bytes) -> None:
+        try:
+            fd = os.open(name, _NEW_FLAGS, 0o666, dir_fd=parent)
+        except FileExistsError:  # left by a run that was killed (its pid reused), or put there: never opened
+            _unlink(parent, name)
+            fd = os.open(name, _NEW_FLAGS, 0o666, dir_fd=parent)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+        except OSError:
+            _unlink(parent, name)
+            raise
+
+
+def write_file(path: str | Path, data: bytes) -> None:
+    """Write one file the user named (`replay --out FILE`, `--evidence FILE`) as `Folder.put` writes one: in
+    its folder, which must exist, by a rename, and never through a symbolic link.
+    Raises: InputError naming the file."""
+    path = Path(path)
+    if path.name in ("", ".", ".."):
+        raise InputError(f"{path}: cannot write: not a file name")
+    try:
+        folder = Folder(path.parent, create=False)
+    except InputError as exc:
+        raise InputError(f"{path}: cannot write: {exc.reason}") from None
+    with folder:
+        try:
+            folder.put(path.name, data)
+        except _LinkRefusal:
+            raise InputError(f"{path}: a symbolic link; refusing to write through it") from None
+
+
+class _LinkRefusal(InputError):
+    """A symbolic link where a file or folder is to be written."""
+
+
+def _is_link(parent: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _link_refusal(relative: str, link: str, folder: Path) -> InputError:
+    at = "" if link == relative else f" {folder / link}"
+    return _LinkRefusal(f"{folder / relative}:{at} a symbolic link in {folder}, which could lead outside it; "
+                        "refusing to write through it")
+
+
+def _unlink(parent: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=parent)
+    except OSError:
+        pass
