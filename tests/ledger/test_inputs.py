@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ledger.core.errors import InputError
 from ledger.importing.units import SEQ_KEY
 from ledger.core.inputs import decode_input, file_lines, input_files, read_input, scan_file
+from ledger.core.limits import RECORD
 
 # Line breaks of every kind splitlines knows, multi-byte characters, the key seq plain and escaped.
 TEXT_PIECES = ["a", "{", " ", "é", "€", "\U0001d11e", "\r", "\n", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028",
@@ -58,7 +59,7 @@ def test_a_file_scanned_in_blocks_is_refused_or_accepted_as_when_read_whole(tmp_
 @pytest.mark.parametrize("make", [lambda tmp: tmp / "missing.jsonl", lambda tmp: tmp])
 def test_a_file_that_cannot_be_read_is_named_in_the_same_words(tmp_path, make):
     path = str(make(tmp_path))
-    expected = outcome(lambda: read_input(path))
+    expected = outcome(lambda: read_input(path, RECORD))
     assert expected[0] == "refused"
     assert outcome(lambda: scan_file(path, re.compile("x"))) == expected
     assert outcome(lambda: list(file_lines(path))) == expected
