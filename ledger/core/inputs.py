@@ -53,9 +53,10 @@ def input_files(names: list[str], suffixes: tuple[str, ...] = INPUT_SUFFIXES) ->
                       if child.endswith(suffixes) and not child.startswith(".")]
         if not files:
             raise InputError(f"{name}: a directory with no {' or '.join(suffixes)} file in it")
-        for path in files:
+        files.sort()
+        for path in files:  # the first in path order is named
             _regular_in_folder(path)
-        found += sorted(files)
+        found += files
     return found
 
 
