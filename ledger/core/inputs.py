@@ -95,12 +95,14 @@ def read_input(name: str, limit: Limit, kept: IO[bytes] | None = None) -> bytes:
         size = _regular_size(file)
         if size is not None and size > limit.size:
             raise over_limit(name, limit)  # refused unread
-        data = bytearray()
-        while len(data) <= limit.size:  # a regular file: one read of its size; else blocks, up to the limit
-            block = file.read(min(BLOCK if size is None else size + 1, limit.size + 1 - len(data)))
+        blocks: list[bytes] = []
+        read = 0
+        while read <= limit.size:  # a regular file: one read of its size (no copy); else blocks, up to the limit
+            block = file.read(min(BLOCK if size is None else size + 1, limit.size + 1 - read))
             if not block:
-                return bytes(data)
-            data += block
+                return blocks[0] if len(blocks) == 1 else b"".join(blocks)
+            blocks.append(block)
+            read += len(block)
     raise over_limit(name, limit)
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ledger.core.errors import InputError
 from ledger.importing.units import SEQ_KEY
 from ledger.core.inputs import decode_input, file_lines, input_files, is_stream, keep_stdin, read_input, scan_file
-from ledger.core.limits import KEY, RECORD, Limit
+from ledger.core.limits import KEY, RECORD, Limit, size_text
 
 # Line breaks of every kind splitlines knows, multi-byte characters, the key seq plain and escaped.
 TEXT_PIECES = ["a", "{", " ", "é", "€", "\U0001d11e", "\r", "\n", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028",
@@ -196,3 +196,19 @@ def test_a_line_longer_than_the_limit_is_refused_while_it_is_read(tmp_path):
     assert next(lines)[0] == '{"a": 1}'
     with pytest.raises(InputError, match=r"input.jsonl: line 2: over the 50 bytes limit for a record or an event line"):
         list(lines)
+
+
+@settings(max_examples=100, deadline=None)
+@given(size=st.integers(0, 3 * 4096), limit=st.integers(0, 2 * 4096), block=st.sampled_from([1, 7, 4096]))
+def test_a_read_gives_the_bytes_up_to_the_limit_or_refuses_them_from_a_file_or_a_stream(tmp_path_factory, size,
+                                                                                        limit, block):
+    # The same answer for a regular file (its size known first) and for stdin (read in blocks, no size).
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    path = tmp_path_factory.mktemp("read") / "input"
+    path.write_bytes(data)
+    bound = Limit(limit, "a test")
+    expected = ("ok", data) if size <= limit else ("refused", f"{path}: over the {size_text(limit)} limit for a test")
+    assert outcome(lambda: read_input(str(path), bound)) == expected
+    stdin = io.BufferedReader(io.BytesIO(data), buffer_size=block)
+    from_stdin = outcome(lambda: read_input("-", bound, kept=stdin))
+    assert from_stdin == (expected if size <= limit else ("refused", expected[1].replace(str(path), "-")))
