@@ -128,7 +128,7 @@ _INT_DIGITS = 20
 def _bounded_int(digits: str) -> int:
     count = len(digits) - digits.startswith("-")
     if count > _INT_DIGITS:
-        raise CanonicalError(f"an integer of {count:,} digits is outside 64 bits")
+        raise CanonicalError(f"an integer of {count:,} digits exceeds the 64-bit range")
     return int(digits)
 
 

@@ -125,16 +125,17 @@ def keep_stdin(limit: int, name: str = STDIN, spool: Limit = STREAM) -> bytes | 
     `limit`, else an unnamed temporary file holding them (gone once closed), to be read in blocks as a large
     file is: so that input piped from another command (`zcat corpus.jsonl.gz | ledger import -`) is never
     held whole in memory. The copy stops at `spool.size` bytes, and at the first NUL byte (which no text
-    input holds: `decode_input` would refuse it), so `/dev/zero` costs one block, not a full disk.
+    input holds: `scan_file` would refuse it, unless a byte that is not UTF-8 came before, which it names
+    instead), so `/dev/zero` costs the bytes held in memory, not a full disk.
     Raises: InputError naming stdin when the temporary file cannot be written, when stdin is over `spool`,
     or holds a NUL byte."""
     with _opened(name, None) as source:
         with _reading(name):
             head = source.read(limit + 1)
+        if len(head) <= limit:
+            return head  # refused, if it must be, by decode_input in a file's words
         if b"\0" in head:
             raise _nul(name)
-        if len(head) <= limit:
-            return head
         kept = None
         try:
             kept = tempfile.TemporaryFile(prefix="ledger-stdin-")

@@ -124,6 +124,6 @@ def test_an_integer_of_thousands_of_digits_is_an_input_error_not_an_internal_one
     record.write_text('{"arxiv_id": "%s", "n": %s}' % (PAPER_004, "9" * digits))
     ran = seeded("import", str(record))
     assert (ran.exit_code, ran.stdout) == (2, "")
-    assert ran.stderr == f"ledger: {record}: an integer of {digits:,} digits is outside 64 bits\n"
-    with pytest.raises(CanonicalError, match=f"an integer of {digits:,} digits is outside 64 bits"):
+    assert ran.stderr == f"ledger: {record}: an integer of {digits:,} digits exceeds the 64-bit range\n"
+    with pytest.raises(CanonicalError, match=f"an integer of {digits:,} digits exceeds the 64-bit range"):
         parse_json("[-%s]" % ("1" * digits))
