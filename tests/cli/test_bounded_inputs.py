@@ -127,3 +127,33 @@ def test_an_integer_of_thousands_of_digits_is_an_input_error_not_an_internal_one
     assert ran.stderr == f"ledger: {record}: an integer of {digits:,} digits exceeds the 64-bit range\n"
     with pytest.raises(CanonicalError, match=f"an integer of {digits:,} digits exceeds the 64-bit range"):
         parse_json("[-%s]" % ("1" * digits))
+
+
+def test_stdin_past_what_memory_holds_stops_spooling_at_its_first_nul_byte(hostile, tmp_path):
+    # 70 MB of text lines (past the 64 MiB held in memory: the rest goes to the spool file), then 300 MB of
+    # NUL bytes: the copy stops at the first, so the writer is cut off long before its end; the spool file is
+    # closed (unnamed: gone), nothing is appended.
+    spool = tmp_path / "spool"
+    head = hostile("head").stdout
+    source = subprocess.Popen([sys.executable, "-c", SOURCE], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    ran = capped(["--db", hostile.location, "import", "-"], tmp_path, spool, stdin=source.stdout)
+    source.stdout.close()
+    written = int(source.communicate(timeout=60)[1])
+    assert (ran.returncode, ran.stdout, ran.stderr) == (2, b"", b"ledger: -: contains NUL bytes: binary file?\n")
+    assert 70 << 20 < written < 90 << 20  # read up to the first NUL block and the pipe's buffer, not 370 MB
+    assert hostile("head").stdout == head and os.listdir(spool) == []
+
+
+# Writes 70 MiB of text lines then 300 MiB of NUL bytes to stdout, and how many bytes got through to stderr.
+SOURCE = """
+import sys
+out, written = sys.stdout.buffer, 0
+try:
+    for block in [b"{}\\n" * (1 << 19)] * 47 + [bytes(1 << 20)] * 300:  # 1.5 MiB of lines each
+        out.write(block)
+        written += len(block)
+    out.flush()
+except BrokenPipeError:
+    pass
+sys.stderr.write(str(written))
+"""
