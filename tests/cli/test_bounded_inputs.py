@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from ledger.core.canonical import CanonicalError, parse_json
-from tests.conftest import PAPER_004, SEED_004
+from tests.conftest import PAPER_004, SEED_004, Cli
 
 CAP = 256 << 20  # RLIMIT_AS: a record's 64 MiB limit read whole fits; /dev/zero read whole would not
 STDIN_BYTES = "300M"
@@ -116,6 +116,38 @@ def test_a_pipe_named_as_an_import_input_is_read_as_stdin_is(keyed, tmp_path):
     writer.wait(timeout=60)
     assert again.exit_code == 0, again.stderr
     assert "appended 0 events (40 already present)" in again.stderr + again.stdout
+
+
+# Each kind of file a command reads, one byte over its limit (a sparse file: refused by its size, unread).
+OVER = {
+    "a key file": (4 << 10, ["checkpoint", "--key", "F"]),
+    "a signed checkpoint": (64 << 10, ["verify", "--index", "log.jsonl", "--checkpoint", "F", "--verifier-key",
+                                       "ledger.vkey"]),
+    "a witness policy": (64 << 10, ["monitor", ".", "--verifier-key", "ledger.vkey", "--state", "st", "--policy", "F"]),
+    "a proof": (1 << 20, ["verify-proof", "F", "--checkpoint", "cp.txt", "--verifier-key", "ledger.vkey"]),
+    "an evidence bundle": (64 << 20, ["verify", "--evidence", "F", "--verifier-key", "ledger.vkey"]),
+    "a record or an event line": (64 << 20, ["verify", "F"]),
+}
+
+
+@pytest.mark.parametrize("what", list(OVER))
+def test_each_kind_of_file_over_its_limit_is_refused_in_one_line_naming_the_limit(hostile, tmp_path, what):
+    size, args = OVER[what]
+    name = "big.json"
+    with open(tmp_path / name, "wb") as big:
+        big.truncate(size + 1)
+    ran = hostile(*[name if arg == "F" else arg for arg in args])
+    limit = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+    assert (ran.exit_code, ran.stdout, ran.stderr) == (2, "", f"ledger: {name}: over the {limit} limit for {what}\n")
+
+
+def test_an_exported_log_over_its_limit_is_refused_unread(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with open("log.jsonl", "wb") as big:
+        big.truncate((1 << 30) + 1)  # sparse: read whole, it would cost a GiB
+    ran = Cli("log.jsonl")("verify")
+    assert (ran.exit_code, ran.stdout, ran.stderr) == \
+        (2, "", "ledger: log.jsonl: over the 1 GiB limit for an exported log read as --db\n")
 
 
 @pytest.mark.parametrize("digits", [21, 4301, 5000])
