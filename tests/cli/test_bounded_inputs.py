@@ -71,7 +71,8 @@ EXPECTED = {  # command -> (/dev/zero, symlink in a folder, 300 MB of stdin)
     "checkpoint --key": ("/dev/zero: over the 4 KiB limit for a key file",
                          "folder/ledger.key: over the 4 KiB limit for a key file",
                          "-: over the 4 KiB limit for a key file"),
-    "verify-proof": ("/dev/zero: over the 1 MiB limit for a proof", "folder/proof.json: over the 1 MiB limit for a proof",
+    "verify-proof": ("/dev/zero: over the 1 MiB limit for a proof",
+                     "folder/proof.json: over the 1 MiB limit for a proof",
                      "-: over the 1 MiB limit for a proof"),
 }
 
