@@ -17,6 +17,7 @@ import typer
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.inputs import decode_input, read_input
+from ledger.core.limits import NOTE, Limit
 from ledger.importing.logfile import open_ledger
 from ledger.model.arxiv import PREFIX, looks_like_paper_id, parse_arxiv_id
 from ledger.storage.store import Store
@@ -65,8 +66,10 @@ def paper_or_other_id(param: typer.CallbackParam, value: str) -> str:
     return paper_option(param, value) if looks_like_paper_id(value) else value
 
 
-def read_text(name: str, expected: str) -> str:
-    return decode_input(name, read_input(name), expected)
+def read_text(name: str, expected: str, limit: Limit = NOTE) -> str:
+    """The text of a file a user names (a signed checkpoint, unless `limit` says otherwise), read up to `limit`.
+    Raises: InputError naming the file when it cannot be read, is over `limit`, empty or not text."""
+    return decode_input(name, read_input(name, limit), expected)
 
 
 def progress(message: str) -> None:

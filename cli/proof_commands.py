@@ -15,6 +15,7 @@ from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
 from ledger.core.errors import InputError
 from ledger.core.inputs import read_input
+from ledger.core.limits import PROOF
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
 from ledger.log.cosignature import CosignerKey, generate_cosigner, policy_of
@@ -154,7 +155,7 @@ def verify_proof_command(
 ) -> None:
     """Check a proof (inclusion, consistency or paper index) against a signed checkpoint, with no database;
     with witness keys or a policy, also that witnesses cosigned that tree."""
-    data = load_json(proof, read_input(proof))
+    data = load_json(proof, read_input(proof, PROOF))
     note = read_text(checkpoint_file, "a signed checkpoint")
     verifier = load_verifier(verifier_key)
     proved = verify_proof(data, note, verifier, proof, checkpoint_file)

@@ -22,6 +22,7 @@ from ledger.core.files import Folder, write_file
 from ledger.model.arxiv import is_paper_id, skipped_paper
 from ledger.importing.importer import import_files
 from ledger.core.inputs import input_files, read_input
+from ledger.core.limits import BUNDLE, RECORD
 from ledger.importing.logfile import is_exported_log, log_entries
 from ledger.services.proofs import evidence_bundle, latest_witnessed
 from ledger.services.replay import render_records, shared
@@ -237,7 +238,7 @@ def verify(
         if records or strict:
             raise InputError("--evidence: checks one bundle, nothing else: verify RECORD files (or --strict) in "
                              "another run")
-        bundle, verifier = load_json(evidence, read_input(evidence)), load_verifier(verifier_key)
+        bundle, verifier = load_json(evidence, read_input(evidence, BUNDLE)), load_verifier(verifier_key)
         proved = verify_bundle(bundle, verifier, evidence)
         note = bundle["checkpoint"]  # verify_bundle has checked it is a note the log signed
         account = bundle_account(proved) + witness_check(*witnesses, verifier, note, bundle.get("cosigned"))
@@ -269,7 +270,7 @@ def _verify_records(names: list[str], store: Store | None, strict: bool, json: b
     checks, unread = [], []
     for name in names:
         try:
-            checks.append(compare_record(name, read_input(name), store, strict))
+            checks.append(compare_record(name, read_input(name, RECORD), store, strict))
         except InputError as exc:
             unread.append((name, str(exc)))
     lines = [record_lines(check) for check in checks]

@@ -13,6 +13,7 @@ from typing import Iterable
 
 from ledger.core.errors import IntegrityError, NotFoundError
 from ledger.core.inputs import read_input
+from ledger.core.limits import RECORD
 from ledger.core.times import when
 from ledger.importing import importer, logfile
 from ledger.importing.importer import ImportResult
@@ -71,7 +72,7 @@ def verify_record(record: PathLike, store: Store | None = None, strict: bool = F
     Raises: IntegrityError listing each problem in `problems`, InputError for a malformed file, or StoreError.
     """
     name = os.fspath(record)
-    check = compare_record(name, read_input(name), store, strict)
+    check = compare_record(name, read_input(name, RECORD), store, strict)
     if check.problems:
         raise IntegrityError(f"{len(check.problems)} problem(s)", check.problems)
 

@@ -120,6 +120,18 @@ def _refuse_constant(name: str) -> Any:
     raise CanonicalError(f"{name} is not a JSON value")
 
 
+# Twenty digits hold every integer of 64 bits. Longer ones are refused before `int()` sees them: past 4,300
+# digits it raises a ValueError of its own (CVE-2020-10735), and below that a long one costs quadratic time.
+_INT_DIGITS = 20
+
+
+def _bounded_int(digits: str) -> int:
+    count = len(digits) - digits.startswith("-")
+    if count > _INT_DIGITS:
+        raise CanonicalError(f"an integer of {count:,} digits exceeds the 64-bit range")
+    return int(digits)
+
+
 # Why a value from `orjson.loads` holds only finite floats: orjson refuses the NaN and Infinity tokens and
 # any number literal that overflows a double ("number is infinity when parsed as double"); it never makes
 # a NaN. tests/ledger/test_canonical.py pins both, so an orjson that stopped refusing them fails there.
@@ -172,7 +184,8 @@ def parse_json(text: str) -> Any:
 def _parse_strict(text: str) -> Any:
     try:
         value = json.loads(
-            text, object_pairs_hook=_pairs_without_duplicates, parse_constant=_refuse_constant
+            text, object_pairs_hook=_pairs_without_duplicates, parse_constant=_refuse_constant,
+            parse_int=_bounded_int,
         )
     except json.JSONDecodeError as exc:
         raise CanonicalError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None

@@ -1,7 +1,9 @@
 """Reading what a user hands the ledger: a file (or stdin) as bytes, then as text; or a large file in blocks.
 
 Every command reads its inputs through here, so an empty, binary or unreadable file is named the same way
-everywhere. Standard library only: the offline verifier uses it too.
+everywhere, and every read stops at the limit of its kind (`ledger.core.limits`), checked while reading: what
+is not a regular file (`/dev/zero`, a FIFO) is read up to the limit, never whole. It never reads a file found
+in a folder that is not a regular one. Standard library only: the offline verifier uses it too.
 """
 
 from __future__ import annotations
@@ -9,14 +11,14 @@ from __future__ import annotations
 import codecs
 import os
 import re
-import shutil
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
-from pathlib import Path
 from typing import IO, Iterator
 
 from ledger.core.errors import InputError
+from ledger.core.limits import RECORD, STREAM, Limit
 
 STDIN = "-"
 BLOCK = 4 << 20  # bytes read at a time from a file read in blocks
@@ -32,7 +34,10 @@ def input_files(names: list[str], suffixes: tuple[str, ...] = INPUT_SUFFIXES) ->
     end in `suffixes` (`.json` and `.jsonl`), at any depth, in the order of their paths; hidden files and
     folders are passed over. So a corpus of more files than a command line holds (about 60,000 paths) can be
     named, and a folder that `replay --out` wrote is imported as it stands.
-    Raises: InputError naming a directory that cannot be read, or that holds no such file."""
+    A file found in a directory must be a regular file (or a symlink to one): a device or a FIFO named like
+    an input, or a symlink to one, is refused, not read.
+    Raises: InputError naming a directory that cannot be read, or that holds no such file, or a file in it
+    that is not a regular file."""
     def unreadable(error: OSError) -> None:
         raise InputError(f"{error.filename}: cannot read the directory: {error.strerror}")
 
@@ -48,42 +53,116 @@ def input_files(names: list[str], suffixes: tuple[str, ...] = INPUT_SUFFIXES) ->
                       if child.endswith(suffixes) and not child.startswith(".")]
         if not files:
             raise InputError(f"{name}: a directory with no {' or '.join(suffixes)} file in it")
-        found += sorted(files)
+        files.sort()
+        for path in files:  # the first in path order is named
+            _regular_in_folder(path)
+        found += files
     return found
 
 
-def read_input(name: str, kept: IO[bytes] | None = None) -> bytes:
-    """The bytes of a file, or of stdin for `-` (or of `kept`, stdin as `keep_stdin` kept it).
-    Raises: InputError naming the file when it cannot be read."""
-    if kept is not None or name == STDIN:
-        with _opened(name, kept) as file:
-            return file.read()
-    with _reading(name):
-        return Path(name).read_bytes()
-
-
-def keep_stdin(limit: int) -> bytes | IO[bytes]:
-    """All of stdin, read once: its bytes when there are at most `limit`, else an unnamed temporary file
-    holding them (gone once closed), to be read in blocks as a large file is: so that input piped from
-    another command (`zcat corpus.jsonl.gz | ledger import -`) is never held whole in memory.
-    Raises: InputError naming stdin when the temporary file cannot be written."""
-    with _reading(STDIN):
-        head = sys.stdin.buffer.read(limit + 1)
-    if len(head) <= limit:
-        return head
-    kept = None
+def _regular_in_folder(path: str) -> None:
+    # os.walk lists a symlink to /dev/zero, or a FIFO, among the files: reading one would never end.
     try:
-        kept = tempfile.TemporaryFile(prefix="ledger-stdin-")
-        kept.write(head)
-        del head  # before the rest is copied: at most one block of stdin in memory from here on
-        with _reading(STDIN):
-            shutil.copyfileobj(sys.stdin.buffer, kept, BLOCK)
-        kept.flush()
-    except OSError as exc:  # the temporary file (reading stdin raised InputError)
-        if kept is not None:
-            kept.close()
-        raise InputError(f"{STDIN}: cannot keep stdin in a temporary file: {exc.strerror}") from None
-    return kept
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a dangling symlink or a file gone since: read_input names the problem in its turn
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: not a regular file ({_kind(mode)}), in a directory of inputs")
+
+
+def _kind(mode: int) -> str:
+    return "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+        "a socket" if stat.S_ISSOCK(mode) else "a directory" if stat.S_ISDIR(mode) else "not a file"
+
+
+def is_stream(name: str) -> bool:
+    """Whether `name` is stdin (`-`) or a path to what is read as a stream rather than a file: a FIFO (a
+    shell's `<(zcat x.gz)`), a device, a socket: it can be read once only, and has no size to be judged by."""
+    if name == STDIN:
+        return True
+    try:
+        mode = os.stat(name).st_mode
+    except OSError:
+        return False  # reading it names the problem
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def read_input(name: str, limit: Limit, kept: IO[bytes] | None = None) -> bytes:
+    """The bytes of a file, or of stdin for `-` (or of `kept`, stdin as `keep_stdin` kept it), at most
+    `limit.size` of them: the read stops one byte past the limit, whatever the file is (`/dev/zero`).
+    Raises: InputError naming the file when it cannot be read, or is over its limit (naming the limit)."""
+    with _opened(name, kept) as file, _reading(name):
+        size = _regular_size(file)
+        if size is not None and size > limit.size:
+            raise over_limit(name, limit)  # refused unread
+        blocks: list[bytes] = []
+        read = 0
+        while read <= limit.size:  # a regular file: one read of its size (no copy); else blocks, up to the limit
+            block = file.read(min(BLOCK if size is None else size + 1, limit.size + 1 - read))
+            if not block:
+                return blocks[0] if len(blocks) == 1 else b"".join(blocks)
+            blocks.append(block)
+            read += len(block)
+    raise over_limit(name, limit)
+
+
+def _regular_size(file: IO[bytes]) -> int | None:
+    """The size of an open regular file; None for a stream (a pipe, a device), whose size says nothing."""
+    try:
+        info = os.fstat(file.fileno())
+    except (OSError, ValueError):  # io.UnsupportedOperation: an in-memory stdin
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+def over_limit(name: str, limit: Limit) -> InputError:
+    """The one-line refusal of an input over its limit: `key.txt: over the 4 KiB limit for a key file`."""
+    return InputError(f"{name}: over {limit}")
+
+
+def keep_stdin(limit: int, name: str = STDIN, spool: Limit = STREAM) -> bytes | IO[bytes]:
+    """All of stdin (or of the stream `name`: a FIFO, a device), read once: its bytes when there are at most
+    `limit`, else an unnamed temporary file holding them (gone once closed), to be read in blocks as a large
+    file is: so that input piped from another command (`zcat corpus.jsonl.gz | ledger import -`) is never
+    held whole in memory. The copy stops at `spool.size` bytes, and at the first NUL byte (which no text
+    input holds: `scan_file` would refuse it, unless a byte that is not UTF-8 came before, which it names
+    instead), so `/dev/zero` costs the bytes held in memory, not a full disk.
+    Raises: InputError naming stdin when the temporary file cannot be written, when stdin is over `spool`,
+    or holds a NUL byte."""
+    with _opened(name, None) as source:
+        with _reading(name):
+            head = source.read(limit + 1)
+        if len(head) <= limit:
+            return head  # refused, if it must be, by decode_input in a file's words
+        if b"\0" in head:
+            raise _nul(name)
+        kept = None
+        try:
+            kept = tempfile.TemporaryFile(prefix="ledger-stdin-")
+            kept.write(head)
+            copied = len(head)
+            del head  # before the rest is copied: at most one block of stdin in memory from here on
+            while True:
+                with _reading(name):
+                    block = source.read(BLOCK)
+                if not block:
+                    break
+                copied += len(block)
+                if copied > spool.size:
+                    raise over_limit(name, spool)
+                if b"\0" in block:
+                    raise _nul(name)
+                kept.write(block)
+            kept.flush()
+        except OSError as exc:  # the temporary file (reading stdin raised InputError)
+            if kept is not None:
+                kept.close()
+            raise InputError(f"{name}: cannot keep stdin in a temporary file: {exc.strerror}") from None
+        except InputError:
+            if kept is not None:
+                kept.close()  # unnamed: its blocks are freed now
+            raise
+        return kept
 
 
 @contextmanager
@@ -144,12 +223,15 @@ def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event
     return found
 
 
-def file_lines(name: str, block: int = BLOCK, kept: IO[bytes] | None = None) -> Iterator[tuple[str, int]]:
+def file_lines(name: str, block: int = BLOCK, kept: IO[bytes] | None = None,
+               limit: Limit = RECORD) -> Iterator[tuple[str, int]]:
     """The lines of a file (or `kept`) that `scan_file` accepted, as `text.splitlines()` gives them, read in
-    blocks: each with the number of bytes read so far.
-    Raises: InputError when the file can no longer be read, or is no longer UTF-8 (it changed since)."""
+    blocks: each with the number of bytes read so far. A line is held whole: one of more than `limit.size`
+    characters (so more bytes) is refused when the read reaches its end of the limit, not once it ends.
+    Raises: InputError when the file can no longer be read, or is no longer UTF-8 (it changed since), or a
+    line is over `limit`."""
     decoder = codecs.getincrementaldecoder("utf-8")()
-    carry, done = "", 0
+    carry, done, number = "", 0, 0
     with _opened(name, kept) as file:
         while True:
             data = file.read(block)
@@ -163,6 +245,9 @@ def file_lines(name: str, block: int = BLOCK, kept: IO[bytes] | None = None) -> 
             # A line not ended yet, or ended by "\r" (perhaps the first half of "\r\n"), waits for the next block.
             if data and parts and (parts[-1][-1] not in LINE_BREAKS or parts[-1][-1] == "\r"):
                 carry = parts.pop()
+                if len(carry) > limit.size:
+                    raise InputError(f"{name}: line {number + len(parts) + 1}: over {limit}")
+            number += len(parts)
             for part in parts:
                 if part.endswith("\r\n"):
                     yield part[:-2], done

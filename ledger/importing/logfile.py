@@ -11,6 +11,7 @@ from __future__ import annotations
 from ledger.log.chain import Entry
 from ledger.core.errors import InputError
 from ledger.core.inputs import read_input
+from ledger.core.limits import EXPORTED_LOG
 from ledger.importing.importer import Parsed, import_inputs, parse_input
 from ledger.storage.store import Store
 
@@ -25,7 +26,7 @@ def is_exported_log(location: str) -> bool:
 def read_log(path: str) -> Parsed:
     """Parse an exported log.
     Raises: InputError for a file that is not one (naming the line), or IntegrityError."""
-    parsed = parse_input(path, read_input(path))
+    parsed = parse_input(path, read_input(path, EXPORTED_LOG))
     if parsed.record is not None or parsed.events:
         line = parsed.events[0][0] if parsed.events else 1
         raise InputError(f"{path}: line {line}: not a log entry (an exported log line carries seq and hashes)")

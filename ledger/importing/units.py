@@ -24,7 +24,8 @@ import orjson
 
 from ledger.core.canonical import parse_json
 from ledger.core.errors import InputError, LedgerError
-from ledger.core.inputs import STDIN, decode_input, file_lines, keep_stdin, read_input, scan_file
+from ledger.core.inputs import STDIN, decode_input, file_lines, is_stream, keep_stdin, read_input, scan_file
+from ledger.core.limits import RECORD
 
 CHUNK_LINES = 2000  # event lines per unit: large enough that a worker's round trip costs little
 TASK_BYTES = 256 * 1024  # units of input sent to a worker at once (a chunk of lines alone; records together)
@@ -81,26 +82,29 @@ Groups = Iterator[tuple[list[str], int]]  # an input's lines, chunk_lines at a t
 class KeptStdin:
     """stdin, read once and kept for every pass an import makes over its inputs (an attempt that gives up reads
     them again): its bytes up to `Sizes.stream_bytes`, beyond that an unnamed temporary file
-    (`inputs.keep_stdin`) read in blocks as a large file is. The import calls `close`, which removes the file."""
+    (`inputs.keep_stdin`, which stops at its limit) read in blocks as a large file is. So is every other input
+    that can be read once only (`inputs.is_stream`: a FIFO, `<(zcat x.gz)`, a device), each kept apart. The
+    import calls `close`, which removes the files."""
 
     def __init__(self) -> None:
-        self.held: bytes | IO[bytes] | None = None
+        self.held: dict[str, bytes | IO[bytes]] = {}
 
-    def units(self, sizes: Sizes) -> Iterator[Unit]:
-        """stdin's units; a unit carrying the error when it cannot be read or kept."""
-        if self.held is None:
+    def units(self, sizes: Sizes, name: str = STDIN) -> Iterator[Unit]:
+        """The units of stdin (or of the stream `name`); a unit carrying the error when it cannot be read or kept."""
+        if name not in self.held:
             try:
-                self.held = keep_stdin(sizes.stream_bytes)
+                self.held[name] = keep_stdin(sizes.stream_bytes, name)
             except InputError as exc:
-                yield Unit(STDIN, error=exc)
+                yield Unit(name, error=exc)
                 return
-        held = self.held
-        yield from read_whole(STDIN, sizes, held) if isinstance(held, bytes) else _streamed(STDIN, sizes, held)
+        held = self.held[name]
+        yield from read_whole(name, sizes, held) if isinstance(held, bytes) else _streamed(name, sizes, held)
 
     def close(self) -> None:
-        """Remove the temporary file stdin was kept in, if any (an unnamed one: gone once closed)."""
-        if self.held is not None and not isinstance(self.held, bytes):
-            self.held.close()
+        """Remove the temporary files stdin and the streams were kept in, if any (unnamed: gone once closed)."""
+        for held in self.held.values():
+            if not isinstance(held, bytes):
+                held.close()
 
 
 def input_units(names: list[str], sizes: Sizes = Sizes(), stdin: KeptStdin | None = None,
@@ -111,8 +115,8 @@ def input_units(names: list[str], sizes: Sizes = Sizes(), stdin: KeptStdin | Non
     (`wire.decode_read`). An input that cannot be read becomes a unit carrying its error, and ends the units."""
     stdin = KeptStdin() if stdin is None else stdin
     for name in names:
-        if name == STDIN:
-            units = stdin.units(sizes)
+        if is_stream(name):
+            units = stdin.units(sizes, name)
         elif defer and (size := file_size(name)) <= sizes.task_bytes:
             units = iter([Unit(name, size=size, unread=True)])
         else:
@@ -128,7 +132,7 @@ def read_whole(name: str, sizes: Sizes, data: bytes | None = None, kept: IO[byte
     A unit carrying the error when it cannot be read or is not text."""
     try:
         if data is None:
-            data = read_input(name, kept)
+            data = read_input(name, RECORD, kept)
         text = decode_input(name, data)
     except InputError as exc:
         yield Unit(name, error=exc)

@@ -9,6 +9,7 @@ from typing import Callable, TypeVar
 
 from ledger.core.errors import InputError
 from ledger.core.inputs import decode_input, read_input
+from ledger.core.limits import KEY, POLICY, Limit
 from ledger.log.cosignature import Cosigner, CosignerKey, Policy, parse_cosigner, parse_cosigner_key, parse_policy
 from ledger.log.signed_notes import Signer, Verifier, parse_signer, parse_verifier
 
@@ -20,8 +21,8 @@ def _looks_like_key(name: str) -> bool:
     return not os.path.exists(name) and name.count("+") >= 2
 
 
-def _load_key(name: str, parse: Callable[[str], Key], expected: str) -> Key:
-    text = decode_input(name, read_input(name), expected)  # names the file itself when it cannot be read
+def _load_key(name: str, parse: Callable[[str], Key], expected: str, limit: Limit = KEY) -> Key:
+    text = decode_input(name, read_input(name, limit), expected)  # names the file itself when it cannot be read
     try:
         return parse(text)
     except InputError as exc:
@@ -71,4 +72,4 @@ def load_cosigner_key(name: str) -> CosignerKey:
 def load_policy(name: str) -> Policy:
     """A C2SP tlog-policy file.
     Raises: InputError naming the file and the line that is wrong."""
-    return _load_key(name, parse_policy, "a witness policy")
+    return _load_key(name, parse_policy, "a witness policy", POLICY)

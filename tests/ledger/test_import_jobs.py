@@ -607,7 +607,7 @@ def test_with_two_jobs_a_worker_reads_each_small_file_and_the_writer_only_large_
     Store.create(location).close()
     read, real = [], cutting.read_input
     with Workers(2) as workers:  # forked before read_input is watched: only the writer's reads are seen
-        monkeypatch.setattr(cutting, "read_input", lambda name, kept=None: read.append(name) or real(name, kept))
+        monkeypatch.setattr(cutting, "read_input", lambda name, limit, kept=None: read.append(name) or real(name, limit, kept))
         store = Store.open(location)
         try:
             result = import_files(store, [str(SEED_004), str(large), str(SEED_004)], workers=workers,

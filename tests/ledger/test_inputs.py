@@ -4,8 +4,11 @@ key `seq` occurs; whatever the block size, wherever a block boundary falls (insi
 "\\r" and "\\n"). And a directory given as an input stands for the `.json` and `.jsonl` files below it, in the
 order of their paths."""
 
+import io
 import os
 import re
+import sys
+import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +16,8 @@ from hypothesis import strategies as st
 
 from ledger.core.errors import InputError
 from ledger.importing.units import SEQ_KEY
-from ledger.core.inputs import decode_input, file_lines, input_files, read_input, scan_file
+from ledger.core.inputs import decode_input, file_lines, input_files, is_stream, keep_stdin, read_input, scan_file
+from ledger.core.limits import KEY, RECORD, Limit, size_text
 
 # Line breaks of every kind splitlines knows, multi-byte characters, the key seq plain and escaped.
 TEXT_PIECES = ["a", "{", " ", "é", "€", "\U0001d11e", "\r", "\n", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028",
@@ -58,7 +62,7 @@ def test_a_file_scanned_in_blocks_is_refused_or_accepted_as_when_read_whole(tmp_
 @pytest.mark.parametrize("make", [lambda tmp: tmp / "missing.jsonl", lambda tmp: tmp])
 def test_a_file_that_cannot_be_read_is_named_in_the_same_words(tmp_path, make):
     path = str(make(tmp_path))
-    expected = outcome(lambda: read_input(path))
+    expected = outcome(lambda: read_input(path, RECORD))
     assert expected[0] == "refused"
     assert outcome(lambda: scan_file(path, re.compile("x"))) == expected
     assert outcome(lambda: list(file_lines(path))) == expected
@@ -104,3 +108,107 @@ def test_a_directory_with_nothing_to_read_or_that_cannot_be_read_is_named(tmp_pa
     with pytest.raises(InputError) as refused:
         input_files([str(tmp_path)])
     assert str(refused.value) == f"{tmp_path / 'locked'}: cannot read the directory: Permission denied"
+
+
+def test_a_file_over_its_limit_is_refused_in_one_line_naming_the_limit(tmp_path):
+    key = tmp_path / "key.txt"
+    key.write_bytes(b"k" * KEY.size)
+    assert read_input(str(key), KEY) == b"k" * KEY.size  # the limit itself is allowed
+    key.write_bytes(b"k" * (KEY.size + 1))
+    with pytest.raises(InputError) as refused:
+        read_input(str(key), KEY)
+    assert str(refused.value) == f"{key}: over the 4 KiB limit for a key file"
+
+
+def test_what_is_not_a_regular_file_is_read_up_to_the_limit_and_no_further():
+    # /dev/zero never ends: the read stops one byte past the limit (a 64 MiB record limit reads 64 MiB).
+    with pytest.raises(InputError, match=r"^/dev/zero: over the 4 KiB limit for a key file$"):
+        read_input("/dev/zero", KEY)
+    assert is_stream("/dev/zero") and is_stream("-") and not is_stream("/dev/null/x") and not is_stream(".")
+
+
+def test_a_fifo_is_read_as_a_stream(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert is_stream(str(fifo))
+    writer = os.fork()
+    if writer == 0:  # pragma: no cover - the child writes and leaves
+        with open(fifo, "wb") as end:
+            end.write(b"x" * 5000)
+        os._exit(0)
+    try:
+        with pytest.raises(InputError, match="fifo: over the 4 KiB limit for a key file"):
+            read_input(str(fifo), KEY)
+    finally:
+        os.waitpid(writer, 0)
+
+
+def test_a_folder_input_that_is_not_a_regular_file_is_refused_unread(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.json").write_bytes(b"{}")
+    (corpus / "real.json").symlink_to(corpus / "a.json")  # a symlink to a regular file is read as it
+    assert input_files([str(corpus)]) == [str(corpus / "a.json"), str(corpus / "real.json")]
+    (corpus / "zero.json").symlink_to("/dev/zero")
+    with pytest.raises(InputError) as refused:
+        input_files([str(corpus)])
+    assert str(refused.value) == f"{corpus / 'zero.json'}: not a regular file (a device), in a directory of inputs"
+    (corpus / "zero.json").unlink()
+    os.mkfifo(corpus / "pipe.jsonl")
+    with pytest.raises(InputError, match=r"pipe.jsonl: not a regular file \(a FIFO\), in a directory of inputs"):
+        input_files([str(corpus)])
+
+
+@pytest.fixture
+def spooled(monkeypatch) -> list:
+    """The temporary files stdin is kept in, as they are made."""
+    kept, make = [], tempfile.TemporaryFile
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda **options: kept.append(make(**options)) or kept[-1])
+    return kept
+
+
+def test_spooling_stdin_stops_at_its_limit_and_leaves_no_file(monkeypatch, spooled):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a" * 5000)))
+    with pytest.raises(InputError) as refused:
+        keep_stdin(100, spool=Limit(4096, "stdin or a pipe (a file has none)"))
+    assert str(refused.value) == "-: over the 4 KiB limit for stdin or a pipe (a file has none)"
+    assert len(spooled) == 1 and spooled[0].closed
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a" * 4096)))
+    kept = keep_stdin(100, spool=Limit(4096, "stdin"))  # up to the limit itself: kept
+    assert kept.seek(0, os.SEEK_END) == 4096
+    kept.close()
+
+
+@pytest.mark.parametrize("head", [10, 200])
+def test_spooling_stops_at_the_first_nul_byte(monkeypatch, spooled, head):
+    # No text input holds NUL (decode_input refuses it): /dev/zero on stdin costs a block, not a full disk.
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a" * 150 + b"\0" * (5 << 20))))
+    with pytest.raises(InputError, match=r"^-: contains NUL bytes: binary file\?$"):
+        keep_stdin(head)
+    assert all(file.closed for file in spooled)
+
+
+def test_a_line_longer_than_the_limit_is_refused_while_it_is_read(tmp_path):
+    path = tmp_path / "input.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + b"x" * 100 + b"\n")
+    limit = Limit(50, "a record or an event line")
+    lines = file_lines(str(path), 16, limit=limit)
+    assert next(lines)[0] == '{"a": 1}'
+    with pytest.raises(InputError, match=r"input.jsonl: line 2: over the 50 bytes limit for a record or an event line"):
+        list(lines)
+
+
+@settings(max_examples=100, deadline=None)
+@given(size=st.integers(0, 3 * 4096), limit=st.integers(0, 2 * 4096), block=st.sampled_from([1, 7, 4096]))
+def test_a_read_gives_the_bytes_up_to_the_limit_or_refuses_them_from_a_file_or_a_stream(tmp_path_factory, size,
+                                                                                        limit, block):
+    # The same answer for a regular file (its size known first) and for stdin (read in blocks, no size).
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    path = tmp_path_factory.mktemp("read") / "input"
+    path.write_bytes(data)
+    bound = Limit(limit, "a test")
+    expected = ("ok", data) if size <= limit else ("refused", f"{path}: over the {size_text(limit)} limit for a test")
+    assert outcome(lambda: read_input(str(path), bound)) == expected
+    stdin = io.BufferedReader(io.BytesIO(data), buffer_size=block)
+    from_stdin = outcome(lambda: read_input("-", bound, kept=stdin))
+    assert from_stdin == (expected if size <= limit else ("refused", expected[1].replace(str(path), "-")))
