@@ -59,8 +59,7 @@ class Protocol(HttpToolsProtocol):
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         if len(self.connections) > self.limits.connections:
-            self._refuse(b"503 Service Unavailable", f"over {self.limits.connections} connections at once; retry later",
-                         quiet=True)  # a flood of them must not flood the log too
+            self._refuse(b"503 Service Unavailable", f"over {self.limits.connections} connections at once; retry later")
             return
         self._start_reading()
 
@@ -114,9 +113,10 @@ class Protocol(HttpToolsProtocol):
         else:  # the body is late: the application sees the client leave
             self.transport.close()
 
-    def _refuse(self, status: bytes, reason: str, quiet: bool = False) -> None:
+    def _refuse(self, status: bytes, reason: str) -> None:
         self._stop_reading()
-        (log.info if quiet else log.warning)("server: %s: %s", self.client[0] if self.client else "?", reason)
+        # Not a warning: each costs its sender a connection, and a flood of them must not flood the log too.
+        log.info("server: %s: %s", self.client[0] if self.client else "?", reason)
         self.transport.write(_refusal(status, reason))
         self.transport.close()
 
@@ -127,10 +127,11 @@ def run(app, host: str, port: int, limits: Limits, workers: int = 1) -> None:
     Raises: SystemExit when uvicorn cannot start (as `uvicorn.run` does)."""
     import uvicorn
 
-    # The idle timeout is uvicorn's own; h11's limit is set too in case a caller picks that parser.
-    config = uvicorn.Config(app, host=host, port=port, http=Protocol, timeout_keep_alive=limits.idle_timeout,
-                            h11_max_incomplete_event_size=limits.header_bytes, workers=workers,
-                            factory=workers > 1, log_level="warning", access_log=False)
+    # The idle timeout is uvicorn's own; h11's limit is set too in case a caller picks that parser. No route takes
+    # a WebSocket: an upgrade is answered as plain HTTP, never handed to another protocol and its own limits.
+    config = uvicorn.Config(app, host=host, port=port, http=Protocol, ws="none",
+                            timeout_keep_alive=limits.idle_timeout, h11_max_incomplete_event_size=limits.header_bytes,
+                            workers=workers, factory=workers > 1, log_level="warning", access_log=False)
     config.limits = limits  # read by each connection's Protocol; pickled with the config into each worker
     if workers > 1:
         from uvicorn.supervisors import Multiprocess
