@@ -43,7 +43,8 @@ def _can_listen(host: str, port: int) -> None:
 HeaderBytes = Annotated[int, typer.Option("--max-header-bytes", min=1024, max=1024 * 1024, help=(
     "A request's head (request line and headers) over this many bytes is answered 431 and closed."))]
 HeaderTimeout = Annotated[float, typer.Option("--header-timeout", min=0.1, max=3600, help=(
-    "Seconds a client has to send a whole request, from its first byte; then 408 and closed."))]
+    "Seconds a client has to send a whole request, from its first byte (then 408 and closed), or may leave its "
+    "answers unread."))]
 IdleTimeout = Annotated[float, typer.Option("--idle-timeout", min=0.1, max=3600, help=(
     "Seconds a keep-alive connection may wait for its next request."))]
 MaxConnections = Annotated[int, typer.Option("--max-connections", min=1, max=65536, help=(

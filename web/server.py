@@ -6,7 +6,8 @@ IdleTimeout}` and a listener's connection cap):
                    as soon as that many bytes came without the blank line that ends a head: never buffered whole
     header timeout a request not received whole (head and body) within that many seconds of its first byte, or
                    of the connection's opening, is answered 408 and closed: a client that sends half a request
-                   and stalls (or nothing at all) holds a connection for that long at most
+                   and stalls (or nothing at all) holds a connection for that long at most; and a client that
+                   stops reading its answers (the send buffer full for that long) is cut off, its answers dropped
     idle timeout   a keep-alive connection with no new request for that long is closed
     connections    a connection over that many open at once is answered 503 and closed before anything is read
 
@@ -55,6 +56,7 @@ class Protocol(HttpToolsProtocol):
         self.limits: Limits = config.limits
         self.head: int | None = 0
         self.reading = None  # the header timeout's timer, while a request is being read
+        self.stalled = None  # the same timeout's, while the client reads none of what is sent
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -65,7 +67,28 @@ class Protocol(HttpToolsProtocol):
 
     def connection_lost(self, exc) -> None:
         self._stop_reading()
+        if self.stalled is not None:
+            self.stalled.cancel()
+            self.stalled = None
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.stalled is None:
+            self.stalled = self.loop.call_later(self.limits.header_timeout, self._not_reading)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self.stalled is not None:
+            self.stalled.cancel()
+            self.stalled = None
+
+    def _not_reading(self) -> None:
+        # abort, not close: close would wait for the buffer to drain, which is what never happens.
+        self.stalled = None
+        log.info("server: %s: reads none of its answers for %g s", self.client[0] if self.client else "?",
+                 self.limits.header_timeout)
+        self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         if self.transport.is_closing():

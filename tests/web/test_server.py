@@ -247,3 +247,20 @@ def test_a_405_names_the_methods_a_path_answers(site, witness):
         head = answer.split(b"\r\n\r\n")[0].split(b"\r\n")
         assert head[0].startswith(b"HTTP/1.1 405 "), answer[:100]
         assert [line for line in head[1:] if line.lower().startswith(b"allow:")] == [b"allow: " + allowed], head
+
+
+def test_a_client_that_reads_none_of_its_answers_is_cut_off(site):
+    """Many answers asked at once (pipelined) and none read: once the server's send buffer stays full for the
+    header timeout, the connection is aborted, not held for ever."""
+    record = urllib.request.urlopen(f"http://127.0.0.1:{site}/paper/2407.20018/citation-record.json").read()
+    count = 400
+    conn = socket.socket()
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window, filled at once
+    conn.settimeout(TIMEOUT + IDLE + 2 * MARGIN)
+    with conn:
+        conn.connect(("127.0.0.1", site))
+        send_all(conn, b"GET /paper/2407.20018/citation-record.json HTTP/1.1\r\nHost: x\r\n\r\n" * count)
+        time.sleep(TIMEOUT + MARGIN)  # a client that reads nothing: no event to wait on but the clock
+        received = read_all(conn)
+    assert received.count(b"HTTP/1.1 200 ") < count  # the rest were dropped with the connection
+    assert len(received) < count * len(record)
