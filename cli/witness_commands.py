@@ -59,4 +59,5 @@ def serve(
     witness = Witness(cosigner, logs, db_location(ctx), new=new)
     typer.echo(f"witness {cosigner.key} of {', '.join(logs)} at http://{host}:{port}/add-checkpoint "
                f"(state {db_location(ctx)}; Ctrl-C stops)", err=True)
-    run(create_witness_app(witness), host, port, limits(max_header_bytes, header_timeout, idle_timeout, max_connections))
+    bounds = limits(max_header_bytes, header_timeout, idle_timeout, max_connections)
+    run(create_witness_app(witness), host, port, bounds)

@@ -131,8 +131,11 @@ class Protocol(HttpToolsProtocol):
         self.reading = None
         if self.transport.is_closing():
             return
-        if self.head is not None:  # still in the head: nothing was handed to the application
-            self._refuse(b"408 Request Timeout", f"the request was not received within {self.limits.header_timeout:g} s")
+        if self.head is not None and self.cycle is not None and not self.cycle.response_complete:
+            self._start_reading()  # a pipelined head, behind an answer still being sent: its time starts after
+        elif self.head is not None:  # still in the head: nothing was handed to the application
+            self._refuse(b"408 Request Timeout",
+                         f"the request was not received within {self.limits.header_timeout:g} s")
         else:  # the body is late: the application sees the client leave
             self.transport.close()
 
@@ -150,10 +153,9 @@ def run(app, host: str, port: int, limits: Limits, workers: int = 1) -> None:
     Raises: SystemExit when uvicorn cannot start (as `uvicorn.run` does)."""
     import uvicorn
 
-    # The idle timeout is uvicorn's own; h11's limit is set too in case a caller picks that parser. No route takes
-    # a WebSocket: an upgrade is answered as plain HTTP, never handed to another protocol and its own limits.
-    config = uvicorn.Config(app, host=host, port=port, http=Protocol, ws="none",
-                            timeout_keep_alive=limits.idle_timeout, h11_max_incomplete_event_size=limits.header_bytes,
+    # The idle timeout is uvicorn's own. No route takes a WebSocket: an upgrade is answered as plain HTTP, never
+    # handed to another protocol without these limits.
+    config = uvicorn.Config(app, host=host, port=port, http=Protocol, ws="none", timeout_keep_alive=limits.idle_timeout,
                             workers=workers, factory=workers > 1, log_level="warning", access_log=False)
     config.limits = limits  # read by each connection's Protocol; pickled with the config into each worker
     if workers > 1:

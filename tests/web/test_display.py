@@ -22,8 +22,9 @@ PAPER = "2601.00002"
 # Every kind of character HIDDEN names, and markup: nothing here may reach a page as it is.
 TITLE = ("Safe \u202eevil\u202c, a bell\x07, an escape\x1b[31m, an isolate \u2066x\u2069, a joiner a\u200db, a "
          "space\u200b, a BOM\ufeff, a C1\x9b <script>window.__pwned = 9</script> end")
-SHOWN = ("Safe ⟨U+202E⟩evil⟨U+202C⟩, a bell⟨U+0007⟩, an escape⟨U+001B⟩[31m, an isolate ⟨U+2066⟩x⟨U+2069⟩, a joiner "
-         "a⟨U+200D⟩b, a space⟨U+200B⟩, a BOM⟨U+FEFF⟩, a C1⟨U+009B⟩ <script>window.__pwned = 9</script> end")
+SHOWN = ("Safe ⟨U+202E⟩evil⟨U+202C⟩, a bell⟨U+0007⟩, an escape⟨U+001B⟩[31m, an isolate ⟨U+2066⟩x⟨U+2069⟩, "
+         "a joiner a⟨U+200D⟩b, a space⟨U+200B⟩, a BOM⟨U+FEFF⟩, a C1⟨U+009B⟩ "
+         "<script>window.__pwned = 9</script> end")
 # Each page kind; those that show the paper's title say so.
 PAGES = {"/": True, "/papers/2601": True, f"/paper/{PAPER}": True, f"/paper/{PAPER}/citation-record": True,
          f"/paper/{PAPER}/as-of/2026-09-01/citation-record": True, f"/paper/{PAPER}/as-of/2026-09-01/changes": False,
