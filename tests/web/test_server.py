@@ -24,10 +24,10 @@ from ledger.log.signed_notes import generate_signer
 from ledger.storage.store import Store
 from tests.conftest import SEED_004
 
-HEADER_BYTES, TIMEOUT, IDLE, CONNECTIONS = 4096, 1.0, 1.0, 4
+HEADER_BYTES, TIMEOUT, IDLE, CONNECTIONS = 4096, 2.0, 1.0, 4
 LIMITS = ["--max-header-bytes", str(HEADER_BYTES), "--header-timeout", str(TIMEOUT), "--idle-timeout", str(IDLE),
           "--max-connections", str(CONNECTIONS)]
-MARGIN = 2.0  # seconds a loaded machine may add to a timeout
+MARGIN = 3.0  # seconds a loaded machine (2 cores, 8 test runs) may add to a timeout
 
 
 def free_port() -> int:
@@ -179,9 +179,11 @@ def test_a_request_sent_in_part_is_cut_at_the_header_timeout(server, sent):
         conn.sendall(sent)
         answer = read_all(conn)
         took = time.monotonic() - begun
-    assert TIMEOUT - 0.2 <= took < TIMEOUT + MARGIN
-    if b"\r\n\r\n" not in sent:  # still in its head: the application never saw it
-        assert answer.startswith(b"HTTP/1.1 408 ") and b"within 1 s" in answer
+    # The site answers a POST (405) without reading its body: its idle timeout closes that connection first.
+    assert min(TIMEOUT, IDLE) - 0.2 <= took < TIMEOUT + MARGIN
+    if b"\r\n\r\n" not in sent:
+        assert TIMEOUT - 0.2 <= took  # still in its head: the application never saw it
+        assert answer.startswith(b"HTTP/1.1 408 ") and f"within {TIMEOUT:g} s".encode() in answer
     assert honest(port, request).split(b" ")[1] in (b"200", b"400")
 
 
