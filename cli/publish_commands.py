@@ -15,6 +15,12 @@ from ledger.services.keys import load_signer
 from ledger.core.errors import InputError, LedgerError
 from ledger.model.parts import counted
 
+# A server's default limits (`ledger.web.server`, docs/running.md), with why: this site's and a witness's request
+# heads are well under 2 KiB (web.app refuses a path or a query over 1 KiB), and 16 KiB is nginx's 2 x 8 KiB
+# large_client_header_buffers; 10 s to send a request is Go's customary ReadHeaderTimeout; 5 s of keep-alive is
+# uvicorn's own default; 256 connections stays well under the 1,024 file descriptors a process commonly has.
+HEADER_BYTES, HEADER_TIMEOUT, IDLE_TIMEOUT, CONNECTIONS = 16 * 1024, 10.0, 5.0, 256
+
 app = typer.Typer()
 
 
@@ -33,6 +39,25 @@ def _can_listen(host: str, port: int) -> None:
             raise LedgerError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
+# A server's limits (`ledger.web.server`), the same options for `serve` and `witness serve`.
+HeaderBytes = Annotated[int, typer.Option("--max-header-bytes", min=1024, max=1024 * 1024, help=(
+    "A request's head (request line and headers) over this many bytes is answered 431 and closed."))]
+HeaderTimeout = Annotated[float, typer.Option("--header-timeout", min=0.1, max=3600, help=(
+    "Seconds a client has to send a whole request, from its first byte (then 408 and closed), or may leave its "
+    "answers unread."))]
+IdleTimeout = Annotated[float, typer.Option("--idle-timeout", min=0.1, max=3600, help=(
+    "Seconds a keep-alive connection may wait for its next request."))]
+MaxConnections = Annotated[int, typer.Option("--max-connections", min=1, max=65536, help=(
+    "Connections open at once (per worker); one more is answered 503 and closed."))]
+
+
+def limits(header_bytes: int, header_timeout: float, idle_timeout: float, connections: int):
+    """The `ledger.web.server.Limits` of a server's command-line options."""
+    from ledger.web.server import Limits
+
+    return Limits(header_bytes, header_timeout, idle_timeout, connections)
+
+
 @app.command()
 def serve(
     ctx: typer.Context,
@@ -41,11 +66,14 @@ def serve(
     key: Annotated[Optional[str], typer.Option("--key", help="Signing key file: serve /checkpoint and evidence "
                                                              "bundles (default: none, neither is served).")] = None,
     workers: Annotated[int, typer.Option("--workers", help="Worker processes.", min=1, max=64)] = 1,
+    max_header_bytes: HeaderBytes = HEADER_BYTES,
+    header_timeout: HeaderTimeout = HEADER_TIMEOUT,
+    idle_timeout: IdleTimeout = IDLE_TIMEOUT,
+    max_connections: MaxConnections = CONNECTIONS,
 ) -> None:
     """Serve the records' links, the evidence and the log's tiles over HTTP, read-only."""
-    import uvicorn
-
     from ledger.web.app import create_app
+    from ledger.web.server import run
 
     signer = load_signer(key) if key else None
     location = db_location(ctx)
@@ -53,8 +81,9 @@ def serve(
     app = create_app(location, signer)  # a --db that is not a ledger fails here, in one line
     typer.echo(f"serving {location} at http://{host}:{port}/ ({workers} worker{'s' * (workers > 1)}; Ctrl-C stops)",
                err=True)
+    bounds = limits(max_header_bytes, header_timeout, idle_timeout, max_connections)
     if workers == 1:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        run(app, host, port, bounds)
         return
     app.state.ledger.close()  # each worker opens its own
     os.environ["LEDGER_SERVE_DB"] = location
@@ -62,8 +91,7 @@ def serve(
         os.environ["LEDGER_SERVE_KEY"] = os.path.abspath(key)
     else:
         os.environ.pop("LEDGER_SERVE_KEY", None)
-    uvicorn.run("ledger.web.app:from_environment", factory=True, host=host, port=port, workers=workers,
-                log_level="warning", access_log=False)
+    run("ledger.web.app:from_environment", host, port, bounds, workers)
 
 
 @app.command()

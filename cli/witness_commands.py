@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import db_location
-from ledger.cli.publish_commands import _can_listen
+from ledger.cli.publish_commands import (CONNECTIONS, HEADER_BYTES, HEADER_TIMEOUT, IDLE_TIMEOUT, HeaderBytes,
+                                         HeaderTimeout, IdleTimeout, MaxConnections, _can_listen, limits)
 from ledger.core.errors import InputError
 from ledger.log.signed_notes import Verifier
 from ledger.services.keys import load_cosigner, load_verifier
@@ -45,12 +46,15 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="Port to listen on.", min=0, max=65535)] = 8090,
     rate: Annotated[float, typer.Option("--rate", min=0, help="Requests a second per client address (bursts of "
                                                               "twice that; over it: 429). 0: no limit.")] = RATE,
+    max_header_bytes: HeaderBytes = HEADER_BYTES,
+    header_timeout: HeaderTimeout = HEADER_TIMEOUT,
+    idle_timeout: IdleTimeout = IDLE_TIMEOUT,
+    max_connections: MaxConnections = CONNECTIONS,
 ) -> None:
     """Answer POST /add-checkpoint: cosign a log's checkpoint when its key signed it and it is consistent
     with the last one cosigned (the state: --db, a SQLite file)."""
-    import uvicorn
-
     from ledger.services.witness import Witness
+    from ledger.web.server import run
     from ledger.web.witness import create_witness_app
 
     cosigner, logs = load_cosigner(key), parse_logs(log)
@@ -58,4 +62,5 @@ def serve(
     witness = Witness(cosigner, logs, db_location(ctx), new=new)
     typer.echo(f"witness {cosigner.key} of {', '.join(logs)} at http://{host}:{port}/add-checkpoint "
                f"(state {db_location(ctx)}; Ctrl-C stops)", err=True)
-    uvicorn.run(create_witness_app(witness, rate), host=host, port=port, log_level="warning", access_log=False)
+    bounds = limits(max_header_bytes, header_timeout, idle_timeout, max_connections)
+    run(create_witness_app(witness, rate), host, port, bounds)

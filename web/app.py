@@ -318,7 +318,12 @@ async def invalid(request: Request, exc: RequestValidationError) -> Response:
 
 async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
     reason = f"no such path: {request.url.path}" if exc.status_code == 404 else str(exc.detail)
-    return error_response(request, exc.status_code, reason, dict(exc.headers or {}))
+    headers = {name.lower(): value for name, value in (exc.headers or {}).items()}
+    if exc.status_code == 405:
+        # Every path of the site answers GET and HEAD alone; Starlette would name the methods of the first route
+        # whose path matched, which is the HEAD route registered before its GET.
+        headers["allow"] = "GET, HEAD"
+    return error_response(request, exc.status_code, reason, headers)
 
 
 async def bug(request: Request, exc: Exception) -> Response:

@@ -39,7 +39,7 @@ from ledger.projections.record import build_record
 from ledger.projections.text import counted_lines
 
 from ledger.web import urls
-from ledger.web.views import BEGINNING, effective_days, record_view, shown, time_nav
+from ledger.web.views import BEGINNING, effective_days, finalize, record_view, time_nav
 
 JSON = "application/json"
 HTML = "text/html; charset=utf-8"
@@ -82,10 +82,10 @@ def _as_known(exc: NotFoundError, known_at: When | None) -> NotFoundError:
 
 @cache
 def _templates() -> Environment:
+    # finalize: every printed expression shows its hidden characters as code points (`views.shown`).
     env = Environment(loader=PackageLoader("ledger.web", "templates"), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, finalize=finalize)
     env.globals.update(csp=CSP, urls=urls)
-    env.filters["shown"] = shown
     return env
 
 

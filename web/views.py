@@ -8,6 +8,8 @@ import re
 from typing import Container, Iterable
 from urllib.parse import quote
 
+from markupsafe import Markup
+
 from ledger.core.errors import InputError
 from ledger.core.times import When
 from ledger.model.arxiv import paper_id
@@ -199,9 +201,21 @@ def record_view(record: dict, linked: Container[str] = ()) -> dict:
 
 
 # What would reorder the text after it (bidi controls) or print nothing (C0 and C1 controls but tab and line
-# ends): shown as its code point, here and in check.js's `shown`, so no title reverses a line or hides a part.
-HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# ends; zero-width spaces, joiners and the BOM): shown as its code point, here and in check.js's `shown`, so no
+# title reverses a line or hides a part. (A joiner inside an emoji or an Indic word shows too: a record is
+# evidence, and what it holds is shown, not what it would draw.)
+HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069"
+                    "\ufeff]")
 
 
 def shown(text: object) -> str:
+    """The one way a page shows untrusted text: each character of HIDDEN as its code point (`⟨U+202E⟩`)."""
     return HIDDEN.sub(lambda m: f"\u27e8U+{ord(m[0]):04X}\u27e9", str(text))
+
+
+def finalize(value: object) -> object:
+    """Jinja's `finalize`: what every `{{ ... }}` of every template prints passes through `shown`, before it is
+    escaped, so that no template can forget it. Markup (a block, an included part) was shown already."""
+    if isinstance(value, Markup):
+        return Markup(shown(value))  # the code point's brackets and digits are no markup
+    return shown(value)

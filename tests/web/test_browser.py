@@ -37,8 +37,10 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]
 RECORD = f"/paper/{PAPER_004}/citation-record?as_of={AS_OF_004}"
 BIDI_PAPER = "2601.00002"
-BIDI_TITLE = "Safe title \u202eevil\u202c and a bell\x07 end"
-SHOWN_TITLE = "Safe title ⟨U+202E⟩evil⟨U+202C⟩ and a bell⟨U+0007⟩ end"
+BIDI_TITLE = ("Safe title \u202eevil\u202c and a bell\x07, an escape\x1b[31m, an isolate \u2066x\u2069, a joiner a\u200db "
+              "<script>window.__pwned = 4</script> end")
+SHOWN_TITLE = ("Safe title ⟨U+202E⟩evil⟨U+202C⟩ and a bell⟨U+0007⟩, an escape⟨U+001B⟩[31m, an isolate ⟨U+2066⟩x⟨U+2069⟩, a "
+               "joiner a⟨U+200D⟩b <script>window.__pwned = 4</script> end")
 
 # Skipped on a machine without it, never in CI (.ci/run installs it there; a missing browser fails).
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
@@ -425,6 +427,28 @@ def test_hostile_text_is_isolated_and_its_controls_shown(watched, server):
     # The record's own paper is linked to arXiv once, at the top, not again on each of its cards.
     assert w.page.locator(f'dl.identity a[href="https://arxiv.org/abs/{BIDI_PAPER}"]').count() == 1
     assert card.locator(f'a[href="https://arxiv.org/abs/{BIDI_PAPER}"]').count() == 0
+
+
+def test_hostile_text_shows_as_code_points_on_every_page_kind_and_never_runs(watched, server):
+    from ledger.web.views import HIDDEN
+
+    pages = {"home": ("/", True), "month": ("/papers/2601", True), "paper": (f"/paper/{BIDI_PAPER}", True),
+             "record": (f"/paper/{BIDI_PAPER}/citation-record", True),
+             "day record": (f"/paper/{BIDI_PAPER}/as-of/2026-09-01/citation-record", True),
+             "changes": (f"/paper/{BIDI_PAPER}/as-of/2026-09-01/changes", False),
+             "diff": (f"/paper/{BIDI_PAPER}/diff?from=2026-08-01&to=2026-09-02", False),
+             "integrity": (f"/paper/{BIDI_PAPER}/integrity", False), "evidence": ("/evidence", False),
+             "error": ("/nothing%E2%80%AE%07here", False)}
+    w = watched()
+    for kind, (path, titled) in pages.items():
+        w.page.goto(server + path)
+        text, title = w.page.evaluate("[document.body.innerText, document.title]")
+        assert HIDDEN.findall(text + title) == [], kind
+        if titled:
+            assert SHOWN_TITLE in text, kind
+        assert w.page.evaluate("window.__pwned") is None, kind
+    assert "⟨U+202E⟩⟨U+0007⟩" in text  # the error page's path
+    assert [e for e in w.errors if "404" not in e] == []  # the error page's own status is logged, nothing else
 
 
 def test_no_page_scrolls_sideways_on_a_phone_and_each_is_kept_as_a_picture(watched, server):

@@ -162,8 +162,8 @@
   }
 
   // -- the page ------------------------------------------------------------------------------------------
-  // As web/site.py's `shown`: bidi and other invisible controls are displayed as their code point.
-  var HIDDEN = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  // As web/views.py's `shown`: bidi and other invisible controls are displayed as their code point.
+  var HIDDEN = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
   function shown(text) {
     return text.replace(HIDDEN, function (c) {
       return "\u27e8U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e9";
