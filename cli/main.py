@@ -19,6 +19,7 @@ from ledger import __version__
 from ledger.cli import log_commands, monitor_commands, proof_commands, publish_commands, record_commands, witness_commands
 from ledger.cli.common import DEFAULT_DB
 from ledger.core.errors import LedgerError
+from ledger.core.redact import redact
 
 
 GLOBAL_FLAGS, GLOBAL_VALUED = ("-v", "--verbose"), ("--db",)
@@ -53,6 +54,12 @@ def hoisted(args: list[str]) -> list[str]:
     return moved + head + kept if moved else args
 
 
+def _say(message: str) -> None:
+    """One error line on stderr. Every one passes through `redact`, whatever it quotes: a key handed to the wrong
+    option, or a database URL, is never printed (a usage error quotes the value it refused)."""
+    typer.echo(f"ledger: {redact(message)}", err=True)
+
+
 class LedgerGroup(TyperGroup):
     """Maps every LedgerError to its exit code, and every usage error to one line and exit 2; nothing else in
     the CLI decides an exit code."""
@@ -67,10 +74,10 @@ class LedgerGroup(TyperGroup):
             code = 2
         except UsageError as exc:  # an unknown option, a missing argument, a bad value
             where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-            typer.echo(f"ledger: {exc.format_message()}{where}", err=True)
+            _say(f"{exc.format_message()}{where}")
             code = exc.exit_code
         except ClickException as exc:
-            typer.echo(f"ledger: {exc.format_message()}", err=True)
+            _say(exc.format_message())
             code = exc.exit_code
         except typer.Abort:
             typer.echo("ledger: aborted", err=True)
@@ -85,7 +92,7 @@ class LedgerGroup(TyperGroup):
             return super().invoke(ctx)
         except LedgerError as exc:
             for problem in exc.problems:
-                typer.echo(f"ledger: {problem}", err=True)
+                _say(problem)
             if ctx.obj and ctx.obj.get("verbose"):
                 traceback.print_exc()
             ctx.exit(exc.exit_code)
@@ -96,8 +103,7 @@ class LedgerGroup(TyperGroup):
             sys.stderr.close()
             ctx.exit(0)
         except Exception as exc:  # a bug: say so in one line, keep the traceback for --verbose
-            typer.echo(f"ledger: internal error: {type(exc).__name__}: {exc} (run with --verbose for details)",
-                       err=True)
+            _say(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for details)")
             if ctx.obj and ctx.obj.get("verbose"):
                 traceback.print_exc()
             ctx.exit(3)

@@ -14,6 +14,7 @@ from ledger.services.keys import load_cosigner_key, load_policy, load_signer, lo
 from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
 from ledger.core.errors import InputError
+from ledger.core.redact import quoted
 from ledger.core.inputs import read_input
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
@@ -56,7 +57,7 @@ def _witnesses(given: list[str]) -> list[tuple[str, CosignerKey]]:
     for option in given:
         url, sep, vkey = option.partition("=")
         if not sep or not url.startswith(("http://", "https://")) or not vkey:
-            raise InputError(f"--witness {option[:80]}: expected URL=VKEY, the witness's submission prefix "
+            raise InputError(f"--witness {quoted(option)}: expected URL=VKEY, the witness's submission prefix "
                              f"(http:// or https://) and its cosigner key (a .vkey file or its text)")
         found.append((url, load_cosigner_key(vkey)))
     return found

@@ -9,6 +9,7 @@ import typer
 from ledger.cli.common import db_location
 from ledger.cli.publish_commands import _can_listen
 from ledger.core.errors import InputError
+from ledger.core.redact import redact_url
 from ledger.log.signed_notes import Verifier
 from ledger.services.keys import load_cosigner, load_verifier
 
@@ -54,5 +55,5 @@ def serve(
     _can_listen(host, port)
     witness = Witness(cosigner, logs, db_location(ctx), new=new)
     typer.echo(f"witness {cosigner.key} of {', '.join(logs)} at http://{host}:{port}/add-checkpoint "
-               f"(state {db_location(ctx)}; Ctrl-C stops)", err=True)
+               f"(state {redact_url(db_location(ctx))}; Ctrl-C stops)", err=True)
     uvicorn.run(create_witness_app(witness), host=host, port=port, log_level="warning", access_log=False)

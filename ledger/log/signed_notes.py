@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ledger.core.errors import InputError, IntegrityError
+from ledger.core.redact import quoted
 
 ED25519 = 0x01
 DASH = "\u2014"
@@ -136,7 +137,7 @@ def open_note(note: str, verifier: Verifier) -> str:
     for line in signatures:
         match = re.fullmatch(rf"{DASH} (\S+) (\S+)", line)
         if not match:
-            raise InputError(f"signed note: malformed signature line {line!r}")
+            raise InputError(f"signed note: malformed signature line {quoted(line)}")
         name, blob = match.groups()
         raw = _b64decode(blob, "signature")
         if name != verifier.name or raw[:4] != verifier.id or len(raw) != 68:
@@ -203,5 +204,5 @@ def verify_checkpoint(note: str, verifier: Verifier) -> Checkpoint:
     Raises: InputError for a malformed note, IntegrityError for a bad or missing signature or another origin."""
     checkpoint = parse_checkpoint(open_note(note, verifier))
     if checkpoint.origin != verifier.name:
-        raise IntegrityError(f"checkpoint: origin {checkpoint.origin!r} is not the verifier key's {verifier.name!r}")
+        raise IntegrityError(f"checkpoint: origin {quoted(checkpoint.origin)} is not the verifier key's {quoted(verifier.name)}")
     return checkpoint
