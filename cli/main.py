@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+import warnings
 from typing import Annotated, Any
 
 import typer
@@ -20,6 +21,7 @@ from ledger.cli import log_commands, monitor_commands, proof_commands, publish_c
 from ledger.cli.common import DEFAULT_DB
 from ledger.core.errors import LedgerError
 from ledger.core.redact import redact
+from ledger.services.keys import ExposedKeyWarning
 
 
 GLOBAL_FLAGS, GLOBAL_VALUED = ("-v", "--verbose"), ("--db",)
@@ -60,6 +62,12 @@ def _say(message: str) -> None:
     typer.echo(f"ledger: {redact(message)}", err=True)
 
 
+def _warned(message, category, filename, lineno, file=None, line=None) -> None:
+    """`warnings.showwarning` for the command line: one line on stderr, as errors are (ssh's words for an
+    exposed key: "WARNING: ledger.key is readable by others ...")."""
+    _say(f"WARNING: {message}")
+
+
 class LedgerGroup(TyperGroup):
     """Maps every LedgerError to its exit code, and every usage error to one line and exit 2; nothing else in
     the CLI decides an exit code."""
@@ -67,6 +75,8 @@ class LedgerGroup(TyperGroup):
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         argv = hoisted(list(sys.argv[1:] if args is None else args))
+        warnings.showwarning = _warned
+        warnings.simplefilter("always", ExposedKeyWarning)  # every run that loads the key says so, not the first only
         try:
             code = super().main(args=argv, prog_name="ledger", complete_var=complete_var,  # also under python -m
                                 standalone_mode=False, **extra)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from inspect import Parameter, Signature
@@ -389,5 +390,7 @@ def from_environment() -> FastAPI:
     from ledger.services.keys import load_signer
 
     key = os.environ.get("LEDGER_SERVE_KEY")
-    signer = load_signer(key) if key else None
+    with warnings.catch_warnings():  # `serve` warned of an exposed key once, before it started the workers
+        warnings.simplefilter("ignore")
+        signer = load_signer(key) if key else None
     return create_app(os.environ["LEDGER_SERVE_DB"], signer)

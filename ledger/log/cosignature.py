@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.redact import quoted
-from ledger.log.signed_notes import DASH, _NAME, _b64decode, split_note
+from ledger.log.signed_notes import DASH, _b64decode, check_key_name, split_note
 
 COSIGNATURE_V1 = 0x04
 MAX_TIME = 2**63 - 1  # tlog-cosignature: the timestamp MUST NOT exceed it
@@ -103,9 +103,8 @@ class Cosigner:
 
 def generate_cosigner(name: str) -> Cosigner:
     """A new cosignature/v1 key named `name`.
-    Raises: InputError for a name with spaces or "+"."""
-    if not _NAME.fullmatch(name):
-        raise InputError(f"key name {name!r}: must be non-empty, without spaces or '+'")
+    Raises: InputError for a name `check_key_name` refuses."""
+    check_key_name(name, "--cosigner")
     return Cosigner(name, Ed25519PrivateKey.generate().private_bytes_raw())
 
 
