@@ -104,7 +104,7 @@ class LedgerGroup(TyperGroup):
             for problem in exc.problems:
                 _say(problem)
             if ctx.obj and ctx.obj.get("verbose"):
-                traceback.print_exc()
+                sys.stderr.write(redact(traceback.format_exc()))  # --verbose too: never a key or password
             ctx.exit(exc.exit_code)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise
@@ -115,7 +115,7 @@ class LedgerGroup(TyperGroup):
         except Exception as exc:  # a bug: say so in one line, keep the traceback for --verbose
             _say(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for details)")
             if ctx.obj and ctx.obj.get("verbose"):
-                traceback.print_exc()
+                sys.stderr.write(redact(traceback.format_exc()))  # --verbose too: never a key or password
             ctx.exit(3)
 
 

@@ -175,6 +175,16 @@ def test_no_key_text_reaches_any_output_whatever_option_it_is_given_to(world):
     assert sorted(found) == []
 
 
+@pytest.mark.parametrize("kind", KEY_FILES)
+def test_verbose_tracebacks_are_redacted_too(world, kind):
+    # `--log` quotes its value as given (no '=' in it: a key's base64 has none), so the exception holds the key.
+    cli, texts, port = world
+    for value in (kind, texts[kind]):
+        result = cli("-v", "witness", "serve", "--key", "witness.key", "--log", value, "--port", str(port))
+        assert result.exit_code == 2 and "Traceback" in result.stderr
+        assert not leaked(result.stdout + result.stderr, texts), result.stderr[-300:]
+
+
 def test_global_db_option_given_a_key_names_no_key(world):
     from ledger.cli.main import app
 
