@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from ledger.cli.common import Json, db_location, open_store, write_json, write_stdout
+from ledger.core.redact import redact_url
 from ledger.log.chain import hex_hash
 from ledger.log.export import export_line
 from ledger.storage.store import Store
@@ -17,7 +18,7 @@ def init(ctx: typer.Context) -> None:
     """Create an empty ledger. No other command creates one."""
     location = db_location(ctx)
     Store.create(location)
-    typer.echo(f"created an empty ledger at {location}")
+    typer.echo(f"created an empty ledger at {redact_url(location)}")
 
 
 @app.command()

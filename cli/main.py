@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+import warnings
 from typing import Annotated, Any
 
 import typer
@@ -19,6 +20,8 @@ from ledger import __version__
 from ledger.cli import log_commands, monitor_commands, proof_commands, publish_commands, record_commands, witness_commands
 from ledger.cli.common import DEFAULT_DB
 from ledger.core.errors import LedgerError
+from ledger.core.redact import redact
+from ledger.services.keys import ExposedKeyWarning
 
 
 GLOBAL_FLAGS, GLOBAL_VALUED = ("-v", "--verbose"), ("--db",)
@@ -53,6 +56,18 @@ def hoisted(args: list[str]) -> list[str]:
     return moved + head + kept if moved else args
 
 
+def _say(message: str) -> None:
+    """One error line on stderr. Every one passes through `redact`, whatever it quotes: a key handed to the wrong
+    option, or a database URL, is never printed (a usage error quotes the value it refused)."""
+    typer.echo(f"ledger: {redact(message)}", err=True)
+
+
+def _warned(message, category, filename, lineno, file=None, line=None) -> None:
+    """`warnings.showwarning` for the command line: one line on stderr, as errors are (ssh's words for an
+    exposed key: "WARNING: ledger.key is readable by others ...")."""
+    _say(f"WARNING: {message}")
+
+
 class LedgerGroup(TyperGroup):
     """Maps every LedgerError to its exit code, and every usage error to one line and exit 2; nothing else in
     the CLI decides an exit code."""
@@ -60,6 +75,8 @@ class LedgerGroup(TyperGroup):
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         argv = hoisted(list(sys.argv[1:] if args is None else args))
+        warnings.showwarning = _warned
+        warnings.simplefilter("always", ExposedKeyWarning)  # every run that loads the key says so, not the first only
         try:
             code = super().main(args=argv, prog_name="ledger", complete_var=complete_var,  # also under python -m
                                 standalone_mode=False, **extra)
@@ -67,10 +84,10 @@ class LedgerGroup(TyperGroup):
             code = 2
         except UsageError as exc:  # an unknown option, a missing argument, a bad value
             where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-            typer.echo(f"ledger: {exc.format_message()}{where}", err=True)
+            _say(f"{exc.format_message()}{where}")
             code = exc.exit_code
         except ClickException as exc:
-            typer.echo(f"ledger: {exc.format_message()}", err=True)
+            _say(exc.format_message())
             code = exc.exit_code
         except typer.Abort:
             typer.echo("ledger: aborted", err=True)
@@ -85,9 +102,9 @@ class LedgerGroup(TyperGroup):
             return super().invoke(ctx)
         except LedgerError as exc:
             for problem in exc.problems:
-                typer.echo(f"ledger: {problem}", err=True)
+                _say(problem)
             if ctx.obj and ctx.obj.get("verbose"):
-                traceback.print_exc()
+                sys.stderr.write(redact(traceback.format_exc()))  # --verbose too: never a key or password
             ctx.exit(exc.exit_code)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise
@@ -96,10 +113,9 @@ class LedgerGroup(TyperGroup):
             sys.stderr.close()
             ctx.exit(0)
         except Exception as exc:  # a bug: say so in one line, keep the traceback for --verbose
-            typer.echo(f"ledger: internal error: {type(exc).__name__}: {exc} (run with --verbose for details)",
-                       err=True)
+            _say(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for details)")
             if ctx.obj and ctx.obj.get("verbose"):
-                traceback.print_exc()
+                sys.stderr.write(redact(traceback.format_exc()))  # --verbose too: never a key or password
             ctx.exit(3)
 
 

@@ -14,6 +14,7 @@ from ledger.services.keys import load_cosigner_key, load_policy, load_signer, lo
 from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
 from ledger.core.errors import InputError
+from ledger.core.redact import quoted
 from ledger.core.inputs import read_input
 from ledger.core.limits import PROOF
 from ledger.services.proofs import checkpoint as signed_checkpoint
@@ -43,12 +44,30 @@ def keygen(
     public = made.verifier if cosigner is None else made.key
     key_file, vkey_file = (KEY_FILE, VKEY_FILE) if cosigner is None else (COSIGNER_KEY_FILE, COSIGNER_VKEY_FILE)
     for name in (key_file, vkey_file):
-        if Path(name).exists():
+        if os.path.islink(name) and not os.path.exists(name):
+            raise InputError(f"{name}: a symbolic link to a missing file; refusing to write a key through it")
+        if os.path.lexists(name):
             raise InputError(f"{name}: already exists; refusing to overwrite a key")
-    with open(key_file, "x", opener=lambda path, flags: os.open(path, flags, 0o600)) as handle:
-        handle.write(f"{made}\n")
-    Path(vkey_file).write_text(f"{public}\n")
+    _write_new(key_file, f"{made}\n", 0o600)
+    try:
+        _write_new(vkey_file, f"{public}\n", 0o644)
+    except InputError:
+        os.remove(key_file)  # not half a pair: the key this run made goes with it
+        raise
     typer.echo(f"wrote {key_file} (keep it secret) and {vkey_file}: {public}")
+
+
+def _write_new(name: str, text: str, mode: int) -> None:
+    """Write a file that must not exist yet, never through a symbolic link (O_EXCL | O_NOFOLLOW), with `mode`.
+    Raises: InputError naming the file when it exists or cannot be written here."""
+    try:
+        descriptor = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        raise InputError(f"{name}: already exists; refusing to overwrite a key") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot write here: {exc.strerror}") from None
+    with open(descriptor, "w") as handle:
+        handle.write(text)
 
 
 def _witnesses(given: list[str]) -> list[tuple[str, CosignerKey]]:
@@ -57,7 +76,7 @@ def _witnesses(given: list[str]) -> list[tuple[str, CosignerKey]]:
     for option in given:
         url, sep, vkey = option.partition("=")
         if not sep or not url.startswith(("http://", "https://")) or not vkey:
-            raise InputError(f"--witness {option[:80]}: expected URL=VKEY, the witness's submission prefix "
+            raise InputError(f"--witness {quoted(option)}: expected URL=VKEY, the witness's submission prefix "
                              f"(http:// or https://) and its cosigner key (a .vkey file or its text)")
         found.append((url, load_cosigner_key(vkey)))
     return found

@@ -13,6 +13,7 @@ import typer
 from ledger.cli.common import Json, Meter, db_location, open_store, write_json
 from ledger.services.keys import load_signer
 from ledger.core.errors import InputError, LedgerError
+from ledger.core.redact import redact, redact_url
 from ledger.model.parts import counted
 
 # A server's default limits (`ledger.web.server`, docs/running.md), with why: this site's and a witness's request
@@ -79,7 +80,7 @@ def serve(
     location = db_location(ctx)
     _can_listen(host, port)
     app = create_app(location, signer)  # a --db that is not a ledger fails here, in one line
-    typer.echo(f"serving {location} at http://{host}:{port}/ ({workers} worker{'s' * (workers > 1)}; Ctrl-C stops)",
+    typer.echo(f"serving {redact_url(location)} at http://{host}:{port}/ ({workers} worker{'s' * (workers > 1)}; Ctrl-C stops)",
                err=True)
     bounds = limits(max_header_bytes, header_timeout, idle_timeout, max_connections)
     if workers == 1:
@@ -123,6 +124,6 @@ def publish(
         write_json(result.as_json())
     else:
         typer.echo(f"published {counted(result.papers, 'paper')} as of {result.as_of} and the log of "
-                   f"{counted(result.tree_size, 'event')} to {out}: rendered {counted(result.rebuilt, 'paper')}"
+                   f"{counted(result.tree_size, 'event')} to {redact(str(out))}: rendered {counted(result.rebuilt, 'paper')}"
                    f"{f' ({result.whole})' if result.whole else ''}, wrote {counted(result.written, 'file')}, left "
                    f"{result.unchanged} unchanged")

@@ -10,6 +10,7 @@ from ledger.cli.common import db_location
 from ledger.cli.publish_commands import (CONNECTIONS, HEADER_BYTES, HEADER_TIMEOUT, IDLE_TIMEOUT, HeaderBytes,
                                          HeaderTimeout, IdleTimeout, MaxConnections, _can_listen, limits)
 from ledger.core.errors import InputError
+from ledger.core.redact import redact_url
 from ledger.log.signed_notes import Verifier
 from ledger.services.keys import load_cosigner, load_verifier
 from ledger.services.witness import RATE
@@ -61,6 +62,6 @@ def serve(
     _can_listen(host, port)
     witness = Witness(cosigner, logs, db_location(ctx), new=new)
     typer.echo(f"witness {cosigner.key} of {', '.join(logs)} at http://{host}:{port}/add-checkpoint "
-               f"(state {db_location(ctx)}; Ctrl-C stops)", err=True)
+               f"(state {redact_url(db_location(ctx))}; Ctrl-C stops)", err=True)
     bounds = limits(max_header_bytes, header_timeout, idle_timeout, max_connections)
     run(create_witness_app(witness, rate), host, port, bounds)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from inspect import Parameter, Signature
@@ -36,6 +37,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError, StoreError
+from ledger.core.redact import redact
 from ledger.importing.logfile import open_ledger
 from ledger.log.signed_notes import Signer
 from ledger.storage.store import Store
@@ -78,7 +80,7 @@ class Ledger:
         try:  # a path that is not a ledger fails now; a database that is down answers 503 until it is back
             self._executor().submit(self._open).result()
         except StoreError as exc:
-            log.warning("ledger: %s (serving 503 until it can be opened)", exc)
+            log.warning("ledger: %s (serving 503 until it can be opened)", redact(str(exc)))
 
     def _executor(self) -> ThreadPoolExecutor:
         if self.thread is None:
@@ -306,7 +308,7 @@ ERRORS = {400: {"description": "A malformed id, date, tile path or query (one li
 async def ledger_error(request: Request, exc: LedgerError) -> Response:
     status = status_of(exc)
     if status >= 500:
-        log.error("ledger: %s %s: %s", request.method, request.url.path, exc)
+        log.error("ledger: %s %s: %s", request.method, request.url.path, redact(str(exc)))
     return error_response(request, status, str(exc))
 
 
@@ -393,5 +395,7 @@ def from_environment() -> FastAPI:
     from ledger.services.keys import load_signer
 
     key = os.environ.get("LEDGER_SERVE_KEY")
-    signer = load_signer(key) if key else None
+    with warnings.catch_warnings():  # `serve` warned of an exposed key once, before it started the workers
+        warnings.simplefilter("ignore")
+        signer = load_signer(key) if key else None
     return create_app(os.environ["LEDGER_SERVE_DB"], signer)

@@ -14,6 +14,7 @@ from datetime import date, datetime, time, timezone
 from functools import lru_cache
 
 from ledger.core.errors import InputError
+from ledger.core.redact import quoted
 
 # RFC 3339 with a mandatory offset; a naive time is ambiguous and refused.
 _INSTANT = re.compile(
@@ -37,11 +38,11 @@ def parse_instant(text: object) -> datetime:
     """Parse an RFC 3339 timestamp with an offset into an aware UTC datetime.
     Raises: TimeError."""
     if not isinstance(text, str) or not _INSTANT.fullmatch(text):
-        raise TimeError(f"expected an RFC 3339 timestamp with offset, found {text!r}")
+        raise TimeError(f"expected an RFC 3339 timestamp with offset, found {quoted(text)}")
     try:
         return datetime.fromisoformat(text).astimezone(timezone.utc)
     except (ValueError, OverflowError):  # OverflowError: the offset moves it out of years 1..9999
-        raise TimeError(f"not a valid timestamp: {text!r}") from None
+        raise TimeError(f"not a valid timestamp: {quoted(text)}") from None
 
 
 def instant_key(text: object) -> str:
@@ -85,13 +86,13 @@ def parse_when(text: str) -> tuple[str, str]:
         try:
             day = date.fromisoformat(text)
         except ValueError:
-            raise TimeError(f"not a valid date: {text!r}") from None
+            raise TimeError(f"not a valid date: {quoted(text)}") from None
         end = datetime.combine(day, time(23, 59, 59, 999999), tzinfo=timezone.utc)
         written = format_utc(end)
         return written, written
     if not isinstance(text, str) or not _INSTANT.fullmatch(text):
         raise TimeError(f"expected a date YYYY-MM-DD or an RFC 3339 timestamp with offset (2026-08-09, "
-                        f"2026-08-09T16:41:00Z), found {text!r}")
+                        f"2026-08-09T16:41:00Z), found {quoted(text)}")
     return text, instant_key(text)
 
 

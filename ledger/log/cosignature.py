@@ -23,7 +23,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ledger.core.errors import InputError, IntegrityError
-from ledger.log.signed_notes import DASH, _NAME, _b64decode, split_note
+from ledger.core.redact import quoted
+from ledger.log.signed_notes import DASH, _b64decode, check_key_name, split_note
 
 COSIGNATURE_V1 = 0x04
 MAX_TIME = 2**63 - 1  # tlog-cosignature: the timestamp MUST NOT exceed it
@@ -102,9 +103,8 @@ class Cosigner:
 
 def generate_cosigner(name: str) -> Cosigner:
     """A new cosignature/v1 key named `name`.
-    Raises: InputError for a name with spaces or "+"."""
-    if not _NAME.fullmatch(name):
-        raise InputError(f"key name {name!r}: must be non-empty, without spaces or '+'")
+    Raises: InputError for a name `check_key_name` refuses."""
+    check_key_name(name, "--cosigner")
     return Cosigner(name, Ed25519PrivateKey.generate().private_bytes_raw())
 
 
@@ -218,7 +218,7 @@ def policy_of(keys: list[CosignerKey], quorum: int | None, policy: Policy | None
     if policy is None:
         return quorum_policy(keys, len(keys) if quorum is None else quorum)
     if policy.logs and log not in policy.logs:
-        raise InputError(f"{source}: its log lines do not list the log's key {log}")
+        raise InputError(f"{source}: its log lines do not list the log's key {quoted(log)}")
     return policy
 
 
@@ -242,7 +242,7 @@ def parse_policy(text: str) -> Policy:
             logs.append(args[0])
         elif kind == "witness" and len(args) in (2, 3):
             if args[0] in witnesses or args[0] in groups or args[0] == "none":
-                raise bad(f"the name {args[0]!r} is already used")
+                raise bad(f"the name {quoted(args[0])} is already used")
             key = parse_cosigner_key(args[1])
             if any(k.public == key.public for k in witnesses.values()):
                 raise bad("this witness key is listed twice")
@@ -252,24 +252,24 @@ def parse_policy(text: str) -> Policy:
         elif kind == "group" and len(args) >= 3:
             name, threshold, members = args[0], args[1], args[2:]
             if name in witnesses or name in groups or name == "none":
-                raise bad(f"the name {name!r} is already used")
+                raise bad(f"the name {quoted(name)} is already used")
             unknown = [m for m in members if m not in witnesses and m not in groups]
             if unknown or len(set(members)) != len(members):
-                raise bad(f"members must be defined earlier and named once: {' '.join(unknown or members)}")
+                raise bad(f"members must be defined earlier and named once: {quoted(' '.join(unknown or members))}")
             k = {"all": len(members), "any": 1}.get(threshold)
             if k is None and re.fullmatch(r"[1-9][0-9]*", threshold):
                 k = int(threshold)
             if k is None or not 1 <= k <= len(members):
-                raise bad(f"threshold {threshold!r}: expected all, any or 1 to {len(members)}")
+                raise bad(f"threshold {quoted(threshold)}: expected all, any or 1 to {len(members)}")
             groups[name] = Group(k, tuple(members))
         elif kind == "quorum" and len(args) == 1:
             if seen_quorum:
                 raise bad("a second quorum line")
             if args[0] != "none" and args[0] not in witnesses and args[0] not in groups:
-                raise bad(f"quorum {args[0]!r} is not a witness or group defined earlier")
+                raise bad(f"quorum {quoted(args[0])} is not a witness or group defined earlier")
             quorum, seen_quorum = (None if args[0] == "none" else args[0]), True
         else:
-            raise bad(f"expected log, witness, group or quorum with their arguments, not {kind!r}")
+            raise bad(f"expected log, witness, group or quorum with their arguments, not {quoted(kind)}")
     if not seen_quorum:
         raise InputError("policy: no quorum line")
     return Policy(witnesses, groups, quorum, tuple(logs), tuple(urls))

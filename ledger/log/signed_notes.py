@@ -17,6 +17,7 @@ import base64
 import binascii
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
@@ -24,10 +25,33 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ledger.core.errors import InputError, IntegrityError
+from ledger.core.redact import quoted
 
 ED25519 = 0x01
 DASH = "\u2014"
 _NAME = re.compile(r"[^\s+]+")
+# The longest key name (a log's origin, a witness's name) a new key may have, in UTF-8 bytes. It is on every
+# checkpoint's first line and every signature line, and a witness takes a checkpoint of at most 16 KiB; a DNS
+# name is at most 253 characters, and Sigsum's and Go's sumdb origins are far shorter.
+MAX_KEY_NAME = 255
+
+
+def check_key_name(name: str, what: str = "key name") -> str:
+    """`name` when a new key may be named so: as C2SP signed-note names a key, non-empty UTF-8 without (Unicode)
+    spaces or '+'; without control characters (a note's text may hold none but its newlines); at most
+    MAX_KEY_NAME bytes.
+    Raises: InputError saying which rule `name` breaks (quoting it through `quoted`, shortened)."""
+    if not name:
+        raise InputError(f"{what}: empty; expected a name such as example.org/ledger")
+    if not _NAME.fullmatch(name):
+        raise InputError(f"{what} {quoted(name)}: must not contain spaces or '+'")
+    if any(unicodedata.category(char) in ("Cc", "Cs") for char in name):
+        raise InputError(f"{what} {quoted(name)}: must not contain control characters (a signed note's text "
+                         "may hold none)")
+    if len(name.encode()) > MAX_KEY_NAME:
+        raise InputError(f"{what} {quoted(name, 40)}: {len(name.encode())} bytes, longer than the limit of "
+                         f"{MAX_KEY_NAME}")
+    return name
 
 
 def _b64decode(text: str, what: str) -> bytes:
@@ -79,9 +103,8 @@ class Signer:
 
 def generate_signer(name: str) -> Signer:
     """A new Ed25519 signing key named `name`.
-    Raises: InputError for a name with spaces or "+"."""
-    if not _NAME.fullmatch(name):
-        raise InputError(f"key name {name!r}: must be non-empty, without spaces or '+'")
+    Raises: InputError for a name `check_key_name` refuses."""
+    check_key_name(name, "origin")
     return Signer(name, Ed25519PrivateKey.generate().private_bytes_raw())
 
 
@@ -136,7 +159,7 @@ def open_note(note: str, verifier: Verifier) -> str:
     for line in signatures:
         match = re.fullmatch(rf"{DASH} (\S+) (\S+)", line)
         if not match:
-            raise InputError(f"signed note: malformed signature line {line!r}")
+            raise InputError(f"signed note: malformed signature line {quoted(line)}")
         name, blob = match.groups()
         raw = _b64decode(blob, "signature")
         if name != verifier.name or raw[:4] != verifier.id or len(raw) != 68:
@@ -203,5 +226,5 @@ def verify_checkpoint(note: str, verifier: Verifier) -> Checkpoint:
     Raises: InputError for a malformed note, IntegrityError for a bad or missing signature or another origin."""
     checkpoint = parse_checkpoint(open_note(note, verifier))
     if checkpoint.origin != verifier.name:
-        raise IntegrityError(f"checkpoint: origin {checkpoint.origin!r} is not the verifier key's {verifier.name!r}")
+        raise IntegrityError(f"checkpoint: origin {quoted(checkpoint.origin)} is not the verifier key's {quoted(verifier.name)}")
     return checkpoint

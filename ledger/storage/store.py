@@ -143,12 +143,12 @@ class Store:
         try:
             found = store._schema_version()
             if found not in ("1", SCHEMA_VERSION):
-                raise InputError(f"{store.url}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
+                raise InputError(f"{store.shown}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
             with store._connection("upgrade", store.backend.begin_write) as cursor:
                 links = store._upgrade(cursor) if found == "1" else None
                 renewed = store.backend.renew_guards(cursor)
-            done = (f"{store.url}: already at schema version {SCHEMA_VERSION}" if links is None else
-                    f"{store.url}: upgraded to schema version {SCHEMA_VERSION}; {links} paper links re-derived; the "
+            done = (f"{store.shown}: already at schema version {SCHEMA_VERSION}" if links is None else
+                    f"{store.shown}: upgraded to schema version {SCHEMA_VERSION}; {links} paper links re-derived; the "
                     "paper index is kept from the log when a checkpoint or a proof first needs it")
             return done + (f"; guards renewed: {', '.join(renewed)}" if renewed else "")
         finally:

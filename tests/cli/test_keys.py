@@ -5,9 +5,16 @@ nothing of the key's material reaches stdout or stderr. A verifier key may also 
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+
 import pytest
 
+from ledger.log.signed_notes import MAX_KEY_NAME
 from tests.conftest import PAPER_004
+from tests.ledger.test_readonly import _as_a_user
 
 
 @pytest.fixture
@@ -86,3 +93,84 @@ def test_a_verifier_key_may_be_given_as_its_text(keyed, tmp_path, command):
     by_file, by_text = keyed(*VERIFYING[command], "ledger.vkey"), keyed(*VERIFYING[command], text)
     assert (by_text.exit_code, by_text.stderr) == (0, "")
     assert by_text.stdout == by_file.stdout and "ok: " in by_text.stdout
+
+
+# -- keygen refuses what it cannot write safely, and names a signed note cannot carry ---------------------------
+def one_line_refusal(result, stderr: str) -> None:
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", stderr)
+
+
+@pytest.mark.parametrize("name", ["ledger.key", "ledger.vkey"])
+def test_keygen_refuses_a_dangling_symlink_and_writes_nothing(seeded, tmp_path, name):
+    os.symlink(tmp_path / "elsewhere" / "target", tmp_path / name)
+    one_line_refusal(seeded("keygen", "example.org/ledger"),
+                     f"ledger: {name}: a symbolic link to a missing file; refusing to write a key through it\n")
+    assert not (tmp_path / "elsewhere").exists()
+    assert sorted(p for p in os.listdir(tmp_path) if p.endswith(("key", "vkey"))) == [name]
+
+
+def test_keygen_refuses_an_unwritable_folder(tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir(mode=0o555)
+    try:
+        done = subprocess.run([sys.executable, "-m", "ledger.cli", "keygen", "--cosigner", "w.example.org/w1"],
+                              cwd=folder, capture_output=True, text=True, timeout=60, preexec_fn=_as_a_user)
+    finally:
+        folder.chmod(0o755)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "ledger: witness.key: cannot write here: Permission denied\n")
+    assert os.listdir(folder) == []
+
+
+@pytest.mark.parametrize("option", [[], ["--cosigner"]])
+@pytest.mark.parametrize("name, why", [
+    ("a" * (MAX_KEY_NAME + 1), f"{MAX_KEY_NAME + 1} bytes, longer than the limit of {MAX_KEY_NAME}"),
+    ("é" * 128, f"256 bytes, longer than the limit of {MAX_KEY_NAME}"),  # bytes, not characters
+    ("example.org/a b", "must not contain spaces or '+'"),
+    ("example.org/a\u2003b", "must not contain spaces or '+'"),  # a Unicode space
+    ("example.org/a+b", "must not contain spaces or '+'"),
+    ("example.org/\x1b[2Jlog", "must not contain control characters (a signed note's text may hold none)"),
+    ("example.org/\x7f", "must not contain control characters (a signed note's text may hold none)"),
+])
+def test_keygen_refuses_a_name_a_signed_note_cannot_carry(seeded, tmp_path, option, name, why):
+    from ledger.core.redact import quoted
+
+    what = option[0] if option else "origin"
+    shown = quoted(name, 40) if "bytes" in why else quoted(name)
+    one_line_refusal(seeded("keygen", *option, name), f"ledger: {what} {shown}: {why}\n")
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(("key", "vkey"))]
+
+
+def test_keygen_takes_a_name_of_the_longest_length(seeded, tmp_path):
+    assert seeded("keygen", "a" * MAX_KEY_NAME).exit_code == 0
+    assert seeded("checkpoint", "--key", "ledger.key").exit_code == 0
+
+
+# -- a signing key others can read is named, as ssh names one ---------------------------------------------------
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_signing_key_others_can_read_gets_a_one_line_warning(keyed, tmp_path, mode):
+    os.chmod(tmp_path / "ledger.key", mode)
+    done = keyed("checkpoint", "--key", "ledger.key")
+    assert done.exit_code == 0 and done.stdout
+    assert done.stderr == f"ledger: WARNING: ledger.key is readable by others (mode {mode:04o}); chmod 600 it\n"
+    again = keyed("checkpoint", "--key", "ledger.key")
+    assert again.stderr == done.stderr  # every run says so
+
+
+def test_a_signing_key_only_its_owner_reads_gets_no_warning(keyed, tmp_path):
+    assert oct(os.stat(tmp_path / "ledger.key").st_mode & 0o777) == oct(0o600)  # as keygen wrote it
+    done = keyed("checkpoint", "--key", "ledger.key")
+    assert (done.exit_code, done.stderr) == (0, "")
+
+
+def test_a_cosigner_key_others_can_read_gets_the_warning(seeded, tmp_path):
+    assert seeded("keygen", "--cosigner", "w.example.org/w1").exit_code == 0
+    assert seeded("keygen", "example.org/ledger").exit_code == 0
+    os.chmod(tmp_path / "witness.key", 0o644)
+    with socket.socket() as busy:  # the witness never starts: its port is taken
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        done = seeded("witness", "serve", "--key", "witness.key", "--log", "example.org/ledger=ledger.vkey",
+                      "--port", str(busy.getsockname()[1]))
+    assert done.exit_code == 3
+    assert done.stderr.splitlines()[0] == "ledger: WARNING: witness.key is readable by others (mode 0644); chmod 600 it"

@@ -8,9 +8,8 @@ code, never by message text). Every backend passes the same contract suite (`tes
 
 from __future__ import annotations
 
-import re
-
 from ledger.core.errors import InputError
+from ledger.core.redact import redact_url
 from ledger.storage.backends.base import LOCK_TIMEOUT_SECONDS, Backend
 from ledger.storage.backends.postgres import PostgreSQL
 from ledger.storage.backends.sqlite import SQLite, file_of
@@ -25,7 +24,7 @@ def backend_for(url: str) -> Backend:
         return SQLite()
     if url.startswith("postgresql"):
         return PostgreSQL()
-    raise InputError(f"--db {url}: not a SQLite file or a postgresql:// URL")
+    raise InputError(f"--db {redact_url(url)}: not a SQLite file or a postgresql:// URL")
 
 
 def database_url(location: str) -> str:
@@ -35,7 +34,7 @@ def database_url(location: str) -> str:
 
 def shown_location(url: str) -> str:
     """A database as errors name it: a SQLite file by its path, a server by its URL without the password."""
-    return file_of(url) or re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:***@", url)
+    return file_of(url) or redact_url(url)
 
 
 def sqlite_path(location: str) -> str | None:

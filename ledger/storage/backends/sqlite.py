@@ -3,6 +3,8 @@
 Triggers check each inserted row against the log (seq 1, or the one after a stored seq; the primary key
 refuses a taken one) and refuse UPDATE and DELETE.
 Driver errors are recognised by their extended result code (`sqlite_errorname`), never by message text.
+Opening never writes to a file that is not a ledger (its header is read first, and WAL is switched on only for
+a ledger), and a ledger this process may not write (the file, or its folder) is opened read-only.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from typing import TYPE_CHECKING, Any, Sequence
+from urllib.parse import quote
 
 from ledger.core.errors import InputError
 from ledger.storage.backends.base import LOCK_TIMEOUT_SECONDS, Backend
@@ -17,6 +20,7 @@ from ledger.storage.backends.base import LOCK_TIMEOUT_SECONDS, Backend
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file (sqlite.org/fileformat.html)
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")  # SQLite's own values; nothing else reaches the PRAGMA
 _KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
 
@@ -34,6 +38,40 @@ def file_of(url: str) -> str | None:
     """The file a SQLite URL names; None for another database or one in memory."""
     path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
     return None if path in ("", ":memory:") else path
+
+
+def writable(path: str) -> bool:
+    """Whether this process may write the ledger `path`: the file, and its folder (where WAL mode keeps its
+    -wal and -shm files)."""
+    return os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+
+def open_file(path: str, timeout: float) -> sqlite3.Connection:
+    """A connection to the SQLite file `path`, which must exist: read-write when this process may write it,
+    else read-only (`mode=ro`), and when even that cannot read it (a WAL ledger in a folder where its -shm file
+    cannot be made) as an unchanging file (`immutable=1`), provided no write-ahead log holds commits still.
+    Raises: InputError for a file that is not a SQLite database (nothing is written to it), or the driver's
+    errors."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    if header != SQLITE_HEADER:
+        raise InputError(f"{path}: not a ledger ({'an empty file' if not header else 'file is not a database'})")
+    if writable(path):
+        return sqlite3.connect(path, timeout=timeout, check_same_thread=False)
+    uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
+    try:
+        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return connection
+    except sqlite3.OperationalError:
+        connection.close()
+        wal = f"{path}-wal"
+        if os.path.exists(wal) and os.path.getsize(wal) > 0:  # immutable would not read its commits
+            raise
+    return sqlite3.connect(f"{uri}&immutable=1", uri=True, timeout=timeout, check_same_thread=False)
 
 
 class SQLite(Backend):
@@ -104,21 +142,26 @@ class SQLite(Backend):
         path = file_of(url)
         if path is None:
             return None
-        connection = sqlite3.connect(path, timeout=LOCK_TIMEOUT_SECONDS, check_same_thread=False)
-        self._prepare(connection)
+        connection = open_file(path, LOCK_TIMEOUT_SECONDS)
+        self._prepare(connection, path)
         return connection
 
     def watch(self, url: str) -> "Commits | None":
         path = file_of(url)
         try:
             return None if path is None else Commits(path)
-        except sqlite3.Error:  # no counter: every request reads the paper's version in the store's thread
+        except (sqlite3.Error, InputError):  # no counter: every request reads the paper's version in the store's thread
             return None
 
-    def _prepare(self, connection: Any) -> None:
+    def _prepare(self, connection: Any, existing: str | None = None) -> None:
         connection.isolation_level = None  # transactions are begun explicitly
         cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        # A new ledger is made WAL (the mode stays in the file). An existing file is switched only when it holds a
+        # ledger and may be written: opening a file that is not one must leave every byte of it as it was.
+        if not existing or (cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal" and
+                            cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_meta'")
+                            .fetchone() is not None and writable(existing)):
+            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={self.synchronous}")  # one of SYNCHRONOUS, checked
         cursor.close()
 
@@ -167,9 +210,10 @@ class SQLite(Backend):
         return getattr(error, "sqlite_errorname", None) == "SQLITE_CONSTRAINT_UNIQUE"
 
     def read_only(self, cursor: Any) -> bool:
-        # A file this process may not write (read-only permissions or mount): reads work, writes would not.
+        # A file this process may not write (read-only permissions or mount, or its folder): reads work, writes
+        # would not.
         path = file_of(cursor.store.url)
-        return path is not None and not os.access(path, os.W_OK)
+        return path is not None and not writable(path)
 
     def is_locked(self, error: BaseException) -> bool:
         name = getattr(error, "sqlite_errorname", "") or ""
@@ -187,7 +231,8 @@ class Commits:
 
     def __init__(self, path: str):
         # No busy wait: the caller is an event loop; busy, it is told None and asks the store instead.
-        self.connection = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+        self.connection = open_file(path, 0)
+        self.connection.isolation_level = None
         self.cursor = self.connection.cursor()
 
     def __call__(self) -> int | None:
