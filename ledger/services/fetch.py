@@ -168,6 +168,9 @@ def _request(method: str, url: str, body: bytes | None, kind: str, deadline: Dea
             if size > limit:
                 raise Unreachable(f"{what}: its answer is over the {limit:,}-byte limit for a {kind}")
             deadline.left(what)
+        if response.length:  # what the Content-Length announced and the connection's end did not bring
+            raise Unreachable(f"{what}: the answer ended early ({size:,} bytes read, {size + response.length:,} "
+                              f"expected)")
         return response.status, response.headers, b"".join(chunks)
     except Unreachable:
         raise
@@ -175,8 +178,8 @@ def _request(method: str, url: str, body: bytes | None, kind: str, deadline: Dea
         raise Late(f"{what}: no whole answer within the run's deadline of {deadline.seconds:g} s "
                    f"(--timeout)") from None
     except http.client.IncompleteRead as exc:
-        raise Unreachable(f"{what}: the answer ended early ({len(exc.partial):,} bytes read, "
-                          f"{exc.expected if exc.expected is not None else 'more'} expected)") from None
+        told = f"{len(exc.partial) + exc.expected:,} expected" if exc.expected is not None else "more expected"
+        raise Unreachable(f"{what}: the answer ended early ({len(exc.partial):,} bytes read, {told})") from None
     except (http.client.HTTPException, ValueError) as exc:
         raise Unreachable(f"{what}: not an HTTP answer ({type(exc).__name__}: {str(exc)[:80]!r})") from None
     except OSError as exc:
