@@ -180,6 +180,8 @@ def _request(method: str, url: str, body: bytes | None, kind: str, deadline: Dea
     except http.client.IncompleteRead as exc:
         told = f"{len(exc.partial) + exc.expected:,} expected" if exc.expected is not None else "more expected"
         raise Unreachable(f"{what}: the answer ended early ({len(exc.partial):,} bytes read, {told})") from None
+    except ssl.SSLError as exc:  # before ValueError: a certificate that does not verify is both
+        raise Unreachable(f"{what}: TLS failed ({getattr(exc, 'verify_message', None) or exc.reason or exc})") from None
     except (http.client.HTTPException, ValueError) as exc:
         raise Unreachable(f"{what}: not an HTTP answer ({type(exc).__name__}: {str(exc)[:80]!r})") from None
     except OSError as exc:

@@ -7,7 +7,10 @@ ends with exit 3 and one line; `checkpoint --witness` with one refusal line per 
 from __future__ import annotations
 
 import gzip
+import shutil
 import socket
+import ssl
+import subprocess
 import struct
 import threading
 import time
@@ -142,6 +145,44 @@ def test_a_drip_feed_is_cut_at_the_deadline_of_the_whole_run(peer, behaviour):
     assert 1.4 < time.monotonic() - started < 2.5
     assert str(caught.value) == (f"{host.url}/checkpoint: no whole answer within the run's deadline of 1.5 s "
                                  f"(--timeout)")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test certificate")
+def test_over_tls_a_drip_feed_is_cut_too_and_a_certificate_is_checked(tmp_path, monkeypatch):
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out",
+                           "cert.pem", "-days", "1", "-subj", "/CN=localhost", "-addext",
+                           "subjectAltName=IP:127.0.0.1"], cwd=tmp_path, capture_output=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    listener, stop = socket.create_server(("127.0.0.1", 0)), threading.Event()
+    url = f"https://127.0.0.1:{listener.getsockname()[1]}/checkpoint"
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            try:
+                with context.wrap_socket(conn, server_side=True) as tls:
+                    tls.settimeout(30)
+                    _head(tls)
+                    _drip(tls, stop, b"HTTP/1.1 200 OK\r\n")
+            except OSError:
+                pass  # the client hung up, as it should
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(Unreachable, match="TLS failed .*self.signed"):
+            get(url, "checkpoint", Deadline(5))  # not trusted
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))
+        started = time.monotonic()
+        with pytest.raises(Late):
+            get(url, "checkpoint", Deadline(1.5))
+        assert 1.4 < time.monotonic() - started < 2.5
+    finally:
+        stop.set()
+        listener.close()
+        thread.join(5)
 
 
 def test_caps_and_answers_that_hold(peer):
