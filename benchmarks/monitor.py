@@ -38,9 +38,9 @@ LARGE_TITLE = "## Following a large signed log: the first run's memory (`benchma
 PER_PAPER = 100  # events per generated paper, about (1,000 papers: 100,094 events)
 
 
-def follow(out: Path, folder: Path, state: Path | None = None) -> tuple[float, int, dict]:
+def follow(out: Path, folder: Path, state: Path | None = None, *options: str) -> tuple[float, int, dict]:
     seconds, stdout, rss = command(["monitor", str(out), "--verifier-key", str(folder / "ledger.vkey"), "--state",
-                                    str(state or folder / "state"), "--json"])
+                                    str(state or folder / "state"), "--json", *options])
     answer = json.loads(stdout)
     gate(answer.get("status") == "consistent", f"monitor: {answer}")
     return seconds, rss, answer
@@ -72,14 +72,14 @@ def large(args: argparse.Namespace) -> int:
     state = Path(tempfile.mkdtemp(prefix="ledger-monitor-bench-"))
     try:
         compiled()
-        seconds, rss, answer = follow(site / "out", site, state / "state")
+        seconds, rss, answer = follow(site / "out", site, state / "state", "--timeout", "7200")  # not the 600 s default
         gate(answer["new_entries"] == events, f"first run: {answer}")
     finally:
         shutil.rmtree(state, ignore_errors=True)
     lines = [LARGE_BEGIN, LARGE_TITLE, "",
              f"Command: `python -m benchmarks.monitor --entries {args.entries} --seed {args.seed} --cache DIR`, on 2 "
              f"cores. The log: {papers:,} papers, {events:,} entries, published once with a key (not timed). The "
-             "row is the whole first `ledger monitor OUT --state S --json` in a fresh process, from its start to its "
+             "row is the whole first `ledger monitor OUT --state S --json --timeout 7200` in a fresh process, from its start to its "
              "exit (every tile and bundle read and checked, the entries imported, every record rebuilt and "
              "compared):", "",
              "| entries | seconds | max RSS MB | answer |", "|---|---|---|---|",
