@@ -4,6 +4,11 @@ log's exported entries (the monitor's own append step, alone) in the same run.
 
     .venv/bin/python -m benchmarks.monitor --papers 1000          # ~100,000 events
     .venv/bin/python -m benchmarks.monitor --papers 20            # quicker
+    .venv/bin/python -m benchmarks.monitor --entries 1024000 --cache /var/tmp/monbench   # the first run only
+
+`--entries N` measures the first run alone, over a signed log of about N entries (the first papers of the
+generator that make at least N events, ~100 an event each): its site, published once with a key, is kept in
+`--cache` beside the ledger (a build of ~1M events and its publish take ~20 minutes), so a re-run only follows.
 
 The ledger is the publish benchmark's (`benchmarks.publish.ledger_of`, every event of the generator's first N
 papers), published once with a key (not timed). Gates: each run's `--json` says consistent, with the new
@@ -28,14 +33,61 @@ from benchmarks.whole import command, compiled
 HERE = Path(__file__).parent
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.monitor: begin -->", "<!-- benchmarks.monitor: end -->"
 SECTION_TITLE = "## Following a published log (`benchmarks.monitor`)"
+LARGE_BEGIN, LARGE_END = "<!-- benchmarks.monitor large: begin -->", "<!-- benchmarks.monitor large: end -->"
+LARGE_TITLE = "## Following a large signed log: the first run's memory (`benchmarks.monitor --entries`)"
+PER_PAPER = 100  # events per generated paper, about (1,000 papers: 100,094 events)
 
 
-def follow(out: Path, folder: Path) -> tuple[float, int, dict]:
+def follow(out: Path, folder: Path, state: Path | None = None, *options: str) -> tuple[float, int, dict]:
     seconds, stdout, rss = command(["monitor", str(out), "--verifier-key", str(folder / "ledger.vkey"), "--state",
-                                    str(folder / "state"), "--json"])
+                                    str(state or folder / "state"), "--json", *options])
     answer = json.loads(stdout)
     gate(answer.get("status") == "consistent", f"monitor: {answer}")
     return seconds, rss, answer
+
+
+def site_of(papers: int, seed: int, cache: Path) -> tuple[Path, int]:
+    """The folder a key-signed `publish` of the generator's first `papers` papers made, kept in `cache` with
+    its `ledger.vkey` (built unless it is already: `done`, written last, says it is whole), and its events."""
+    built = ledger_of(papers, seed, cache)
+    site = cache / f"site-{papers}-seed{seed}"
+    if not (site / "done").exists():
+        shutil.rmtree(site, ignore_errors=True)
+        site.mkdir(parents=True)
+        made = subprocess.run([sys.executable, "-m", "ledger.cli", "keygen", "bench.example/ledger"], cwd=site,
+                              capture_output=True, text=True)
+        gate(made.returncode == 0, f"ledger keygen: {made.stderr}")
+        db = site / "ledger.db"
+        shutil.copy(built.db, db)
+        command(["--db", str(db), "publish", str(site / "out"), "--as-of", AS_OF, "--key", str(site / "ledger.key")])
+        db.unlink()
+        (site / "done").write_text(str(built.events))
+    return site, built.events
+
+
+def large(args: argparse.Namespace) -> int:
+    """The first run alone over a log of about `--entries` entries: its seconds and max RSS."""
+    papers = -(-args.entries // PER_PAPER)
+    site, events = site_of(papers, args.seed, Path(args.cache))
+    state = Path(tempfile.mkdtemp(prefix="ledger-monitor-bench-"))
+    try:
+        compiled()
+        seconds, rss, answer = follow(site / "out", site, state / "state", "--timeout", "7200")  # not the 600 s default
+        gate(answer["new_entries"] == events, f"first run: {answer}")
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    lines = [LARGE_BEGIN, LARGE_TITLE, "",
+             f"Command: `python -m benchmarks.monitor --entries {args.entries} --seed {args.seed} --cache DIR`, on 2 "
+             f"cores. The log: {papers:,} papers, {events:,} entries, published once with a key (not timed). The "
+             "row is the whole first `ledger monitor OUT --state S --json --timeout 7200` in a fresh process, from its start to its "
+             "exit (every tile and bundle read and checked, the entries imported, every record rebuilt and "
+             "compared):", "",
+             "| entries | seconds | max RSS MB | answer |", "|---|---|---|---|",
+             f"| {events:,} | {seconds:.1f} | {rss / 1024 / 1024:.0f} | {answer['status']}, "
+             f"{answer['new_entries']:,} new, {answer['records']:,} records |", LARGE_END]
+    print("\n".join(lines))
+    replace_section(Path(args.out), "\n".join(lines), LARGE_BEGIN, LARGE_END)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--cache", default=None, help="folder keeping the built ledger (default: a temporary one)")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    parser.add_argument("--entries", type=int, default=None,
+                        help="measure the first run alone over a log of about this many entries (needs --cache)")
     args = parser.parse_args(argv)
+    if args.entries is not None:
+        gate(args.cache is not None, "--entries needs --cache DIR (the site of ~N entries is kept there)")
+        return large(args)
     folder = Path(tempfile.mkdtemp(prefix="ledger-monitor-bench-"))
     try:
         compiled()

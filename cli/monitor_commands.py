@@ -10,7 +10,7 @@ import typer
 from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, write_json
 from ledger.log.cosignature import policy_of
 from ledger.services.keys import load_cosigner_key, load_policy, load_verifier
-from ledger.services.monitor import Misbehaviour, Unreachable, follow
+from ledger.services.monitor import TIMEOUT, Misbehaviour, Unreachable, follow
 
 app = typer.Typer()
 
@@ -26,6 +26,9 @@ def monitor(
     paper: Annotated[Optional[str], typer.Option(
         "--paper", callback=paper_option, help="Compare this paper's record only (default: every paper that "
                                                "changed; the whole log is checked either way).")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0.1, help=f"Seconds the whole run may take, every request included (default: "
+                                   f"{TIMEOUT:g}); a log that answers slower is unreachable.")] = TIMEOUT,
     json: Json = False,
 ) -> None:
     """Follow a log: its checkpoint verified and consistent with the last one kept, only the new tiles
@@ -35,7 +38,7 @@ def monitor(
     rule = policy_of([load_cosigner_key(key) for key in witness_key or []], quorum,
                      load_policy(policy) if policy else None, str(verifier), "--witness-key", policy or "--policy")
     try:
-        found = follow(where, verifier, state, rule, paper)
+        found = follow(where, verifier, state, rule, paper, timeout)
     except Misbehaviour as exc:
         if json:
             write_json({"status": "misbehaviour", "log": verifier.name, **exc.evidence})

@@ -95,7 +95,7 @@ def checkpoint(
         "--quorum", min=0, help="How many of the --witness must cosign (default: all).")] = None,
     policy: Annotated[Optional[str], typer.Option(
         "--policy", help="A C2SP tlog-policy file: its witnesses (with a URL) are asked, its quorum must be met (default: none).")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for each witness.")] = 10.0,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds asking the witnesses may take, every round and request included (default: 10); a witness still answering then is refused.")] = 10.0,
 ) -> None:
     """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree; with witnesses, cosigned by them
     (C2SP tlog-witness) and kept in the ledger, which `serve` and `publish` then give at /checkpoint: exit 1,

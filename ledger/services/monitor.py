@@ -18,11 +18,13 @@ tree, a tile or a record that disagrees raises Misbehaviour, with evidence anoth
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
-import urllib.error
-import urllib.request
+import stat
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
+from typing import Iterable, Iterator
 from urllib.parse import quote
 
 from blake3 import blake3
@@ -34,12 +36,13 @@ from ledger.core.times import When
 from ledger.importing.importer import import_inputs, parse_input
 from ledger.log.chain import GENESIS, hex_hash, link
 from ledger.log.cosignature import Policy
-from ledger.log.merkle import consistency_path, frontier_nodes, leaf_hash, perfect_subtrees, root
+from ledger.log.merkle import consistency_path, frontier_nodes, leaf_hash, root
 from ledger.log.paper_index import edge_root, extend
 from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
 from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.paths import INTEGRITY, RECORD, fill
 from ledger.projections.record import build_record
+from ledger.services.fetch import LIMITS, Deadline, Unreachable, get
 from ledger.services.proofs import prove_consistency
 from ledger.services.tilestore import read_entries, read_tile
 from ledger.storage.index_reads import root_at
@@ -47,11 +50,8 @@ from ledger.storage.store import Store
 
 LEDGER, SEEN, VOUCHED = "ledger.db", "seen", "checkpoint"
 CHUNK = 8192  # entries per import transaction: what is held parsed at once
-
-
-class Unreachable(StoreError):
-    """The log cannot be read: no answer, a refused connection, a server error, a folder without a checkpoint.
-    Exit 3; nothing is saved."""
+TIMEOUT = 600.0  # seconds, the default deadline of a whole run (`monitor --timeout`)
+__all__ = ["Followed", "Misbehaviour", "Source", "Unreachable", "follow"]
 
 
 class Misbehaviour(IntegrityError):
@@ -78,46 +78,53 @@ class Followed:
 
 
 class Source:
-    """The log's files, from a URL (HTTP GET) or a published folder."""
+    """The log's files, from a URL (HTTP GET, through `ledger.services.fetch`) or a published folder; each
+    capped by its kind (`fetch.LIMITS`), and every read done by the run's deadline."""
 
-    def __init__(self, where: str, timeout: float = 30.0):
+    def __init__(self, where: str, timeout: float = TIMEOUT):
         """Raises: Unreachable for a `where` that is neither a URL nor a folder."""
-        self.where, self.timeout = where.rstrip("/"), timeout
+        self.where, self.deadline = where.rstrip("/"), Deadline(timeout)
         self.remote = where.startswith(("http://", "https://"))
         if not self.remote and not Path(where).is_dir():
             raise Unreachable(f"{where}: not a URL (http:// or https://) nor a published folder")
 
-    def get(self, path: str, query: dict[str, str] | None = None) -> bytes | None:
-        """The bytes at `path` (no leading slash); None when the log has no such file (404, no file).
-        Raises: Unreachable."""
+    def get(self, path: str, kind: str, query: dict[str, str] | None = None) -> bytes | None:
+        """The bytes at `path` (no leading slash), at most LIMITS[kind]; None when the log has no such file
+        (404, no file).
+        Raises: Unreachable (past the deadline, over the cap, not a regular file, or no answer)."""
         if not self.remote:
-            try:
-                return (Path(self.where) / path).read_bytes()
-            except FileNotFoundError:
-                return None
-            except OSError as exc:
-                raise Unreachable(f"{self.where}/{path}: {exc.strerror}") from None
+            self.deadline.left(f"{self.where}/{path}")
+            return _read_file(Path(self.where) / path, kind, f"{self.where}/{path}")
         given = "&".join(f"{k}={quote(v, safe=':')}" for k, v in (query or {}).items())
-        url = f"{self.where}/{path}" + (f"?{given}" if given else "")
-        try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as response:
-                return response.read()
-        except urllib.error.HTTPError as error:
-            with error:
-                if error.code in (404, 410):
-                    return None
-                raise Unreachable(f"{url}: answered {error.code}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise Unreachable(f"{url}: {getattr(exc, 'reason', exc)}") from None
+        return get(f"{self.where}/{path}" + (f"?{given}" if given else ""), kind, self.deadline)
+
+
+def _read_file(path: Path, kind: str, name: str) -> bytes | None:
+    """A published file, read up to its cap: a FIFO or a device (a symlink to /dev/zero) is refused unread.
+    Raises: Unreachable."""
+    limit = LIMITS[kind]
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:  # a FIFO does not block its open
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise Unreachable(f"{name}: not a regular file")
+            data = file.read(limit + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise Unreachable(f"{name}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise Unreachable(f"{name}: over the {limit:,}-byte limit for a {kind}")
+    return data
 
 
 def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = None,
-           paper: str | None = None) -> Followed:
+           paper: str | None = None, timeout: float = TIMEOUT) -> Followed:
     """Follow the log at `where` from the state in `state` (made when missing); see the module's account.
     `paper`: compare that paper's record and index note only (the whole log is still checked).
+    `timeout`: seconds the whole run may take; every fetch past them fails the run (Unreachable).
     Raises: Unreachable (exit 3), Misbehaviour (exit 1), InputError for a state folder that is not one."""
-    source = Source(where)
-    note = _text(source.get("checkpoint"), f"{where}/checkpoint")
+    source = Source(where, timeout)
+    note = _text(source.get("checkpoint", "checkpoint"), f"{where}/checkpoint")
     try:
         signed = verify_checkpoint(note, verifier)
         found = witnessed(note, verifier, policy) if policy is not None else {}
@@ -141,19 +148,22 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
                                    f"holds (size {held}): the log forked", evidence)
             if signed.size < held:
                 return Followed(signed.origin, signed.size, _b64(signed.root), 0, 0, 0, found, behind=held)
-        leaves = _fetch(source, held, signed.size)
+        # Two passes, so that memory does not grow with the new entries and nothing unverified is imported:
+        # the level-0 tiles alone give the root (checked before any entry is appended: the ledger is
+        # append-only, it could not take them back); then each bundle, checked against its tile's digest
+        # kept from the first pass, is imported as it arrives.
         edge = [_nodes(store, held)[pair] for pair in frontier_nodes(held)]
-        extend(edge, held, [leaf_hash(leaf) for leaf in leaves])
+        digests = _tree(source, held, signed.size, edge)
         if edge_root(edge) != signed.root:
             raise _fork(source, store, held, seen, note, signed)
-        _append(store, leaves, held, where)
+        new = _append(store, _leaves(source, held, signed.size, digests), held, where)
         _higher_tiles(source, store, held, signed.size)
         _save(state / SEEN, note)
         since = vouched.size if vouched is not None else 0
         papers = {paper} if paper is not None else _changed(store, since, signed.size)
         records, notes, later = _compare(source, store, sorted(papers), signed, verifier, note)
         _save(state / VOUCHED, note)
-        return Followed(signed.origin, signed.size, _b64(signed.root), len(leaves), records, notes, found,
+        return Followed(signed.origin, signed.size, _b64(signed.root), new, records, notes, found,
                         later=later)
     finally:
         store.close()
@@ -198,28 +208,48 @@ def _nodes(store: Store, size: int) -> dict[tuple[int, int], bytes]:
         return cursor.tree_nodes(frontier_nodes(size), size)
 
 
-def _fetch(source: Source, held: int, size: int) -> list[bytes]:
-    """The leaves held + 1 .. size: from the entry bundles of the tiles a tree of `held` did not have (the
-    partial ones of `size`), each checked against its level-0 tile.
-    Raises: Misbehaviour for a missing or malformed tile, or one whose hashes are not its entries'."""
-    leaves: list[bytes] = []
+def _missing(source: Source, path: str, size: int) -> Misbehaviour:
+    return Misbehaviour(f"{source.where}: the log does not serve {path}, which its checkpoint of size {size} "
+                        f"needs", {"tile": path})
+
+
+def _tree(source: Source, held: int, size: int, edge: list[bytes]) -> list[bytes]:
+    """The first pass: the level-0 tiles a tree of `held` did not have (the partial ones of `size`), their
+    new hashes added to `edge` (the right edge of the held tree, updated in place); the SHA-256 of each
+    tile's bytes, for the second pass to check its bundle against (32 bytes a tile of 256 entries).
+    Raises: Misbehaviour for a missing tile or one not of its width."""
+    digests = []
     for tile in tiles_of_level0(size, held - held % WIDTH):
+        hashes = source.get(tile.path(), "tile")
+        if hashes is None:
+            raise _missing(source, tile.path(), size)
+        if len(hashes) != 32 * tile.width:
+            raise Misbehaviour(f"{source.where}/{tile.path()}: {len(hashes)} bytes, not the {32 * tile.width} of "
+                               f"{tile.width} hashes", {"tile": tile.path()})
+        first = tile.index * WIDTH
+        extend(edge, max(held, first), (hashes[at:at + 32] for at in range(32 * max(0, held - first), len(hashes), 32)))
+        digests.append(hashlib.sha256(hashes).digest())
+    return digests
+
+
+def _leaves(source: Source, held: int, size: int, digests: list[bytes]) -> Iterator[bytes]:
+    """The second pass: the leaves held + 1 .. size, from the entry bundles of the tiles of the first, each
+    bundle checked against its tile's digest before its entries are given; one bundle held at a time.
+    Raises: Misbehaviour for a missing or malformed bundle, or one whose hashes are not its tile's."""
+    for tile, digest in zip(tiles_of_level0(size, held - held % WIDTH), digests):
         bundle = Tile(None, tile.index, tile.width)
-        data, hashes = source.get(bundle.path()), source.get(tile.path())
-        if data is None or hashes is None:
-            missing = bundle.path() if data is None else tile.path()
-            raise Misbehaviour(f"{source.where}: the log does not serve {missing}, which its checkpoint of size "
-                               f"{size} needs", {"tile": missing})
+        data = source.get(bundle.path(), "entry bundle")
+        if data is None:
+            raise _missing(source, bundle.path(), size)
         try:
             entries = read_bundle(data)
         except LedgerError as exc:
             raise Misbehaviour(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
-        if len(entries) != tile.width or b"".join(leaf_hash(e) for e in entries) != hashes:
+        hashes = b"".join(leaf_hash(e) for e in entries)
+        if len(entries) != tile.width or hashlib.sha256(hashes).digest() != digest:
             raise Misbehaviour(f"{source.where}/{tile.path()}: its hashes are not those of {bundle.path()}'s "
                                f"{len(entries)} entries", {"tile": tile.path()})
-        first = tile.index * WIDTH
-        leaves.extend(entries[max(0, held - first):])
-    return leaves
+        yield from entries[max(0, held - tile.index * WIDTH):]
 
 
 def _higher_tiles(source: Source, store: Store, held: int, size: int) -> None:
@@ -229,25 +259,25 @@ def _higher_tiles(source: Source, store: Store, held: int, size: int) -> None:
     for tile in tiles_of(size, held):
         if tile.entries or tile.level == 0:
             continue  # checked against the entries as they were fetched
-        served = source.get(tile.path())
+        served = source.get(tile.path(), "tile")
         if served is None:
-            raise Misbehaviour(f"{source.where}: the log does not serve {tile.path()}, which its checkpoint of "
-                               f"size {size} needs", {"tile": tile.path()})
+            raise _missing(source, tile.path(), size)
         if served != read_tile(store, tile)[0]:
             raise Misbehaviour(f"{source.where}/{tile.path()}: its hashes are not those of the tree its entries "
                                f"make", {"tile": tile.path()})
 
 
-def _append(store: Store, leaves: list[bytes], held: int, where: str) -> None:
+def _append(store: Store, leaves: Iterable[bytes], held: int, where: str) -> int:
     """Append the new entries to the monitor's ledger as an exported log would be (`import`'s path: every
-    line parsed as an event, every hash re-computed), CHUNK at a time: the tree they make was checked
-    already, so a chunk refused leaves the ones before it as entries of the signed log.
+    line parsed as an event, every hash re-computed), CHUNK at a time, as they arrive; how many. The tree
+    they make was checked already, so a chunk refused leaves the ones before it as entries of the signed log.
     Raises: Misbehaviour for an entry that is not one (its seq, its canonical form, its event)."""
     with store.reading() as cursor:
         chain = cursor.head()[1] if held else GENESIS
-    for first in range(0, len(leaves), CHUNK):
+    leaves, appended = iter(leaves), 0
+    while chunk := list(islice(leaves, CHUNK)):
         lines = []
-        for seq, leaf in enumerate(leaves[first:first + CHUNK], start=held + first + 1):
+        for seq, leaf in enumerate(chunk, start=held + appended + 1):
             try:
                 fields = parse_json(leaf.decode("utf-8"))
                 if not isinstance(fields, dict) or fields.get("seq") != seq or canonical(fields) != leaf:
@@ -257,31 +287,60 @@ def _append(store: Store, leaves: list[bytes], held: int, where: str) -> None:
             digest = blake3(leaf).digest()
             chain = link(chain, digest)
             lines.append(canonical({**fields, "entry_hash": hex_hash(digest), "chain_hash": hex_hash(chain)}) + b"\n")
-        span = [held + first + 1, held + first + len(lines)]
+        span = [held + appended + 1, held + appended + len(lines)]
         try:
             import_inputs(store, [parse_input(f"log entries {span[0]}-{span[1]}", b"".join(lines))])
         except StoreError:
             raise
         except LedgerError as exc:  # not an event of the vocabulary, a repeated fact: no honest log holds one
             raise Misbehaviour(f"{where}: {exc}", {"entries": span}) from None
+        appended += len(lines)
+    return appended
 
 
 def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, signed: Checkpoint) -> Misbehaviour:
-    """What a tree that does not extend the held one shows: the whole log fetched again, the first entry that
-    differs, and the consistency proof the log's own tree gives (which fails against the held checkpoint)."""
-    leaves = _fetch(source, 0, signed.size)
-    digests = [leaf_hash(leaf) for leaf in leaves]
-    nodes = perfect_subtrees(0, digests, max(1, len(digests)).bit_length() + 1)
+    """What a tree that does not extend the held one shows: the whole log's bundles fetched again (their leaf
+    hashes kept, 32 bytes an entry, not the entries), the first entry that differs, and the consistency proof
+    the log's own tree gives (which fails against the held checkpoint)."""
+    hashes = bytearray()
+    for tile in tiles_of_level0(signed.size, 0):
+        bundle = Tile(None, tile.index, tile.width)
+        data, served = source.get(bundle.path(), "entry bundle"), source.get(tile.path(), "tile")
+        if data is None or served is None:
+            raise _missing(source, bundle.path() if data is None else tile.path(), signed.size)
+        try:
+            entries = read_bundle(data)
+        except LedgerError as exc:
+            raise Misbehaviour(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
+        leaf_hashes = b"".join(leaf_hash(e) for e in entries)
+        if len(entries) != tile.width or leaf_hashes != served:
+            raise Misbehaviour(f"{source.where}/{tile.path()}: its hashes are not those of {bundle.path()}'s "
+                               f"{len(entries)} entries", {"tile": tile.path()})
+        hashes += leaf_hashes
 
     def source_of(level: int, index: int) -> bytes:  # a node source over the tree the tiles make
-        return nodes[(level, index)]
+        edge: list[bytes] = []
+        lo = index << level
+        extend(edge, 0, (bytes(hashes[32 * n:32 * n + 32]) for n in range(lo, min(lo + (1 << level), signed.size))))
+        return edge_root(edge)
 
     if root(source_of, signed.size) != signed.root:
         return Misbehaviour(f"{source.where}: its tiles are not the tree its checkpoint of size {signed.size} signs",
                             {"checkpoint": note, "tiles_root": _b64(root(source_of, signed.size))})
+    differs, ours = held, b""
     with store.reading() as cursor:
-        ours = [leaf for _, leaf in read_entries(cursor, 0, held)]
-    differs = next((seq for seq, leaf in enumerate(ours, start=1) if leaf_hash(leaf) != digests[seq - 1]), held)
+        for first in range(0, held, CHUNK):
+            for seq, leaf in read_entries(cursor, first, min(CHUNK, held - first)):
+                if leaf_hash(leaf) != hashes[32 * (seq - 1):32 * seq]:
+                    differs, ours = seq, leaf
+                    break
+            else:
+                continue
+            break
+        if not ours and held:
+            ours = read_entries(cursor, held - 1, 1)[0][1]
+    at = (differs - 1) // WIDTH
+    theirs = read_bundle(source.get(Tile(None, at, min(WIDTH, signed.size - at * WIDTH)).path(), "entry bundle") or b"")
     path = consistency_path(source_of, held, signed.size)
     # In `ledger prove --consistency --json`'s form: it verifies against the new checkpoint (verify-proof),
     # and its old_root, the new tree's prefix, is not the root the held checkpoint signs.
@@ -290,8 +349,9 @@ def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, 
     return Misbehaviour(
         f"{source.where}: the checkpoint of size {signed.size} does not extend the tree of size {held} this "
         f"monitor holds (entry {differs} differs): the log forked",
-        {"checkpoints": [seen, note], "first_difference": {"seq": differs, "held": _b64(ours[differs - 1]),
-                                                           "served": _b64(leaves[differs - 1])},
+        {"checkpoints": [seen, note], "first_difference": {
+            "seq": differs, "held": _b64(ours),
+            "served": _b64(theirs[(differs - 1) % WIDTH]) if len(theirs) > (differs - 1) % WIDTH else None},
          "consistency": proof})
 
 
@@ -318,7 +378,7 @@ def _compare(source: Source, store: Store, papers: list[str], signed: Checkpoint
             later += 1
             continue
         path = fill(RECORD, json=True, paper=paper).lstrip("/")
-        served = source.get(path, query)
+        served = source.get(path, "record", query)
         if served is None:
             continue
         records += 1
@@ -342,7 +402,7 @@ def _index_note(source: Source, store: Store, paper: str, signed: Checkpoint,
     served or published without a key).
     Raises: Misbehaviour when a root differs or the note is not the log's."""
     path = fill(INTEGRITY, json=True, paper=paper).lstrip("/")
-    data = source.get(path)
+    data = source.get(path, "record")
     try:
         index_note = parse_json(data.decode("utf-8")).get("checkpoint") if data is not None else None
     except (LedgerError, UnicodeDecodeError, AttributeError):

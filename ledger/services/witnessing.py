@@ -3,15 +3,14 @@ a consistency proof from the size that witness holds, all witnesses at once, eac
 
 The log keeps no record of what each witness holds: it sends `old 0` first and learns the size from the
 witness's 409 (`text/x.tlog.size`), then sends the proof from there; one extra round trip, and no state to go
-stale. A 409 that names the size just sent is the older spec's answer to "that size with another root"
+stale. Every request goes through the one client (`ledger.services.fetch`), all of them under one deadline:
+`checkpoint --witness --timeout S` is over in S seconds whatever a witness does. A 409 that names the size just sent is the older spec's answer to "that size with another root"
 (C2SP PR #280 made it 422) and is reported as such. Proofs come from the store in the caller's thread
 (a Store is not thread-safe); only the HTTP requests run in parallel.
 """
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
@@ -19,6 +18,7 @@ from typing import Callable
 from ledger.core.errors import IntegrityError
 from ledger.log.cosignature import CosignerKey, Policy
 from ledger.log.signed_notes import Checkpoint
+from ledger.services.fetch import Deadline, Late, Unreachable, post
 from ledger.services.witness import SIZE_TYPE, submission
 
 ROUNDS = 3  # old 0, then the size the 409 named, then once more if a push from elsewhere moved it meanwhile
@@ -39,27 +39,16 @@ class Answer:
     why: str | None = None  # why not, in a few words
 
 
-def _post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
-    """(status, content type, body) of a POST; a refused request's status is an answer too."""
-    request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "text/plain"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.headers.get("Content-Type", ""), response.read(64 * 1024)
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, error.headers.get("Content-Type", ""), error.read(64 * 1024)
-
-
-def _ask(target: Target, old: int, proof: list[bytes], note: str, text: str, timeout: float) -> tuple[str, object]:
+def _ask(target: Target, old: int, proof: list[bytes], note: str, text: str,
+         deadline: Deadline) -> tuple[str, object]:
     """One request: ("cosigned", line), ("held", size) for a 409, or ("refused", why)."""
     url = target.url.rstrip("/") + "/add-checkpoint"
     try:
-        status, kind, body = _post(url, submission(old, proof, note), timeout)
-    except TimeoutError:
-        return "refused", f"no answer within {timeout:g} s"
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return "refused", f"unreachable at {url}: {reason}"
+        status, kind, body = post(url, submission(old, proof, note), "witness answer", deadline)
+    except Late:
+        return "refused", f"no answer within {deadline.seconds:g} s"
+    except Unreachable as exc:
+        return "refused", f"unreachable at {exc}"
     words = body.decode("utf-8", "replace").strip().split("\n")[0][:200]
     if status == 409:
         if kind.split(";")[0].strip() != SIZE_TYPE or not words.isdigit():
@@ -83,8 +72,10 @@ def _ask(target: Target, old: int, proof: list[bytes], note: str, text: str, tim
 def collect(note: str, checkpoint: Checkpoint, targets: list[Target], prove: Callable[[int], list[bytes]],
             timeout: float) -> list[Answer]:
     """Each witness's answer to the signed `note` of `checkpoint`; `prove(old)` gives the consistency proof
-    from size `old` to the checkpoint's (empty for 0 and for its own size)."""
+    from size `old` to the checkpoint's (empty for 0 and for its own size). Every round's requests share one
+    deadline, `timeout` seconds from now: a witness still answering then is refused."""
     text = checkpoint.text()
+    deadline = Deadline(timeout)
     answers = {target.name: Answer(target) for target in targets}
     pending = {target.name: 0 for target in targets}
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
@@ -92,7 +83,7 @@ def collect(note: str, checkpoint: Checkpoint, targets: list[Target], prove: Cal
             if not pending:
                 break
             proofs = {old: prove(old) for old in set(pending.values())}
-            asked = {name: pool.submit(_ask, answers[name].target, old, proofs[old], note, text, timeout)
+            asked = {name: pool.submit(_ask, answers[name].target, old, proofs[old], note, text, deadline)
                      for name, old in pending.items()}
             sent, pending = pending, {}
             for name, future in asked.items():

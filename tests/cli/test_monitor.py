@@ -284,3 +284,34 @@ def test_unreachable_logs_exit_3_and_bad_options_exit_2(keyed, tmp_path):
     spoiled = keyed("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "state")
     assert spoiled.exit_code == 2 and spoiled.stderr.startswith("ledger: state/checkpoint: not a checkpoint of this "
                                                                 "log's key"), spoiled.stderr
+
+
+def test_a_root_that_fails_appends_nothing_to_the_monitors_ledger(keyed, tmp_path):
+    """The tiles are checked against the root before any entry is imported (the ledger cannot take one back):
+    a new level-0 tile edited, or a new bundle edited, leaves the monitor's ledger at the size it held."""
+    from ledger.storage.store import Store
+
+    def held() -> int:
+        store = Store.open(str(tmp_path / "state" / "ledger.db"))
+        try:
+            return store.head()[0]
+        finally:
+            store.close()
+
+    publish(keyed)
+    assert watch(keyed, "out").exit_code == 0 and held() == 40
+    vouched = (tmp_path / "state" / "checkpoint").read_text()
+    grow(keyed, tmp_path, 1, 250)
+    publish(keyed)
+    for edited in ("tile/0/001.p/34", "tile/entries/001.p/34"):
+        shutil.rmtree(tmp_path / "bad", ignore_errors=True)
+        shutil.copytree(tmp_path / "out", tmp_path / "bad")
+        data = bytearray((tmp_path / "bad" / edited).read_bytes())
+        data[-1] ^= 1
+        (tmp_path / "bad" / edited).write_bytes(bytes(data))
+        bad = watch(keyed, "bad")
+        assert bad.exit_code == 1, bad.stderr
+        assert "bad/tile/0/001.p/34: its hashes are not those of tile/entries/001.p/34's 34 entries" in bad.stderr
+        assert held() == 40 and (tmp_path / "state" / "checkpoint").read_text() == vouched
+    good = watch(keyed, "out")
+    assert good.exit_code == 0 and answer(good)["new_entries"] == 250 and held() == 290
