@@ -226,7 +226,8 @@ def split_lines(text: str) -> list[str]:
     """The lines of `text` as JSON Lines cuts them: at "\\n" only, a "\\r" before it being part of the end of
     the line; nothing follows a final "\\n". Never as `str.splitlines` cuts them: U+2028, U+0085, \\v and their
     kind are legal raw inside a JSON string (orjson writes U+2028 raw), so they end no line."""
-    lines = text.replace("\r\n", "\n").split("\n")
+    # A search for "\r" costs a tenth of the replace that most texts (ended by "\n" alone) do not need.
+    lines = (text.replace("\r\n", "\n") if "\r" in text else text).split("\n")
     if not lines[-1]:  # the text ends with a line break (or is empty): no line follows it
         lines.pop()
     return lines
