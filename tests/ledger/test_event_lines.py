@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from ledger.core.errors import InputError
 from ledger.importing.importer import import_files
 from ledger.importing.units import Sizes
 from tests.conftest import Cli
@@ -72,6 +73,16 @@ def test_an_error_after_a_raw_separator_names_the_line_an_editor_shows(cli, tmp_
     assert result.stderr.startswith(f"ledger: {lines}: line 2: field payload.arxiv_id: not an arXiv id: '..'")
     assert result.stderr.count("\n") == 1
     assert cli("head").stdout.startswith("0 ")
+
+
+@pytest.mark.parametrize("how", SIZES)
+def test_the_line_named_is_the_same_read_whole_in_blocks_or_in_chunks(store, tmp_path, how):
+    lines = tmp_path / "bad.jsonl"
+    good = b"".join(snapshot(f"2407.2002{n}", f"T{char}{char}") for n, char in enumerate(RAW))
+    lines.write_bytes(good.replace(b"\n", b"\r\n") + event_line("paper.snapshot", {"arxiv_id": "..", **SNAPSHOT}))
+    with pytest.raises(InputError, match=r"bad\.jsonl: line 4: field payload\.arxiv_id: not an arXiv id: '\.\.'"):
+        import_files(store, [str(lines)], sizes=SIZES[how])
+    assert store.head()[0] == 0
 
 
 @pytest.mark.parametrize("char", CONTROL, ids=repr)
