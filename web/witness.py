@@ -1,6 +1,9 @@
 """The witness over HTTP: C2SP tlog-witness `POST /add-checkpoint`, and the one place where a witness's refusals
 become responses. Every answer is plain text: cosignature lines (200), the size held (409, text/x.tlog.size),
-or one line saying why (400, 403, 404, 413, 422, 429). The checks and the state are `ledger.services.witness`.
+or one line saying why (400, 403, 404, 413, 422, 429; 404 and 405 with `Allow: POST` for another path or
+method, never FastAPI's JSON). The server in front of it (`web.server`, as for `serve`) answers 408 to a request
+not received in time, 431 to a head over its limit and 503 to a connection over its limit, and closes the
+connection. The checks and the state are `ledger.services.witness`.
 
 It must never let one client's requests cost more than its share: each client address (an IPv6 client by its
 /64, which one host usually holds whole) has a token bucket, and a request past it is answered 429 with
@@ -19,6 +22,7 @@ from typing import Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from ledger.services.witness import MAX_BODY, RATE, SIZE_TYPE, Refused, Witness
 
@@ -74,9 +78,19 @@ async def _body(request: Request) -> bytes:
     return bytes(body)
 
 
+async def _routing(request: Request, exc: HTTPException) -> Response:
+    """What routing refuses, in one text line as every other answer: another path (404) or another method than
+    POST (405, `Allow: POST`). Neither quotes the request: its path may hold anything."""
+    if exc.status_code == 405:
+        return Response("method not allowed: the witness answers POST /add-checkpoint\n", 405, media_type=TEXT,
+                        headers={"allow": "POST"})
+    reason = "no such path: the witness answers POST /add-checkpoint" if exc.status_code == 404 else str(exc.detail)
+    return Response(reason + "\n", exc.status_code, media_type=TEXT)
+
+
 def create_witness_app(witness: Witness, rate: float = RATE) -> FastAPI:
     """The witness's application: one route, each client held to `rate` requests a second (0: no limit)."""
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, exception_handlers={HTTPException: _routing})
     limit = RateLimit(rate) if rate > 0 else None
 
     @app.post("/add-checkpoint")

@@ -22,7 +22,7 @@ from ledger.projections.record import rebuild_mismatch
 
 from ledger.core.canonical import loads_finite, parse_json
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
-from ledger.core.inputs import decode_input
+from ledger.core.inputs import decode_input, split_lines
 from ledger.core.times import TimeError, instant_key
 from ledger.importing.units import Part, Unit, logged
 from ledger.log.chain import Entry
@@ -111,7 +111,7 @@ def _parse_text(name: str, text: str) -> Parsed:
     try:
         whole = parse_json(text)
     except InputError as whole_error:
-        lines = text.splitlines()
+        lines = split_lines(text)
         if len([line for line in lines if line.strip()]) < 2:
             raise InputError(f"{name}: {whole_error}") from None
         return _parse_lines(name, lines, whole_error)

@@ -1,9 +1,10 @@
 """Inputs cut into units, the pieces an import decodes one at a time (`decode.decode_unit`), here or in a worker.
 
 A unit is a whole input (a record, one event line, or a file whose first line is not an event line) or a chunk
-of `Sizes.chunk_lines` event lines, cut as `str.splitlines` cuts them. A file larger than `Sizes.stream_bytes`
-(and stdin past it, kept in a temporary file) is read in blocks rather than whole, so an input of any size
-holds a bounded part of itself in memory. An input that may hold exported log lines comes in two parts, each
+of `Sizes.chunk_lines` event lines, cut at "\\n" only, as JSON Lines cuts them (`inputs.split_lines`): a raw
+U+2028 inside a string ends no line. A file larger than `Sizes.stream_bytes` (and stdin past it, kept in a
+temporary file) is read in blocks rather than whole, so an input of any size holds a bounded part of itself in
+memory. An input that may hold exported log lines comes in two parts, each
 a pass over all of it: its log lines, then its new facts, so its log lines are appended first, as when the
 input is one unit.
 
@@ -24,7 +25,8 @@ import orjson
 
 from ledger.core.canonical import parse_json
 from ledger.core.errors import InputError, LedgerError
-from ledger.core.inputs import STDIN, decode_input, file_lines, is_stream, keep_stdin, read_input, scan_file
+from ledger.core.inputs import (STDIN, decode_input, file_lines, is_stream, keep_stdin, read_input, scan_file,
+                                split_lines)
 from ledger.core.limits import RECORD
 
 CHUNK_LINES = 2000  # event lines per unit: large enough that a worker's round trip costs little
@@ -137,7 +139,7 @@ def read_whole(name: str, sizes: Sizes, data: bytes | None = None, kept: IO[byte
     except InputError as exc:
         yield Unit(name, error=exc)
         return
-    lines = text.splitlines()
+    lines = split_lines(text)
     if not _event_lines(lines):
         yield Unit(name, text=text, size=len(data))
         return
@@ -153,8 +155,8 @@ def read_whole(name: str, sizes: Sizes, data: bytes | None = None, kept: IO[byte
 def _streamed(name: str, sizes: Sizes, kept: IO[bytes] | None = None) -> Iterator[Unit]:
     """A large file (or `kept`, stdin in a temporary file) read in blocks rather than whole, twice (three
     times when it holds new facts and log lines): checked first as `decode_input` checks a file (and searched
-    for log lines), then cut into chunks of lines as `splitlines` cuts them, so the same units come out. Read
-    whole after all when its first chunk does not show it to be event lines (a large record)."""
+    for log lines), then cut into chunks of lines as `split_lines` cuts its whole text, so the same units come
+    out. Read whole after all when its first chunk does not show it to be event lines (a large record)."""
     block = sizes.stream_block
     try:
         mixed = scan_file(name, SEQ_KEY, block=block, kept=kept)

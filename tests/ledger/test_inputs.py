@@ -1,8 +1,8 @@
 """A file read in blocks (an import's input of over 64 MiB) gives what reading it whole gives: the same lines
-as `str.splitlines`, the same refusal in the same words as `decode_input`, the same answer to whether the
-key `seq` occurs; whatever the block size, wherever a block boundary falls (inside a character, between
-"\\r" and "\\n"). And a directory given as an input stands for the `.json` and `.jsonl` files below it, in the
-order of their paths."""
+as `split_lines` (cut at "\\n" only, as JSON Lines cuts them), the same refusal in the same words as
+`decode_input`, the same answer to whether the key `seq` occurs; whatever the block size, wherever a block
+boundary falls (inside a character, between "\\r" and "\\n"). And a directory given as an input stands for
+the `.json` and `.jsonl` files below it, in the order of their paths."""
 
 import io
 import os
@@ -16,12 +16,14 @@ from hypothesis import strategies as st
 
 from ledger.core.errors import InputError
 from ledger.importing.units import SEQ_KEY
-from ledger.core.inputs import decode_input, file_lines, input_files, is_stream, keep_stdin, read_input, scan_file
+from ledger.core.inputs import (decode_input, file_lines, input_files, is_stream, keep_stdin, read_input, scan_file,
+                               split_lines)
 from ledger.core.limits import KEY, RECORD, Limit, size_text
 
-# Line breaks of every kind splitlines knows, multi-byte characters, the key seq plain and escaped.
-TEXT_PIECES = ["a", "{", " ", "é", "€", "\U0001d11e", "\r", "\n", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028",
-               '"seq"', '"\\u0073eq"', '"se']
+# Line breaks of every kind str.splitlines knows (only "\n" and "\r\n" end a line), multi-byte characters,
+# the key seq plain and escaped.
+TEXT_PIECES = ["a", "{", " ", "é", "€", "\U0001d11e", "\r", "\n", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85",
+               "\u2028", "\u2029", '"seq"', '"\\u0073eq"', '"se']
 # Bytes that are not UTF-8 (alone or cut short), NUL, ASCII whitespace.
 BYTE_PIECES = [b"a", "é".encode(), "\U0001d11e".encode(), b"\xff", b"\xc3", b"\xe2\x82", b"\x80", b"\x00", b" ",
                b"\n", b"\t", b"\x0b"]
@@ -41,9 +43,29 @@ def test_lines_read_in_blocks_are_the_lines_of_the_whole_text(tmp_path_factory, 
     text = "".join(pieces)
     path.write_bytes(text.encode())
     lines = list(file_lines(str(path), block))
-    assert [line for line, _ in lines] == text.splitlines()
+    assert [line for line, _ in lines] == split_lines(text)
     assert [read for _, read in lines] == sorted(read for _, read in lines)  # bytes read so far, never less
     assert not lines or lines[-1][1] == len(text.encode())
+
+
+def json_lines(text):
+    """The lines of `text` as jsonlines.org says, character by character: a line ends at "\\n", and a "\\r"
+    just before it is part of its end; after a final "\\n" there is no line."""
+    lines, line = [], ""
+    for at, char in enumerate(text):
+        if char == "\n":
+            lines.append(line)
+            line = ""
+        elif not (char == "\r" and text[at + 1:at + 2] == "\n"):
+            line += char
+    return lines + [line] if line else lines
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(TEXT_PIECES), max_size=40))
+def test_text_is_cut_into_lines_at_newline_only_as_json_lines_says(pieces):
+    text = "".join(pieces)
+    assert split_lines(text) == json_lines(text)
 
 
 TEXTS = st.lists(st.sampled_from(TEXT_PIECES), max_size=30).map(lambda pieces: "".join(pieces).encode())

@@ -276,3 +276,16 @@ def test_the_cosignature_is_over_the_text_signed_and_the_note_kept_has_the_verif
     answer = add(client, 0, [], f"{text_part}\n\n{bogus}{signature}")
     assert answer.status_code == 200 and COSIGNER.key.timestamp(text, answer.text.rstrip("\n")) is not None
     assert witness.held(SIGNER.name)[2] == signed
+
+
+@pytest.mark.parametrize("method, path, status", [
+    ("GET", "/add-checkpoint", 405), ("PUT", "/add-checkpoint", 405), ("DELETE", "/add-checkpoint", 405),
+    ("GET", "/", 404), ("POST", "/add-checkpoint/x", 404), ("GET", "/docs", 404), ("POST", "/%0d%0aX:%20y", 404),
+])
+def test_another_method_or_path_is_one_text_line_as_every_answer_is(witness, client, method, path, status):
+    answer = client.request(method, path, content=b"")
+    assert answer.status_code == status and answer.headers["content-type"] == "text/plain; charset=utf-8"
+    assert answer.text.count("\n") == 1 and answer.text.endswith("\n") and "{" not in answer.text, answer.text
+    assert "x:" not in answer.text.lower() and "docs" not in answer.text  # the request is never quoted
+    assert answer.headers.get("allow") == ("POST" if status == 405 else None)
+    assert witness.evidence() == [] and witness.held(SIGNER.name) is None
