@@ -20,7 +20,6 @@ from ledger.storage.backends.base import LOCK_TIMEOUT_SECONDS, Backend
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file (sqlite.org/fileformat.html)
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")  # SQLite's own values; nothing else reaches the PRAGMA
 _KEYS_PER_QUERY = 300  # 900 parameters: under every SQLite build's limit
 
@@ -52,13 +51,15 @@ def open_file(path: str, timeout: float) -> sqlite3.Connection:
     cannot be made) as an unchanging file (`immutable=1`), provided no write-ahead log holds commits still.
     Raises: InputError for a file that is not a SQLite database (nothing is written to it), or the driver's
     errors."""
+    # Never open() the file itself: closing any descriptor of it drops every POSIX lock this process's SQLite
+    # connections hold on it (fcntl semantics), and a server's other threads would then read a torn WAL index.
+    # A file that is not a database is named by SQLite's own first read (SQLITE_NOTADB), which writes nothing.
     try:
-        with open(path, "rb") as file:
-            header = file.read(len(SQLITE_HEADER))
+        empty = os.stat(path).st_size == 0
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    if header != SQLITE_HEADER:
-        raise InputError(f"{path}: not a ledger ({'an empty file' if not header else 'file is not a database'})")
+    if empty:
+        raise InputError(f"{path}: not a ledger (an empty file)")
     if writable(path):
         return sqlite3.connect(path, timeout=timeout, check_same_thread=False)
     uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
