@@ -32,6 +32,7 @@ from blake3 import blake3
 from ledger.audit.witnessed import witnessed
 from ledger.core.canonical import canonical, parse_json
 from ledger.core.errors import InputError, IntegrityError, LedgerError, StoreError
+from ledger.core.files import write_file
 from ledger.core.times import When
 from ledger.importing.importer import import_inputs, parse_input
 from ledger.log.chain import GENESIS, hex_hash, link
@@ -192,10 +193,9 @@ def _read_note(path: Path, verifier: Verifier) -> Checkpoint | None:
 
 
 def _save(path: Path, note: str) -> None:
-    """Write-then-rename: a run killed midway leaves the state it had."""
-    temporary = path.with_name(path.name + ".new")
-    temporary.write_text(note)
-    os.replace(temporary, path)
+    """Through the one file writer (a rename: a run killed midway leaves the state it had; never through a
+    symbolic link planted in --state)."""
+    write_file(path, note.encode())
 
 
 def _root(store: Store, size: int) -> bytes:

@@ -315,3 +315,14 @@ def test_a_root_that_fails_appends_nothing_to_the_monitors_ledger(keyed, tmp_pat
         assert held() == 40 and (tmp_path / "state" / "checkpoint").read_text() == vouched
     good = watch(keyed, "out")
     assert good.exit_code == 0 and answer(good)["new_entries"] == 250 and held() == 290
+
+
+def test_a_symbolic_link_planted_in_the_state_is_never_written_through(keyed, tmp_path):
+    publish(keyed)
+    (tmp_path / "state").mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("kept\n")
+    (tmp_path / "state" / "seen").symlink_to(outside)
+    planted = watch(keyed, "out")
+    assert planted.exit_code == 2 and planted.stderr.count("\n") == 1 and "symbolic link" in planted.stderr
+    assert outside.read_text() == "kept\n" and not (tmp_path / "state" / "checkpoint").exists()
