@@ -81,14 +81,29 @@ def _documented(call: Callable[..., object], *args: object) -> object:
         return None
 
 
+@cache
+def _seed_store():
+    """An in-memory ledger of the seed record, for `verify RECORD` to compare a record with its history."""
+    from ledger.importing.importer import import_inputs, parse_input
+    from ledger.storage.store import Store
+
+    store = Store.create("sqlite://")
+    import_inputs(store, [parse_input("seed", (CORPUS / "events" / "record.json").read_bytes())])
+    return store
+
+
 def target_events(data: bytes) -> None:
     """Event lines, records and exported logs: as one input (`import FILE`), cut into units of two lines as a
-    large input is (`import --jobs`), and, when it holds log lines only, loaded as `--db log.jsonl` is."""
+    large input is (`import --jobs`), when it holds log lines only loaded as `--db log.jsonl` is, and as a
+    record `verify RECORD` checks, offline and against the seed ledger's history."""
     from ledger.importing.decode import decode_unit, parse_input
     from ledger.importing.importer import import_inputs
     from ledger.importing.units import Sizes, logged, read_whole
+    from ledger.services.verify import compare_record
     from ledger.storage.store import Store
 
+    _documented(compare_record, "fuzz", data, None)
+    _documented(compare_record, "fuzz", data, _seed_store())
     parsed = _documented(parse_input, "fuzz", data)
     for unit in read_whole("fuzz", Sizes(chunk_lines=2), data=data):
         _documented(decode_unit, unit)
@@ -302,7 +317,7 @@ def run(target: str, seconds: int, work: Path) -> None:
         import ledger.importing.decode, ledger.importing.units, ledger.log.cosignature  # noqa: E401,F401
         import ledger.log.paper_index, ledger.log.signed_notes, ledger.log.tiles  # noqa: E401,F401
         import ledger.model.arxiv, ledger.model.events, ledger.model.published  # noqa: E401,F401
-        import ledger.services.witness  # noqa: F401
+        import ledger.services.verify, ledger.services.witness  # noqa: E401,F401
     one = TARGETS[target]
     atheris.Setup([sys.argv[0], str(copy), f"-max_total_time={seconds}", "-max_len=65536", "-timeout=10",
                    "-rss_limit_mb=2048", "-print_final_stats=1"], one)
