@@ -18,6 +18,7 @@ proofs and bundles are checked against. tests/fuzz/test_corpus.py replays it thr
 from __future__ import annotations
 
 import argparse
+import atexit
 import base64
 import hashlib
 import json
@@ -185,7 +186,9 @@ def _witness_state() -> str:
     from ledger.services.witness import Witness, submission
 
     signer, verifier, cosigners, *_ = keys()
-    path = os.path.join(tempfile.mkdtemp(prefix="ledger-fuzz-"), "template.db")
+    folder = tempfile.mkdtemp(prefix="ledger-fuzz-witness-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, "template.db")
     Witness(cosigners[0], {ORIGIN: verifier}, path, new=True).add_checkpoint(submission(0, [], context().held_note))
     return path
 
