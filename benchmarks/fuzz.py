@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import base64
 import hashlib
 import json
 import os

@@ -2,8 +2,6 @@
 no atheris: every input the job found or started from keeps passing, and the seeds still reach past their
 signatures (the context's notes verify, the seed proofs and bundles prove what they should)."""
 
-from pathlib import Path
-
 import pytest
 
 from benchmarks.fuzz import CORPUS, TARGETS, context, corpus, keys

@@ -40,5 +40,5 @@ def test_an_accepted_id_names_its_paper_in_the_one_spelling_of_a_path(text):
         paper, version = parse_arxiv_id(text)
     except InputError:
         return
-    assert paper_id(paper) == paper and "/" not in paper.split("/")[-1] and ".." not in paper
+    assert paper_id(paper) == paper and ".." not in paper and paper.count("/") <= 1 and not paper.startswith("/")
     assert (version is None) == ("v" not in text.rsplit("/", 1)[-1].split(".")[-1])

@@ -6,7 +6,6 @@ exit code and one line, never an internal error."""
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 from hypothesis import event, given, settings

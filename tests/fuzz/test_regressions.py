@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from benchmarks.fuzz import HELD, ORIGIN, keys, target_notes
+from benchmarks.fuzz import ORIGIN, keys, target_notes
 from ledger.core.errors import InputError
 from ledger.log.cosignature import parse_policy
 from ledger.log.signed_notes import parse_checkpoint, verify_checkpoint

@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 from benchmarks.fuzz import context, target_witness
 from ledger.services.witness import submission
 from tests.fuzz.strategies import FUZZ, mutated, outside_bytes
-from benchmarks.fuzz import corpus
 
 
 @FUZZ
