@@ -121,16 +121,19 @@ def _text(data: bytes) -> str | None:
 
 
 def target_notes(data: bytes) -> None:
-    """Signed notes, checkpoints, cosignatures, keys of every kind and tlog-policies."""
+    """Signed notes, checkpoints, cosignatures, keys of every kind and tlog-policies; and the log as the
+    adversary: the text signed with the log's own key, as a note every reader opens and a witness is pushed
+    (mutating a signed note alone never gets past its signature)."""
     from ledger.audit.witnessed import witnessed
     from ledger.log.cosignature import cosignatures, parse_cosigner, parse_cosigner_key, parse_policy
     from ledger.log.signed_notes import open_note, parse_checkpoint, parse_signer, parse_verifier, split_note
     from ledger.log.signed_notes import verify_checkpoint
+    from ledger.services.witness import submission
 
     text = _text(data)
     if text is None:
         return
-    _, verifier, _, witness_keys, policy_text = keys()
+    signer, verifier, _, witness_keys, policy_text = keys()
     for parse in (parse_signer, parse_verifier, parse_cosigner, parse_cosigner_key, parse_policy, split_note,
                   parse_checkpoint):
         _documented(parse, text)
@@ -138,6 +141,11 @@ def target_notes(data: bytes) -> None:
     _documented(verify_checkpoint, text, verifier)
     _documented(cosignatures, text, witness_keys)
     _documented(witnessed, text, verifier, parse_policy(policy_text))
+    body = text.split("\n\n")[0]
+    signed = signer.sign(body if body.endswith("\n") else body + "\n")
+    _documented(verify_checkpoint, signed, verifier)
+    _documented(witnessed, signed, verifier, parse_policy(policy_text))
+    target_witness(submission(HELD, [], signed))
 
 
 def target_proofs(data: bytes) -> None:
@@ -321,7 +329,8 @@ def run(target: str, seconds: int, work: Path) -> None:
         import ledger.model.arxiv, ledger.model.events, ledger.model.published  # noqa: E401,F401
         import ledger.services.verify, ledger.services.witness  # noqa: E401,F401
     one = TARGETS[target]
-    atheris.Setup([sys.argv[0], str(copy), f"-max_total_time={seconds}", "-max_len=65536", "-timeout=10",
+    atheris.Setup([sys.argv[0], str(copy), f"-dict={HERE / 'fuzz.dict'}", f"-max_total_time={seconds}",
+                   "-max_len=65536", "-timeout=10",
                    "-rss_limit_mb=2048", "-print_final_stats=1"], one)
     atheris.Fuzz()
 
