@@ -46,7 +46,7 @@ def _seed(name: str) -> bytes:
 
 @dataclass(frozen=True)
 class Context:
-    """Fixed keys and the signed notes of the seed ledger that proofs, bundles and requests are checked against."""
+    """The signed notes of the seed ledger (by the fixed keys) that proofs, bundles and requests are checked against."""
 
     note: str  # the checkpoint of the whole ledger
     index_note: str  # the same tree, with its paper-index line
@@ -54,6 +54,7 @@ class Context:
     held_note: str  # the checkpoint of its first HELD entries, held by the witness target's state
 
 
+@cache
 def keys():
     """(signer, verifier, cosigners, cosigner keys, policy text), all from fixed seeds."""
     from ledger.log.cosignature import Cosigner
