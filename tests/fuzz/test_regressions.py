@@ -1,11 +1,13 @@
 """What the fuzz tier found, each a regression test named after the bug (see docs/fuzzing.md)."""
 
+import json
 import os
 
 import pytest
 
-from benchmarks.fuzz import ORIGIN, keys, target_notes
+from benchmarks.fuzz import CORPUS, ORIGIN, keys, target_notes
 from ledger.core.errors import InputError
+from ledger.importing.decode import parse_input
 from ledger.log.cosignature import parse_policy
 from ledger.log.signed_notes import parse_checkpoint, verify_checkpoint
 from ledger.services.witness import Refused, Witness, submission
@@ -45,3 +47,11 @@ def test_a_policy_group_threshold_of_5000_digits_is_an_input_error():
     with pytest.raises(InputError, match="policy line 4: threshold"):
         parse_policy(policy)
     target_notes(policy.encode())
+
+
+def test_an_exported_log_line_whose_effective_at_is_null_is_an_input_error():
+    """`"effective_at": null` in a log line gave TypeError (len(None) measuring the entry): "internal error"."""
+    line = json.loads((CORPUS / "events" / "exported.jsonl").read_bytes().split(b"\n")[0])
+    line["effective_at"] = None
+    with pytest.raises(InputError, match="line 1: field effective_at: expected a string, found None"):
+        parse_input("log.jsonl", json.dumps(line).encode())
