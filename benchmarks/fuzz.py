@@ -194,7 +194,8 @@ def _witness_state() -> str:
     from ledger.services.witness import Witness, submission
 
     signer, verifier, cosigners, *_ = keys()
-    folder = tempfile.mkdtemp(prefix="ledger-fuzz-witness-")
+    # libFuzzer ends the process without running atexit: under the job the state goes in its --work folder.
+    folder = tempfile.mkdtemp(prefix="ledger-fuzz-witness-", dir=os.environ.get("LEDGER_FUZZ_WORK"))
     atexit.register(shutil.rmtree, folder, True)
     path = os.path.join(folder, "template.db")
     Witness(cosigners[0], {ORIGIN: verifier}, path, new=True).add_checkpoint(submission(0, [], context().held_note))
@@ -322,6 +323,7 @@ def run(target: str, seconds: int, work: Path) -> None:
 
     copy = work / target
     shutil.copytree(CORPUS / target, copy, dirs_exist_ok=True)
+    os.environ["LEDGER_FUZZ_WORK"] = str(work)
     with atheris.instrument_imports():
         import ledger.audit.auditor, ledger.audit.evidence, ledger.audit.witnessed  # noqa: E401,F401
         import ledger.core.canonical, ledger.core.inputs, ledger.core.times  # noqa: E401,F401
