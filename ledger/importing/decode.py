@@ -223,6 +223,8 @@ def parse_entry(obj: dict) -> tuple[Entry, Event]:
         raise InputError(f"field recorded_at: {exc}") from None
     if recorded != normal:  # known-at compares recorded times as text: only the ledger's own form sorts
         raise InputError(f"field recorded_at: expected the ledger's form {normal}, found {recorded!r}")
+    if not isinstance(obj["effective_at"], str):  # a new fact may leave it to its payload; a logged entry holds it
+        raise InputError(f"field effective_at: expected a string, found {obj['effective_at']!r}")
     event = checked_paper(make_event(obj["kind"], obj["payload"], obj["effective_at"]))
     entry = Entry(seq, event.kind, obj["effective_at"], recorded, event.payload,
                   _hash_field(obj, "entry_hash"), _hash_field(obj, "chain_hash"))

@@ -257,7 +257,7 @@ def parse_policy(text: str) -> Policy:
             if unknown or len(set(members)) != len(members):
                 raise bad(f"members must be defined earlier and named once: {quoted(' '.join(unknown or members))}")
             k = {"all": len(members), "any": 1}.get(threshold)
-            if k is None and re.fullmatch(r"[1-9][0-9]*", threshold):
+            if k is None and re.fullmatch(r"[1-9][0-9]{0,8}", threshold):  # int() of 4,300 digits raises
                 k = int(threshold)
             if k is None or not 1 <= k <= len(members):
                 raise bad(f"threshold {quoted(threshold)}: expected all, any or 1 to {len(members)}")

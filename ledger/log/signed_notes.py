@@ -201,8 +201,9 @@ def parse_checkpoint(text: str) -> Checkpoint:
     not know one still reads the checkpoint).
     Raises: InputError when it is not one, or when the paper index line is malformed or given twice."""
     lines = text.split("\n")
-    if len(lines) < 4 or not lines[0] or not re.fullmatch(r"0|[1-9][0-9]*", lines[1]) or lines[-1] != "" \
-            or "" in lines[3:-1]:
+    # A size of 64 bits at most (SQLite's INTEGER): int() of a longer one is slow, and of 4,300 digits raises.
+    if len(lines) < 4 or not lines[0] or not re.fullmatch(r"0|[1-9][0-9]{0,18}", lines[1]) \
+            or int(lines[1]) >= 1 << 63 or lines[-1] != "" or "" in lines[3:-1]:
         raise InputError("checkpoint: expected origin, tree size and root hash lines (then extension lines)")
     root = _b64decode(lines[2], "checkpoint root hash")
     if len(root) != 32:
