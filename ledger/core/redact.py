@@ -69,10 +69,14 @@ def _without_keys(text: str) -> str:
     return _BARE.sub(_bare_key, text)
 
 
-def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
+def quoted(text: object, limit: int = QUOTED_LIMIT) -> str:
     """A user's input as an error quotes it: `redact`ed, then in Python's quotes with control characters
-    escaped (so it stays one line), shortened to `limit` characters with "..." when longer.
+    escaped (so it stays one line), shortened to `limit` characters with "..." when longer. A value that is not
+    text (a JSON number, list or null where a string was expected) is quoted as Python writes it.
     Raises: nothing."""
+    if not isinstance(text, str):
+        shown = redact(repr(text))
+        return shown if len(shown) <= limit else shown[:limit] + "..."
     shown = redact(text)
     if len(shown) > limit:
         return repr(shown[:limit]) + "..."

@@ -211,6 +211,8 @@ def test_redaction_hides_keys_and_passwords_but_keeps_the_rest(world):
     assert quoted(long) == repr(long[:80]) + "..." and "\x1b" not in quoted(long)
     path = "/root/work/wt/secrets/tests/fixtures/seed_004_2407.20018.json"
     assert redact(path) == path
+    # A JSON value where text was expected is quoted as Python writes it, never raising (found by tests/fuzz).
+    assert (quoted(None), quoted(["a"]), quoted(12)) == ("None", "['a']", "12")
 
 
 PASSWORD = "hunter2-Secret"
