@@ -77,3 +77,32 @@ def published(as_of: str, inbound: list[dict]) -> dict:
     record["thesis"] = (f"As of {day.day} {day:%B %Y}, this Paper Citation Record lists 0 of 0 outbound references "
                         f"and {len(listed)} inbound Pith citation observations for arXiv:2407.20018.")
     return redigest(record)
+
+
+def one_entry_site(site, leaf: bytes, key: str = "ledger.key") -> None:
+    """A published folder `site` of a log holding the single entry `leaf`: its level-0 tile, its entry bundle and a
+    checkpoint signed over them with `key`, as a log whose key signed any bytes would publish them."""
+    from ledger.log.merkle import leaf_hash
+    from ledger.log.signed_notes import Checkpoint
+    from ledger.services.keys import load_signer
+
+    (site / "tile" / "0" / "000.p").mkdir(parents=True)
+    (site / "tile" / "entries" / "000.p").mkdir(parents=True)
+    (site / "tile" / "0" / "000.p" / "1").write_bytes(leaf_hash(leaf))
+    (site / "tile" / "entries" / "000.p" / "1").write_bytes(len(leaf).to_bytes(2, "big") + leaf)
+    signer = load_signer(key)
+    (site / "checkpoint").write_text(signer.sign(Checkpoint(signer.name, 1, leaf_hash(leaf)).text()))
+
+
+def stop_process(process) -> None:
+    """End a server started in its own session: SIGTERM to its group, SIGKILL when it has not exited in 20 s."""
+    import os
+    import signal
+    import subprocess
+
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)

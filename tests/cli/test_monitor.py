@@ -21,11 +21,11 @@ import urllib.request
 import pytest
 
 from ledger.core.errors import IntegrityError
-from ledger.log.merkle import leaf_hash, verify_consistency
-from ledger.log.signed_notes import Checkpoint, verify_checkpoint
-from ledger.services.keys import load_signer, load_verifier
-from tests.conftest import PAPER_004, SEED_004, Cli, _free_port, run_ledger
-from tests.helpers import event_line
+from ledger.log.merkle import verify_consistency
+from ledger.log.signed_notes import verify_checkpoint
+from ledger.services.keys import load_verifier
+from tests.conftest import PAPER_004, Cli, _free_port, run_ledger
+from tests.helpers import event_line, one_entry_site
 
 AS_OF = "2026-09-03"
 
@@ -249,14 +249,7 @@ def test_tampered_files_are_misbehaviour_and_nothing_is_saved(keyed, tmp_path):
 
 def test_a_signed_entry_that_is_not_an_event_is_misbehaviour(keyed, tmp_path):
     """A log of one entry that is not JSON, its tiles and a checkpoint signed over them."""
-    leaf = b"not an event"
-    site = tmp_path / "site"
-    (site / "tile" / "0" / "000.p").mkdir(parents=True)
-    (site / "tile" / "entries" / "000.p").mkdir(parents=True)
-    (site / "tile" / "0" / "000.p" / "1").write_bytes(leaf_hash(leaf))
-    (site / "tile" / "entries" / "000.p" / "1").write_bytes(len(leaf).to_bytes(2, "big") + leaf)
-    signer = load_signer("ledger.key")
-    (site / "checkpoint").write_text(signer.sign(Checkpoint(signer.name, 1, leaf_hash(leaf)).text()))
+    one_entry_site(tmp_path / "site", b"not an event")
     bad = watch(keyed, "site")
     assert bad.exit_code == 1 and "log entry 1:" in bad.stderr and answer(bad)["seq"] == 1
 

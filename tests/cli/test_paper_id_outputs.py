@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from ledger.core.errors import InputError
 from ledger.core.files import Folder, write_file
 from ledger.storage.store import Store
-from tests.conftest import AS_OF_004, PAPER_004, SEED_004
+from tests.conftest import AS_OF_004, PAPER_004
 from tests.ledger.test_paper_ids_at_import import legacy_ledger
 
 BAD = ["/tmp/x/OUTSIDE", "../../etc/passwd", "2407.20018/../../escaped"]
@@ -201,19 +201,11 @@ def test_a_signed_entry_with_a_bad_paper_id_is_refused_by_the_monitor(keyed, tmp
     import json as jsonlib
 
     from ledger.log.chain import entry_bytes
-    from ledger.log.merkle import leaf_hash
-    from ledger.log.signed_notes import Checkpoint
-    from ledger.services.keys import load_signer
+    from tests.helpers import one_entry_site
 
     payload = b'{"arxiv_id":"../../etc/passwd","snapshot_observed_at":"2026-01-01T00:00:00Z"}'
     leaf = entry_bytes(1, "paper.snapshot", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.000000Z", payload)
-    site = tmp_path / "site"
-    (site / "tile" / "0" / "000.p").mkdir(parents=True)
-    (site / "tile" / "entries" / "000.p").mkdir(parents=True)
-    (site / "tile" / "0" / "000.p" / "1").write_bytes(leaf_hash(leaf))
-    (site / "tile" / "entries" / "000.p" / "1").write_bytes(len(leaf).to_bytes(2, "big") + leaf)
-    signer = load_signer("ledger.key")
-    (site / "checkpoint").write_text(signer.sign(Checkpoint(signer.name, 1, leaf_hash(leaf)).text()))
+    one_entry_site(tmp_path / "site", leaf)
     bad = keyed("monitor", "site", "--verifier-key", "ledger.vkey", "--state", "state", "--json")
     assert bad.exit_code == 1, bad.stderr
     assert "field payload.arxiv_id: not an arXiv id: '../../etc/passwd'" in bad.stderr

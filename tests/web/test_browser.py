@@ -28,7 +28,7 @@ from ledger.storage.cosigned import keep_cosigned
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004
 from ledger.importing.importer import import_files
-from tests.helpers import event_line
+from tests.helpers import event_line, stop_process
 from tests.web.conftest import SCRIPT_PAPER, SCRIPT_TITLE, fill
 
 CHROMIUM = "/usr/bin/chromium"
@@ -96,12 +96,7 @@ def server(tmp_path_factory):
             pytest.fail(f"ledger serve did not start: {(folder / 'serve.log').read_text()}")
         time.sleep(0.2)
     yield base
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    stop_process(process)
     log.close()
 
 

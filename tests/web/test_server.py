@@ -23,6 +23,7 @@ from ledger.log.cosignature import generate_cosigner
 from ledger.log.signed_notes import generate_signer
 from ledger.storage.store import Store
 from tests.conftest import SEED_004
+from tests.helpers import stop_process
 
 HEADER_BYTES, TIMEOUT, IDLE, CONNECTIONS = 4096, 2.0, 1.0, 4
 LIMITS = ["--max-header-bytes", str(HEADER_BYTES), "--header-timeout", str(TIMEOUT), "--idle-timeout", str(IDLE),
@@ -53,15 +54,6 @@ def start(folder: Path, command: list[str], ready) -> tuple[subprocess.Popen, in
     return process, port
 
 
-def stop(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
 def _site_ready(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/evidence", timeout=2) as response:
@@ -89,7 +81,7 @@ def site(tmp_path_factory):
     store.close()
     process, port = start(folder, ["--db", "ledger.db", "serve"], _site_ready)
     yield port
-    stop(process)
+    stop_process(process)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +92,7 @@ def witness(tmp_path_factory):
     process, port = start(folder, ["--db", "w.db", "witness", "serve", "--new", "--key", "w.key",
                                    "--log", "example.org/ledger=ledger.vkey"], _witness_ready)
     yield port
-    stop(process)
+    stop_process(process)
 
 
 @pytest.fixture(params=["site", "witness"])
