@@ -33,6 +33,7 @@ from ledger.audit.witnessed import witnessed
 from ledger.core.canonical import canonical, parse_json
 from ledger.core.errors import InputError, IntegrityError, LedgerError, StoreError
 from ledger.core.files import write_file
+from ledger.core.limits import ANSWERS
 from ledger.core.times import When
 from ledger.importing.importer import import_inputs, parse_input
 from ledger.log.chain import GENESIS, hex_hash, link
@@ -43,7 +44,7 @@ from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
 from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.paths import INTEGRITY, RECORD, fill
 from ledger.projections.record import build_record
-from ledger.services.fetch import LIMITS, Deadline, Unreachable, get
+from ledger.services.fetch import Deadline, Unreachable, check_url, get
 from ledger.services.proofs import prove_consistency
 from ledger.services.tilestore import read_entries, read_tile
 from ledger.storage.index_reads import root_at
@@ -80,17 +81,20 @@ class Followed:
 
 class Source:
     """The log's files, from a URL (HTTP GET, through `ledger.services.fetch`) or a published folder; each
-    capped by its kind (`fetch.LIMITS`), and every read done by the run's deadline."""
+    capped by its kind (`limits.ANSWERS`), and every read done by the run's deadline."""
 
     def __init__(self, where: str, timeout: float = TIMEOUT):
-        """Raises: Unreachable for a `where` that is neither a URL nor a folder."""
+        """Raises: Unreachable for a `where` that is neither a URL nor a folder; InputError for a URL that
+        cannot be one (`http://[x`)."""
         self.where, self.deadline = where.rstrip("/"), Deadline(timeout)
         self.remote = where.startswith(("http://", "https://"))
+        if self.remote:
+            check_url(where, "the log's URL")
         if not self.remote and not Path(where).is_dir():
             raise Unreachable(f"{where}: not a URL (http:// or https://) nor a published folder")
 
     def get(self, path: str, kind: str, query: dict[str, str] | None = None) -> bytes | None:
-        """The bytes at `path` (no leading slash), at most LIMITS[kind]; None when the log has no such file
+        """The bytes at `path` (no leading slash), at most ANSWERS[kind]; None when the log has no such file
         (404, no file).
         Raises: Unreachable (past the deadline, over the cap, not a regular file, or no answer)."""
         if not self.remote:
@@ -103,7 +107,7 @@ class Source:
 def _read_file(path: Path, kind: str, name: str) -> bytes | None:
     """A published file, read up to its cap: a FIFO or a device (a symlink to /dev/zero) is refused unread.
     Raises: Unreachable."""
-    limit = LIMITS[kind]
+    limit = ANSWERS[kind].size
     try:
         with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:  # a FIFO does not block its open
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
