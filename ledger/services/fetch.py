@@ -83,13 +83,11 @@ def get(url: str, kind: str, deadline: Deadline) -> bytes | None:
     for _ in range(MAX_REDIRECTS + 1):
         status, headers, body = _request("GET", url, None, kind, deadline)
         if status in (301, 302, 303, 307, 308) and headers.get("Location"):
-            try:  # the peer's Location: urljoin raises ValueError for "http://[x"
+            try:  # the peer's Location: urljoin raises ValueError for "http://[x", _parts for a bad port
                 target = urljoin(url, headers["Location"])
-                scheme = urlsplit(target).scheme
-            except ValueError:
-                scheme = None
-            if scheme not in ("http", "https"):
-                raise Unreachable(f"{redact_url(url)}: answered {status} to a URL that is not http(s)")
+                _parts(target)
+            except ValueError as exc:
+                raise Unreachable(f"{redact_url(url)}: answered {status} to a URL it cannot be ({exc})") from None
             url = target
             continue
         if status in (404, 410):
@@ -172,9 +170,10 @@ def _resolve(host: str, port: int, deadline: Deadline, what: str) -> list:
         except (OSError, ValueError) as exc:
             found.append(exc)
 
+    left = deadline.left(what)  # past it, no thread is started
     thread = threading.Thread(target=resolve, name=f"resolve {host}", daemon=True)
     thread.start()
-    thread.join(deadline.left(what))
+    thread.join(left)
     if not found:
         raise DeadlineError(f"{what}: no whole answer within the run's deadline of {deadline.seconds:g} s "
                             f"(--timeout)")

@@ -71,6 +71,8 @@ BEHAVIOURS = {
     "chunks": lambda c, s: c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n"),
     "loop": lambda c, s: c.sendall(b"HTTP/1.1 302 Found\r\nLocation: /checkpoint\r\nContent-Length: 0\r\n\r\n"),
     "bad-location": lambda c, s: c.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://[x\r\nContent-Length: 0\r\n\r\n"),
+    "bad-port": lambda c, s: c.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:99999/\r\n"
+                                       b"Content-Length: 0\r\n\r\n"),
     "gzip": lambda c, s: c.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: "
                                    + str(len(BOMB)).encode() + b"\r\n\r\n" + BOMB),
 }
@@ -128,7 +130,8 @@ def peer():
     ("reset", "Connection reset by peer"),
     ("chunks", "the answer ended early"),
     ("loop", "more than 5 redirects"),
-    ("bad-location", "answered 302 to a URL that is not http(s)"),
+    ("bad-location", "answered 302 to a URL it cannot be (Invalid IPv6 URL)"),
+    ("bad-port", "answered 302 to a URL it cannot be (Port out of range 0-65535)"),
 ])
 def test_a_broken_or_hostile_host_is_unreachable_in_one_line(peer, behaviour, said):
     host = peer(behaviour)
