@@ -21,6 +21,7 @@ from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
 from ledger.log.cosignature import CosignerKey, generate_cosigner, policy_of
 from ledger.log.signed_notes import generate_signer, verify_checkpoint
+from ledger.services.fetch import check_url
 from ledger.services.witnessing import cosign, targets_of
 from ledger.storage.cosigned import keep_cosigned
 
@@ -78,6 +79,7 @@ def _witnesses(given: list[str]) -> list[tuple[str, CosignerKey]]:
         if not sep or not url.startswith(("http://", "https://")) or not vkey:
             raise InputError(f"--witness {quoted(option)}: expected URL=VKEY, the witness's submission prefix "
                              f"(http:// or https://) and its cosigner key (a .vkey file or its text)")
+        check_url(url, "--witness")
         found.append((url, load_cosigner_key(vkey)))
     return found
 

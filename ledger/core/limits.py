@@ -2,7 +2,8 @@
 
 A limit is checked while reading (`ledger.core.inputs`), never after: over it, the read stops and the input is
 refused in one line naming the limit (exit 2), so `/dev/zero`, a FIFO or a hostile stream costs at most the
-limit. docs/security.md lists these with why; HTTP bodies have their own limits, beside their server or client.
+limit. docs/security.md lists these with why. The answers the one HTTP client reads (`ANSWERS`, by kind) are
+here too, so a record the ledger takes is never too large to fetch; the servers' request limits are their own.
 This module only states limits: it never reads anything. Standard library only.
 """
 
@@ -50,3 +51,15 @@ EXPORTED_LOG = Limit(1 * GiB, "an exported log read as --db")
 # passes an import makes: a backfill is large, but /tmp is not endless. A larger input is given as a file,
 # which is read in place, in blocks, with no limit but its lines'.
 STREAM = Limit(16 * GiB, "stdin or a pipe (a file has none)")
+
+# HTTP answers (or published files) the monitor and `checkpoint --witness` read, by kind (ledger.services.fetch):
+# a checkpoint is a signed note, a record or its evidence is a record. Tiles are C2SP tlog-tiles' (core may not
+# import ledger.log: tests/cli/test_http_client.py checks these against tiles.WIDTH and MAX_ENTRY).
+_TILE_WIDTH, _MAX_ENTRY = 256, 0xFFFF
+ANSWERS = {
+    "checkpoint": NOTE,
+    "tile": Limit(_TILE_WIDTH * 32, "a hash tile"),  # a full tile: 256 hashes of 32 bytes
+    "entry bundle": Limit(_TILE_WIDTH * (2 + _MAX_ENTRY), "an entry bundle"),  # 256 entries, each uint16-long
+    "record": RECORD,  # a citation record or its integrity evidence
+    "witness answer": Limit(64 * KiB, "a witness's answer"),  # a cosignature line, a size, or a reason
+}

@@ -1,15 +1,18 @@
 """The one HTTP client of the project (as python-tuf's `fetcher.download_bytes(url, max_length)`): the monitor's
 GETs of a log's checkpoint, tiles and records, and a log's POSTs to its witnesses.
 
-Every answer has a cap by its kind (`LIMITS`), checked while reading: a Content-Length over it is refused
-before a byte of the body is read, and a body that streams past it is cut there. Every request runs under a
-`Deadline` for the whole run, not per read: each read of the socket waits at most the time left, and a peer
-that drip-feeds its answer (a byte every few seconds) is cut when the deadline passes. Every failure to get
-a whole HTTP answer (no connection, a reset, a bad status line, a short or badly chunked body, a redirect
-loop) is `Unreachable`: one line, exit 3.
+Every answer has a cap by its kind (`ledger.core.limits.ANSWERS`), checked while reading: a Content-Length
+over it is refused before a byte of the body is read, and a body that streams past it is cut there. Every
+request runs under a `Deadline` for the whole run, not per read: each read of the socket waits at most the
+time left, and a peer that drip-feeds its answer (a byte every few seconds) is cut when the deadline passes;
+so are the name's resolution (in a thread the caller stops waiting for) and each connect and send (given the
+time left, not the whole: N blackholed addresses wait S in all, not N * S). Every failure to get a whole HTTP answer (no
+connection, a reset, a bad status line, a short or badly chunked body, a redirect loop, a Location that is
+not a URL) is `Unreachable`: one line, exit 3. A URL the user gives is checked first (`check_url`).
 
 It must never: read a body without a cap, wait past its deadline, decompress (it asks for `identity`), follow
-more than MAX_REDIRECTS redirects or one to another scheme than http(s), nor print a URL's user or password.
+more than MAX_REDIRECTS redirects or one to another scheme than http(s), nor print a URL's password (every
+URL it names goes through `ledger.core.redact.redact_url`).
 """
 
 from __future__ import annotations
@@ -17,22 +20,15 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
+import threading
 import time
 from email.message import Message
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
-from ledger.core.errors import StoreError
-from ledger.log.tiles import MAX_ENTRY, WIDTH
+from ledger.core.errors import InputError, StoreError
+from ledger.core.limits import ANSWERS, KiB
+from ledger.core.redact import quoted, redact_url
 
-KiB, MiB = 1024, 1024 * 1024
-# The largest answer of each kind, in bytes (docs/security.md's limits table).
-LIMITS = {
-    "checkpoint": 64 * KiB,  # a note with its signatures: four times a witness's 16 KiB request
-    "tile": WIDTH * 32,  # a full hash tile: 256 hashes of 32 bytes
-    "entry bundle": WIDTH * (2 + MAX_ENTRY),  # 256 entries, each as large as its uint16 length prefix allows
-    "record": 32 * MiB,  # a citation record or its integrity evidence (the largest test record: ~0.1 MiB)
-    "witness answer": 64 * KiB,  # a cosignature line, a size, or a reason
-}
 MAX_REDIRECTS = 5
 READ = 64 * KiB  # bytes asked of the socket per read: between reads the deadline is checked
 
@@ -42,7 +38,7 @@ class Unreachable(StoreError):
     answer, one over its cap or past the deadline, a folder without a checkpoint. Exit 3; nothing is saved."""
 
 
-class Late(Unreachable):
+class DeadlineError(Unreachable):
     """The deadline passed before the whole answer came."""
 
 
@@ -54,51 +50,64 @@ class Deadline:
 
     def left(self, what: str) -> float:
         """Seconds left before the deadline.
-        Raises: Late, naming `what`, when none are."""
+        Raises: DeadlineError, naming `what`, when none are."""
         left = self.end - time.monotonic()
         if left <= 0:
-            raise Late(f"{what}: no whole answer within the run's deadline of {self.seconds:g} s (--timeout)")
+            raise DeadlineError(f"{what}: no whole answer within the run's deadline of {self.seconds:g} s (--timeout)")
         return left
 
 
-def shown(url: str) -> str:
-    """`url` as an error line may quote it: without a user or password."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+def check_url(url: str, option: str) -> None:
+    """That `url`, given by the user as `option`, is one this client can ask: http(s), a host, a port if any.
+    Raises: InputError (one line, the URL quoted without its password) when it is not."""
+    try:
+        _parts(url)
+    except ValueError as exc:
+        raise InputError(f"{option} {quoted(url)}: {exc}") from None
+
+
+def _parts(url: str) -> SplitResult:
+    """`url` split, with its port read (so a bad one fails here, not in the connect).
+    Raises: ValueError for what is not an http(s) URL with a host."""
+    parts = urlsplit(url)  # ValueError for a bad IPv6 literal ("http://[x")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http:// or https:// URL")
+    parts.port  # ValueError for a port out of range or not a number
+    return parts
 
 
 def get(url: str, kind: str, deadline: Deadline) -> bytes | None:
-    """The body of a GET of `url` (a 200), at most LIMITS[kind] bytes; None for a 404 or 410. Redirects are
+    """The body of a GET of `url` (a 200), at most ANSWERS[kind] bytes; None for a 404 or 410. Redirects are
     followed, at most MAX_REDIRECTS.
-    Raises: Unreachable (Late past the deadline) for any other answer or none."""
+    Raises: Unreachable (DeadlineError past the deadline) for any other answer or none."""
     for _ in range(MAX_REDIRECTS + 1):
         status, headers, body = _request("GET", url, None, kind, deadline)
         if status in (301, 302, 303, 307, 308) and headers.get("Location"):
-            target = urljoin(url, headers["Location"])
-            if urlsplit(target).scheme not in ("http", "https"):
-                raise Unreachable(f"{shown(url)}: answered {status} to a URL that is not http(s)")
+            try:  # the peer's Location: urljoin raises ValueError for "http://[x", _parts for a bad port
+                target = urljoin(url, headers["Location"])
+                _parts(target)
+            except ValueError as exc:
+                raise Unreachable(f"{redact_url(url)}: answered {status} to a URL it cannot be ({exc})") from None
             url = target
             continue
         if status in (404, 410):
             return None
         if status != 200:
-            raise Unreachable(f"{shown(url)}: answered {status}")
+            raise Unreachable(f"{redact_url(url)}: answered {status}")
         return body
-    raise Unreachable(f"{shown(url)}: more than {MAX_REDIRECTS} redirects")
+    raise Unreachable(f"{redact_url(url)}: more than {MAX_REDIRECTS} redirects")
 
 
 def post(url: str, body: bytes, kind: str, deadline: Deadline) -> tuple[int, str, bytes]:
-    """(status, content type, body at most LIMITS[kind] bytes) of a POST of `body` as text/plain: a refusal's
+    """(status, content type, body at most ANSWERS[kind] bytes) of a POST of `body` as text/plain: a refusal's
     status is an answer too; redirects are not followed.
-    Raises: Unreachable (Late past the deadline) when no whole answer comes."""
+    Raises: Unreachable (DeadlineError past the deadline) when no whole answer comes."""
     status, headers, answer = _request("POST", url, body, kind, deadline)
     return status, headers.get("Content-Type", ""), answer
 
 
 class _Socket(socket.socket):
-    """A socket whose every read waits at most the time left before the deadline."""
+    """A socket whose every read and send waits at most the time left before the deadline."""
 
     deadline: Deadline
     what: str
@@ -106,6 +115,10 @@ class _Socket(socket.socket):
     def recv_into(self, buffer, nbytes=0, flags=0):
         self.settimeout(self.deadline.left(self.what))
         return super().recv_into(buffer, nbytes, flags)
+
+    def sendall(self, data, flags=0):  # a peer that never reads: its timeout is the whole send's (3.5+)
+        self.settimeout(self.deadline.left(self.what))
+        return super().sendall(data, flags)
 
 
 class _TLSSocket(ssl.SSLSocket):
@@ -118,6 +131,10 @@ class _TLSSocket(ssl.SSLSocket):
         self.settimeout(self.deadline.left(self.what))
         return super().recv_into(buffer, nbytes, flags)
 
+    def sendall(self, data, flags=0):
+        self.settimeout(self.deadline.left(self.what))
+        return super().sendall(data, flags)
+
 
 class _Connection(http.client.HTTPConnection):
     """One request's connection, its socket reads bounded by the deadline."""
@@ -128,9 +145,10 @@ class _Connection(http.client.HTTPConnection):
         self.tls, self.deadline, self.what = tls, deadline, what
 
     def connect(self) -> None:
-        raw = socket.create_connection((self.host, self.port), self.deadline.left(self.what))
+        raw = _connect(self.host, self.port, self.deadline, self.what)
         sock = _Socket(raw.family, raw.type, raw.proto, fileno=raw.detach())
         sock.deadline, sock.what = self.deadline, self.what
+        sock.settimeout(self.deadline.left(self.what))  # a new socket object starts blocking
         if self.tls:
             context = ssl.create_default_context()
             context.sslsocket_class = _TLSSocket
@@ -140,14 +158,59 @@ class _Connection(http.client.HTTPConnection):
         self.sock = sock
 
 
+def _resolve(host: str, port: int, deadline: Deadline, what: str) -> list:
+    """getaddrinfo's addresses for `host`, waited for at most the time left (getaddrinfo has no timeout: it
+    runs in a daemon thread, left to finish on its own when the deadline passes).
+    Raises: DeadlineError; OSError (or ValueError, a bad IDNA name) as getaddrinfo raises it."""
+    found: list = []
+
+    def resolve() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+        except (OSError, ValueError) as exc:
+            found.append(exc)
+
+    left = deadline.left(what)  # past it, no thread is started
+    thread = threading.Thread(target=resolve, name=f"resolve {host}", daemon=True)
+    thread.start()
+    thread.join(left)
+    if not found:
+        raise DeadlineError(f"{what}: no whole answer within the run's deadline of {deadline.seconds:g} s "
+                            f"(--timeout)")
+    if isinstance(found[0], Exception):
+        raise found[0]
+    return found[0]
+
+
+def _connect(host: str, port: int, deadline: Deadline, what: str) -> socket.socket:
+    """A socket connected to the first of `host`'s addresses that answers, each connect given the time left
+    (not create_connection's one timeout for each address), stopping at the deadline.
+    Raises: DeadlineError; OSError when no address could be connected to."""
+    error: OSError = OSError(f"no address for {host}")
+    for family, kind, proto, _, address in _resolve(host, port, deadline, what):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(deadline.left(what))
+            sock.connect(address)
+            return sock
+        except OSError as exc:  # socket.timeout too: the next address, if time is left
+            error = exc
+            sock.close()
+        except BaseException:
+            sock.close()
+            raise
+    raise error
+
+
 def _request(method: str, url: str, body: bytes | None, kind: str, deadline: Deadline) -> tuple[int, Message, bytes]:
-    """(status, headers (names in any case), body) of one request, the body read up to LIMITS[kind] while the
+    """(status, headers (names in any case), body) of one request, the body read up to ANSWERS[kind] while the
     deadline holds.
     Raises: Unreachable."""
-    what, limit = shown(url), LIMITS[kind]
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Unreachable(f"{what}: not an http:// or https:// URL")
+    what, limit = redact_url(url), ANSWERS[kind].size
+    try:
+        parts = _parts(url)
+    except ValueError as exc:
+        raise Unreachable(f"{what}: {exc}") from None
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     headers = {"Accept-Encoding": "identity", "Connection": "close", "User-Agent": "ledger"}
     if body is not None:
@@ -175,7 +238,7 @@ def _request(method: str, url: str, body: bytes | None, kind: str, deadline: Dea
     except Unreachable:
         raise
     except (socket.timeout, TimeoutError):
-        raise Late(f"{what}: no whole answer within the run's deadline of {deadline.seconds:g} s "
+        raise DeadlineError(f"{what}: no whole answer within the run's deadline of {deadline.seconds:g} s "
                    f"(--timeout)") from None
     except http.client.IncompleteRead as exc:
         told = f"{len(exc.partial) + exc.expected:,} expected" if exc.expected is not None else "more expected"

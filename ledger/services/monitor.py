@@ -33,6 +33,8 @@ from ledger.audit.witnessed import witnessed
 from ledger.core.canonical import canonical, parse_json
 from ledger.core.errors import InputError, IntegrityError, LedgerError, StoreError
 from ledger.core.files import write_file
+from ledger.core.inputs import decode_input, read_input
+from ledger.core.limits import ANSWERS, NOTE
 from ledger.core.times import When
 from ledger.importing.importer import import_inputs, parse_input
 from ledger.log.chain import GENESIS, hex_hash, link
@@ -41,9 +43,10 @@ from ledger.log.merkle import consistency_path, frontier_nodes, leaf_hash, root
 from ledger.log.paper_index import edge_root, extend
 from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
 from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
+from ledger.model.arxiv import is_paper_id
 from ledger.model.paths import INTEGRITY, RECORD, fill
 from ledger.projections.record import build_record
-from ledger.services.fetch import LIMITS, Deadline, Unreachable, get
+from ledger.services.fetch import Deadline, Unreachable, check_url, get
 from ledger.services.proofs import prove_consistency
 from ledger.services.tilestore import read_entries, read_tile
 from ledger.storage.index_reads import root_at
@@ -80,17 +83,20 @@ class Followed:
 
 class Source:
     """The log's files, from a URL (HTTP GET, through `ledger.services.fetch`) or a published folder; each
-    capped by its kind (`fetch.LIMITS`), and every read done by the run's deadline."""
+    capped by its kind (`limits.ANSWERS`), and every read done by the run's deadline."""
 
     def __init__(self, where: str, timeout: float = TIMEOUT):
-        """Raises: Unreachable for a `where` that is neither a URL nor a folder."""
+        """Raises: Unreachable for a `where` that is neither a URL nor a folder; InputError for a URL that
+        cannot be one (`http://[x`)."""
         self.where, self.deadline = where.rstrip("/"), Deadline(timeout)
         self.remote = where.startswith(("http://", "https://"))
+        if self.remote:
+            check_url(where, "the log's URL")
         if not self.remote and not Path(where).is_dir():
             raise Unreachable(f"{where}: not a URL (http:// or https://) nor a published folder")
 
     def get(self, path: str, kind: str, query: dict[str, str] | None = None) -> bytes | None:
-        """The bytes at `path` (no leading slash), at most LIMITS[kind]; None when the log has no such file
+        """The bytes at `path` (no leading slash), at most ANSWERS[kind]; None when the log has no such file
         (404, no file).
         Raises: Unreachable (past the deadline, over the cap, not a regular file, or no answer)."""
         if not self.remote:
@@ -103,7 +109,7 @@ class Source:
 def _read_file(path: Path, kind: str, name: str) -> bytes | None:
     """A published file, read up to its cap: a FIFO or a device (a symlink to /dev/zero) is refused unread.
     Raises: Unreachable."""
-    limit = LIMITS[kind]
+    limit = ANSWERS[kind].size
     try:
         with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:  # a FIFO does not block its open
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
@@ -139,7 +145,7 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
     store = Store.open(location) if Path(location).exists() else Store.create(location)
     try:
         held = store.head()[0]
-        seen = (state / SEEN).read_text() if (state / SEEN).exists() else None
+        seen = _state_note(state / SEEN) if (state / SEEN).exists() else None
         if signed.size <= held:
             if _root(store, signed.size) != signed.root:
                 evidence: dict = {"checkpoints": [seen, note]}
@@ -186,10 +192,18 @@ def _text(data: bytes | None, name: str) -> str:
 def _read_note(path: Path, verifier: Verifier) -> Checkpoint | None:
     if not path.exists():
         return None
+    note = _state_note(path)
     try:
-        return verify_checkpoint(path.read_text(), verifier)
+        return verify_checkpoint(note, verifier)
     except LedgerError as exc:
         raise InputError(f"{path}: not a checkpoint of this log's key ({exc}): another log's state?") from None
+
+
+def _state_note(path: Path) -> str:
+    """A checkpoint the state folder keeps, read up to a note's limit (--state is the user's, but a file in it
+    may be anything: /dev/zero).
+    Raises: InputError naming the file."""
+    return decode_input(str(path), read_input(str(path), NOTE), "a signed checkpoint")
 
 
 def _save(path: Path, note: str) -> None:
@@ -340,7 +354,11 @@ def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, 
         if not ours and held:
             ours = read_entries(cursor, held - 1, 1)[0][1]
     at = (differs - 1) // WIDTH
-    theirs = read_bundle(source.get(Tile(None, at, min(WIDTH, signed.size - at * WIDTH)).path(), "entry bundle") or b"")
+    bundle = Tile(None, at, min(WIDTH, signed.size - at * WIDTH))
+    try:  # fetched again: a log that serves another bundle now is misbehaving, not the user's input
+        theirs = read_bundle(source.get(bundle.path(), "entry bundle") or b"")
+    except LedgerError as exc:
+        raise Misbehaviour(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
     path = consistency_path(source_of, held, signed.size)
     # In `ledger prove --consistency --json`'s form: it verifies against the new checkpoint (verify-proof),
     # and its old_root, the new tree's prefix, is not the root the held checkpoint signs.
@@ -372,6 +390,8 @@ def _compare(source: Source, store: Store, papers: list[str], signed: Checkpoint
     query = {"known_at": known} if source.remote and known else None  # what the site knew at the checkpoint
     records = notes = later = 0
     for paper in papers:
+        if not is_paper_id(paper):  # a citation's linked id is data (`../../x`): never part of a path
+            continue
         compared, of = _index_note(source, store, paper, signed, verifier)
         notes += compared
         if query is None and of is not None and of > signed.size:

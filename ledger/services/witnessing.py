@@ -18,7 +18,7 @@ from typing import Callable
 from ledger.core.errors import IntegrityError
 from ledger.log.cosignature import CosignerKey, Policy
 from ledger.log.signed_notes import Checkpoint
-from ledger.services.fetch import Deadline, Late, Unreachable, post
+from ledger.services.fetch import Deadline, DeadlineError, Unreachable, post
 from ledger.services.witness import SIZE_TYPE, submission
 
 ROUNDS = 3  # old 0, then the size the 409 named, then once more if a push from elsewhere moved it meanwhile
@@ -45,7 +45,7 @@ def _ask(target: Target, old: int, proof: list[bytes], note: str, text: str,
     url = target.url.rstrip("/") + "/add-checkpoint"
     try:
         status, kind, body = post(url, submission(old, proof, note), "witness answer", deadline)
-    except Late:
+    except DeadlineError:
         return "refused", f"no answer within {deadline.seconds:g} s"
     except Unreachable as exc:
         return "refused", f"unreachable at {exc}"

@@ -17,7 +17,9 @@ import time
 
 import pytest
 
-from ledger.services.fetch import LIMITS, Deadline, Late, Unreachable, get
+from ledger.core.limits import ANSWERS, NOTE, RECORD
+from ledger.log.tiles import MAX_ENTRY, WIDTH
+from ledger.services.fetch import Deadline, DeadlineError, Unreachable, get, post
 from tests.conftest import run_ledger
 
 
@@ -68,6 +70,9 @@ BEHAVIOURS = {
     "reset": lambda c, s: c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)),
     "chunks": lambda c, s: c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n"),
     "loop": lambda c, s: c.sendall(b"HTTP/1.1 302 Found\r\nLocation: /checkpoint\r\nContent-Length: 0\r\n\r\n"),
+    "bad-location": lambda c, s: c.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://[x\r\nContent-Length: 0\r\n\r\n"),
+    "bad-port": lambda c, s: c.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:99999/\r\n"
+                                       b"Content-Length: 0\r\n\r\n"),
     "gzip": lambda c, s: c.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: "
                                    + str(len(BOMB)).encode() + b"\r\n\r\n" + BOMB),
 }
@@ -125,6 +130,8 @@ def peer():
     ("reset", "Connection reset by peer"),
     ("chunks", "the answer ended early"),
     ("loop", "more than 5 redirects"),
+    ("bad-location", "answered 302 to a URL it cannot be (Invalid IPv6 URL)"),
+    ("bad-port", "answered 302 to a URL it cannot be (Port out of range 0-65535)"),
 ])
 def test_a_broken_or_hostile_host_is_unreachable_in_one_line(peer, behaviour, said):
     host = peer(behaviour)
@@ -140,7 +147,7 @@ def test_a_broken_or_hostile_host_is_unreachable_in_one_line(peer, behaviour, sa
 def test_a_drip_feed_is_cut_at_the_deadline_of_the_whole_run(peer, behaviour):
     host = peer(behaviour)
     started = time.monotonic()
-    with pytest.raises(Late) as caught:
+    with pytest.raises(DeadlineError) as caught:
         get(f"{host.url}/checkpoint", "checkpoint", Deadline(1.5))
     assert 1.4 < time.monotonic() - started < 2.5
     assert str(caught.value) == (f"{host.url}/checkpoint: no whole answer within the run's deadline of 1.5 s "
@@ -176,7 +183,7 @@ def test_over_tls_a_drip_feed_is_cut_too_and_a_certificate_is_checked(tmp_path, 
             get(url, "checkpoint", Deadline(5))  # not trusted
         monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))
         started = time.monotonic()
-        with pytest.raises(Late):
+        with pytest.raises(DeadlineError):
             get(url, "checkpoint", Deadline(1.5))
         assert 1.4 < time.monotonic() - started < 2.5
     finally:
@@ -187,15 +194,19 @@ def test_over_tls_a_drip_feed_is_cut_too_and_a_certificate_is_checked(tmp_path, 
 
 def test_caps_and_answers_that_hold(peer):
     host = peer("short")
-    assert LIMITS["tile"] == 8192 and LIMITS["entry bundle"] == 256 * 65537
-    with pytest.raises(Late):
+    # One table (ledger.core.limits): a record the ledger takes is never too large to fetch.
+    assert ANSWERS["tile"].size == WIDTH * 32 == 8192 and ANSWERS["entry bundle"].size == WIDTH * (2 + MAX_ENTRY)
+    assert ANSWERS["record"] == RECORD and ANSWERS["checkpoint"] == NOTE
+    with pytest.raises(DeadlineError):
         get(f"{host.url}/checkpoint", "checkpoint", Deadline(0))
     assert host.requests == 0  # a passed deadline sends nothing
     with pytest.raises(Unreachable, match="^ftp://127.0.0.1/x: not an http:// or https:// URL$"):
         get("ftp://127.0.0.1/x", "checkpoint", Deadline(5))
     with pytest.raises(Unreachable) as caught:
         get("http://user:secret@127.0.0.1:1/checkpoint", "checkpoint", Deadline(5))
-    assert "secret" not in str(caught.value) and str(caught.value).startswith("http://127.0.0.1:1/checkpoint: ")
+    # Through the one URL redactor (ledger.core.redact.redact_url): the password hidden, the user kept.
+    assert "secret" not in str(caught.value)
+    assert str(caught.value).startswith("http://user:***@127.0.0.1:1/checkpoint: ")
 
 
 @pytest.mark.parametrize("behaviour", ["status", "short", "reset", "length", "drip"])
@@ -244,3 +255,87 @@ def test_checkpoint_witness_returns_within_its_timeout_whatever_witnesses_do(key
     assert said["witness endless.example"] == (f"unreachable at {url['endless']}: its answer is over the "
                                                f"65,536-byte limit for a witness answer")
     assert len(said) == 6
+
+
+@pytest.fixture
+def blackhole():
+    """A listening socket on 127.0.0.1 whose accept queue is full and never drained (backlog 0, one connection
+    held): the kernel drops further SYNs, so a connect to it waits as one to a blackholed address does."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    filler = socket.create_connection(listener.getsockname(), timeout=5)
+    probe = socket.socket()
+    probe.settimeout(0.3)
+    with pytest.raises(OSError):  # the trick holds on this kernel: a connect now waits
+        probe.connect(listener.getsockname())
+    probe.close()
+    yield listener.getsockname()
+    filler.close()
+    listener.close()
+
+
+def test_every_address_of_a_name_shares_the_one_deadline(blackhole, monkeypatch):
+    """A name resolving to three addresses that never answer a SYN: the connects share the deadline (one
+    S in all), not create_connection's S for each (3 S)."""
+    resolved = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", blackhole)] * 3
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: resolved)
+    started = time.monotonic()
+    with pytest.raises(DeadlineError, match=r"^http://blackholed\.test/checkpoint: no whole answer within"):
+        get("http://blackholed.test/checkpoint", "checkpoint", Deadline(1))
+    assert time.monotonic() - started < 1.8
+
+
+def test_a_name_that_never_resolves_is_cut_at_the_deadline(monkeypatch):
+    """getaddrinfo has no timeout (a DNS server that never answers): it is waited for the time left only."""
+    release = threading.Event()
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: release.wait(30) and [])
+    started = time.monotonic()
+    try:
+        with pytest.raises(DeadlineError):
+            get("http://unresolved.test/checkpoint", "checkpoint", Deadline(1))
+        assert time.monotonic() - started < 1.8
+    finally:
+        release.set()
+
+
+def test_a_peer_that_never_reads_a_post_is_cut_at_the_deadline():
+    """A witness that accepts and never reads: the request's send waits the time left, not forever."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/add-checkpoint"
+    raised: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            post(url, b"x" * (64 << 20), "witness answer", Deadline(1))  # past any socket buffer
+        except BaseException as exc:  # noqa: BLE001 (handed to the test's thread)
+            raised.append(exc)
+
+    thread = threading.Thread(target=send, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    conn, _ = listener.accept()
+    try:
+        thread.join(5)
+        assert not thread.is_alive(), "the send outlived its deadline"
+        assert time.monotonic() - started < 2.5
+        assert len(raised) == 1 and isinstance(raised[0], DeadlineError), raised
+    finally:
+        conn.close()  # a send still blocked (without the fix) gets a reset and ends
+        listener.close()
+        thread.join(5)
+
+
+@pytest.mark.parametrize("url, said", [
+    ("http://[::1", "Invalid IPv6 URL"),
+    ("http://127.0.0.1:99999", "Port out of range"),
+])
+def test_a_bad_url_the_user_gives_is_exit_2_in_one_line(keyed, tmp_path, url, said):
+    (tmp_path / "w").mkdir()
+    assert run_ledger("keygen", "--cosigner", "w.example", cwd=tmp_path / "w").returncode == 0
+    witness = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w/witness.vkey")
+    assert witness.exit_code == 2 and witness.stdout == "", witness.stderr
+    assert witness.stderr.startswith(f"ledger: --witness '{url}': {said}") and witness.stderr.count("\n") == 1
+    monitor = keyed("monitor", url, "--verifier-key", "ledger.vkey", "--state", "state")
+    assert monitor.exit_code == 2 and monitor.stdout == "", monitor.stderr
+    assert monitor.stderr.startswith(f"ledger: the log's URL '{url}': {said}") and monitor.stderr.count("\n") == 1

@@ -25,7 +25,7 @@ from ledger.log.merkle import verify_consistency
 from ledger.log.signed_notes import verify_checkpoint
 from ledger.services.keys import load_verifier
 from tests.conftest import PAPER_004, Cli, _free_port, run_ledger
-from tests.helpers import event_line, one_entry_site
+from tests.helpers import event_line, one_entry_site, redigest, seed_record, write_record
 
 AS_OF = "2026-09-03"
 
@@ -319,3 +319,64 @@ def test_a_symbolic_link_planted_in_the_state_is_never_written_through(keyed, tm
     planted = watch(keyed, "out")
     assert planted.exit_code == 2 and planted.stderr.count("\n") == 1 and "symbolic link" in planted.stderr
     assert outside.read_text() == "kept\n" and not (tmp_path / "state" / "checkpoint").exists()
+
+
+def test_a_citations_linked_id_never_becomes_a_path(cli, tmp_path, monkeypatch, host):
+    """A citation's ids are data (`../../x` is kept as published) and papers_since names them: the monitor
+    compares only the papers whose id `is_paper_id` accepts, so it neither asks a site for a path with `..`
+    nor reads a file outside a published folder."""
+    monkeypatch.chdir(tmp_path)
+    record = seed_record()
+    record["inbound"][0]["citation"]["citing_paper"]["arxiv_id"] = "../../x"
+    record["inbound"][0]["links"]["citing_paper"] = "/paper/../../x"
+    assert cli("init").exit_code == 0
+    assert cli("import", write_record(tmp_path / "record.json", redigest(record))).exit_code == 0
+    assert cli("keygen", "example.org/ledger").exit_code == 0
+    publish(cli)
+    (tmp_path / "x").mkdir()  # where out/paper/../../x/ leads: a record there would be compared, and differ
+    for name in ("citation-record.json", "integrity.json"):
+        (tmp_path / "x" / name).write_text('{"as_of": "2026-09-03T00:00:00Z"}')
+    folder = watch(cli, "out")
+    assert folder.exit_code == 0, folder.stderr
+    assert answer(folder)["records"] == 1  # the seed's paper only
+    site = host(tmp_path / "out")
+    served = cli("monitor", site.url, "--verifier-key", "ledger.vkey", "--state", "state2", "--json")
+    assert served.exit_code == 0, served.stderr
+    assert answer(served)["records"] == 1 and not [path for path in site.asked if ".." in path], site.asked
+
+
+def test_the_states_checkpoints_are_read_up_to_a_notes_limit(keyed, tmp_path):
+    publish(keyed)
+    (tmp_path / "state").mkdir()
+    for name in ("checkpoint", "seen"):
+        (tmp_path / "state" / name).write_bytes(b"x" * (64 * 1024 + 1))
+        big = watch(keyed, "out")
+        assert big.exit_code == 2 and big.stdout.count("\n") <= 1, big.stderr
+        assert big.stderr == f"ledger: state/{name}: over the 64 KiB limit for a signed checkpoint\n"
+        (tmp_path / "state" / name).unlink()
+    assert watch(keyed, "out").exit_code == 0
+
+
+def test_a_bundle_that_changes_while_a_fork_is_shown_is_misbehaviour(keyed, tmp_path, monkeypatch):
+    """_fork fetches the first differing entry's bundle again: a log serving a broken one by then is
+    misbehaving (exit 1), not the user's input (exit 2)."""
+    from ledger.services import monitor
+
+    other = other_ledger(keyed, tmp_path, 7, 2)
+    grow(keyed, tmp_path, 1, 1)
+    publish(keyed, "a")
+    assert watch(keyed, "a").exit_code == 0
+    assert other("publish", "--as-of", AS_OF, "b", "--key", "ledger.key").exit_code == 0
+    fetched: dict[str, int] = {}
+    plain = monitor.Source.get
+
+    def changing(self, path, kind, query=None):
+        fetched[path] = fetched.get(path, 0) + 1
+        if kind == "entry bundle" and fetched[path] > 1:
+            return b"\xff"  # not a bundle: its length prefix runs past its end
+        return plain(self, path, kind, query)
+
+    monkeypatch.setattr(monitor.Source, "get", changing)
+    forked = watch(keyed, "b")
+    assert forked.exit_code == 1 and forked.stderr.count("\n") == 1, forked.stderr
+    assert forked.stderr.startswith("ledger: b/tile/entries/000.p/42: ") and answer(forked)["status"] == "misbehaviour"
