@@ -29,7 +29,7 @@ from ledger.services.replay import render_records, shared
 from ledger.storage.store import Store, sqlite_path
 from ledger.services.keys import load_signer, load_verifier
 from ledger.services.verify import compare_record, verify_chain
-from ledger.services.verify_store import verify_store
+from ledger.services.verify_store import verify_paper_ids, verify_store
 from ledger.core.times import when
 from ledger.core.workers import Workers
 from ledger.projections import history as views
@@ -256,6 +256,7 @@ def verify(
         else:
             store = open_store(ctx)
             account = chain_account(verify_chain(store.entries(), progress))
+            verify_paper_ids(store)  # a paper id appended before import checked ids, named as --full names it
         _say(json, {"ok": True, "checked": "store" if full and not is_exported_log(location) else "chain",
                     "account": account}, account)
         return
