@@ -10,9 +10,11 @@ refuses (appended before ids were checked at import) is named too, with its seq;
 as well, through `verify_paper_ids`, which reads the paper index (paper, first seq) and never the events.
 
 One pass over the events, a page at a time, inside one snapshot: links and Merkle nodes are compared a chunk of
-seqs at a time, so memory stays flat in the log's size, except for the paper index's re-computation, which holds
-40 bytes per event up to the latest index size (as the monitor holds its leaves). It never writes, and never
-trusts a derived row to check another: each is compared with what the entries derive.
+seqs at a time, so that part's memory stays flat in the log's size. Two parts grow: the paper index's
+re-computation holds 40 bytes per event up to the latest index size (as the monitor holds its leaves), and the
+re-hash of the stored index (`_index`) holds every stored node's hash and every parent-to-child link until
+they are compared, so it grows with the stored index nodes (every size the index was kept at). It never
+writes, and never trusts a derived row to check another: each is compared with what the entries derive.
 """
 
 from __future__ import annotations
@@ -294,7 +296,8 @@ def _refuse(seq: int, paper: object, count: int, noun: str) -> None:
 
 def _index(cursor: Cursor, size: int, roots: list[tuple], members: Membership | None) -> int:
     """Re-hash every stored paper index node and root; re-compute the latest root from the log (`members`)
-    and compare. Returns how many nodes it re-hashed.
+    and compare. Returns how many nodes it re-hashed. Holds every node's hash (32 bytes and its id) and every
+    parent's child link until the end: memory grows with the stored nodes.
     Raises: IntegrityError naming the first node, root or paper that differs."""
     hashes: dict[int, bytes] = {}
     children: list[tuple[int, int, bytes]] = []  # (parent, child, the hash the parent holds)
