@@ -18,6 +18,7 @@ from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.inputs import decode_input, read_input
 from ledger.core.limits import NOTE, Limit
+from ledger.core.redact import redact
 from ledger.importing.logfile import open_ledger
 from ledger.model.arxiv import PREFIX, looks_like_paper_id, parse_arxiv_id
 from ledger.storage.store import Store
@@ -38,6 +39,13 @@ Cosigned = Annotated[Optional[str], typer.Option(
                        "(default: the cosignatures are looked for on the proof's own checkpoint).")]
 
 
+def say(message: str) -> None:
+    """One line on stderr, `ledger: ` first: every error, warning and note a command prints goes through here,
+    and so through `redact`, whatever it quotes: a key handed to the wrong option, a database URL or a peer's
+    words are never printed as given (a usage error quotes the value it refused)."""
+    typer.echo(f"ledger: {redact(message)}", err=True)
+
+
 def db_location(ctx: typer.Context) -> str:
     return ctx.obj["db"]
 
@@ -55,8 +63,7 @@ def paper_option(param: typer.CallbackParam, value: str | None) -> str | None:
     name = param.opts[0] if param.param_type_name == "option" else param.human_readable_name
     typed = parse_arxiv_id(value, name)
     if typed.version is not None:
-        typer.echo(f"ledger: note: {value} names version {typed.version}; records are per paper: answering for "
-                   f"{PREFIX}{typed.paper}", err=True)
+        say(f"note: {value} names version {typed.version}; records are per paper: answering for {PREFIX}{typed.paper}")
     return typed.paper
 
 

@@ -18,7 +18,7 @@ from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.cli import log_commands, monitor_commands, proof_commands, publish_commands, record_commands, witness_commands
-from ledger.cli.common import DEFAULT_DB
+from ledger.cli.common import DEFAULT_DB, say
 from ledger.core.errors import LedgerError
 from ledger.core.redact import redact
 from ledger.services.keys import ExposedKeyWarning
@@ -56,16 +56,10 @@ def hoisted(args: list[str]) -> list[str]:
     return moved + head + kept if moved else args
 
 
-def _say(message: str) -> None:
-    """One error line on stderr. Every one passes through `redact`, whatever it quotes: a key handed to the wrong
-    option, or a database URL, is never printed (a usage error quotes the value it refused)."""
-    typer.echo(f"ledger: {redact(message)}", err=True)
-
-
 def _warned(message, category, filename, lineno, file=None, line=None) -> None:
     """`warnings.showwarning` for the command line: one line on stderr, as errors are (ssh's words for an
     exposed key: "WARNING: ledger.key is readable by others ...")."""
-    _say(f"WARNING: {message}")
+    say(f"WARNING: {message}")
 
 
 class LedgerGroup(TyperGroup):
@@ -84,10 +78,10 @@ class LedgerGroup(TyperGroup):
             code = 2
         except UsageError as exc:  # an unknown option, a missing argument, a bad value
             where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-            _say(f"{exc.format_message()}{where}")
+            say(f"{exc.format_message()}{where}")
             code = exc.exit_code
         except ClickException as exc:
-            _say(exc.format_message())
+            say(exc.format_message())
             code = exc.exit_code
         except typer.Abort:
             typer.echo("ledger: aborted", err=True)
@@ -102,7 +96,7 @@ class LedgerGroup(TyperGroup):
             return super().invoke(ctx)
         except LedgerError as exc:
             for problem in exc.problems:
-                _say(problem)
+                say(problem)
             if ctx.obj and ctx.obj.get("verbose"):
                 sys.stderr.write(redact(traceback.format_exc()))  # --verbose too: never a key or password
             ctx.exit(exc.exit_code)
@@ -113,7 +107,7 @@ class LedgerGroup(TyperGroup):
             sys.stderr.close()
             ctx.exit(0)
         except Exception as exc:  # a bug: say so in one line, keep the traceback for --verbose
-            _say(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for details)")
+            say(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for details)")
             if ctx.obj and ctx.obj.get("verbose"):
                 sys.stderr.write(redact(traceback.format_exc()))  # --verbose too: never a key or password
             ctx.exit(3)

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ledger.cli.common import Cosigned, Json, PolicyFile, Quorum, WitnessKeys, open_store, paper_option, read_text
-from ledger.cli.common import witness_check, write_json, write_stdout
+from ledger.cli.common import say, witness_check, write_json, write_stdout
 from ledger.services.keys import load_cosigner_key, load_policy, load_signer, load_verifier
 from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
@@ -119,10 +119,9 @@ def checkpoint(
 
     cosigned, refusals = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule, prove, timeout)
     for line in refusals:
-        typer.echo(f"ledger: note: {line}", err=True)
+        say(f"note: {line}")
     if not keep_cosigned(store, cosigned):
-        typer.echo("ledger: note: the ledger holds a cosigned checkpoint of a tree as large; it stays the one "
-                   "served at /checkpoint", err=True)
+        say("note: the ledger holds a cosigned checkpoint of a tree as large; it stays the one served at /checkpoint")
     write_stdout(cosigned.encode())
 
 

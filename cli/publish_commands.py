@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ledger.cli.common import Json, Meter, db_location, open_store, write_json
+from ledger.cli.common import Json, Meter, db_location, open_store, say, write_json
 from ledger.services.keys import load_signer
 from ledger.core.errors import InputError, LedgerError
 from ledger.core.redact import redact, redact_url
@@ -119,7 +119,7 @@ def publish(
                         trust_folder)
     meter.close()
     for paper in result.skipped:
-        typer.echo(f"ledger: warning: {skipped_paper(paper)}", err=True)
+        say(f"warning: {skipped_paper(paper)}")
     if json:
         write_json(result.as_json())
     else:

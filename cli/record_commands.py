@@ -11,7 +11,7 @@ import typer
 from functools import partial
 
 from ledger.cli.common import Jobs, Json, Meter, db_location, open_store, progress, read_text, write_json, write_stdout
-from ledger.cli.common import Cosigned, PolicyFile, Quorum, WitnessKeys, paper_option, paper_or_other_id, witness_check
+from ledger.cli.common import Cosigned, PolicyFile, Quorum, WitnessKeys, paper_option, paper_or_other_id, say, witness_check
 from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines, store_account
 from ledger.audit.auditor import load_json, verify_index
 from ledger.audit.evidence import verify_bundle
@@ -29,7 +29,7 @@ from ledger.services.replay import render_records, shared
 from ledger.storage.store import Store, sqlite_path
 from ledger.services.keys import load_signer, load_verifier
 from ledger.services.verify import compare_record, verify_chain
-from ledger.services.verify_store import verify_store
+from ledger.services.verify_store import verify_paper_ids, verify_store
 from ledger.core.times import when
 from ledger.core.workers import Workers
 from ledger.projections import history as views
@@ -148,7 +148,7 @@ def replay(
         total = store.paper_count(at.key, known_key) if meter.live else None
         for count, (arxiv_id, data) in enumerate(render_records(store, at, known_key, emit, workers), start=1):
             if data == SKIPPED:
-                typer.echo(f"ledger: warning: {skipped_paper(arxiv_id)}", err=True)
+                say(f"warning: {skipped_paper(arxiv_id)}")
             elif data is not None:
                 write_stdout(data)
             meter.update("", count, total, count)
@@ -256,6 +256,7 @@ def verify(
         else:
             store = open_store(ctx)
             account = chain_account(verify_chain(store.entries(), progress))
+            verify_paper_ids(store)  # a paper id appended before import checked ids, named as --full names it
         _say(json, {"ok": True, "checked": "store" if full and not is_exported_log(location) else "chain",
                     "account": account}, account)
         return

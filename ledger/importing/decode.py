@@ -23,6 +23,7 @@ from ledger.projections.record import rebuild_mismatch
 from ledger.core.canonical import loads_finite, parse_json
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.core.inputs import decode_input, split_lines
+from ledger.core.redact import quoted
 from ledger.core.times import TimeError, instant_key
 from ledger.importing.units import Part, Unit, logged
 from ledger.log.chain import Entry
@@ -200,11 +201,11 @@ def _paper_field(value: str, where: str) -> None:
 def _hash_field(obj: dict, key: str) -> bytes:
     value = obj.get(key)
     if not isinstance(value, str) or not value.startswith("blake3:") or len(value) != 71:
-        raise InputError(f"field {key}: expected blake3:<64 hex>, found {value!r}")
+        raise InputError(f"field {key}: expected blake3:<64 hex>, found {quoted(value)}")
     try:
         return bytes.fromhex(value[7:])
     except ValueError:
-        raise InputError(f"field {key}: not hex: {value!r}") from None
+        raise InputError(f"field {key}: not hex: {quoted(value)}") from None
 
 
 def parse_entry(obj: dict) -> tuple[Entry, Event]:
@@ -215,16 +216,16 @@ def parse_entry(obj: dict) -> tuple[Entry, Event]:
         raise InputError(f"field {missing[0]}: missing (a log line carries {', '.join(_ENTRY_FIELDS)})")
     seq = obj["seq"]
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise InputError(f"field seq: expected a positive integer, found {seq!r}")
+        raise InputError(f"field seq: expected a positive integer, found {quoted(seq)}")
     recorded = obj["recorded_at"]
     try:
         normal = instant_key(recorded)
     except TimeError as exc:
         raise InputError(f"field recorded_at: {exc}") from None
     if recorded != normal:  # known-at compares recorded times as text: only the ledger's own form sorts
-        raise InputError(f"field recorded_at: expected the ledger's form {normal}, found {recorded!r}")
+        raise InputError(f"field recorded_at: expected the ledger's form {normal}, found {quoted(recorded)}")
     if not isinstance(obj["effective_at"], str):  # a new fact may leave it to its payload; a logged entry holds it
-        raise InputError(f"field effective_at: expected a string, found {obj['effective_at']!r}")
+        raise InputError(f"field effective_at: expected a string, found {quoted(obj['effective_at'])}")
     event = checked_paper(make_event(obj["kind"], obj["payload"], obj["effective_at"]))
     entry = Entry(seq, event.kind, obj["effective_at"], recorded, event.payload,
                   _hash_field(obj, "entry_hash"), _hash_field(obj, "chain_hash"))

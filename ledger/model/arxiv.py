@@ -14,6 +14,7 @@ import re
 from typing import NamedTuple
 
 from ledger.core.errors import InputError
+from ledger.core.redact import quoted
 
 # New-style ids: YYMM.NNNN up to 1412, YYMM.NNNNN from 1501 (the month is not checked: synthetic ledgers use
 # any four digits); old-style ones (until 0703): archive[.SC]/YYMMNNN. Versions count from 1.
@@ -70,8 +71,7 @@ def is_paper_id(text: object) -> bool:
 def skipped_paper(paper: str) -> str:
     """What a command that writes a file or a link per paper says of a paper whose id it passes over: one
     appended before import checked ids (`is_paper_id`), which no command turns into a path."""
-    shown = paper if len(paper) <= 80 else f"{paper[:77]}..."
-    return (f"skipped the paper {shown!r}: not an arXiv id, so never a file name or a link (appended before import "
+    return (f"skipped the paper {quoted(paper)}: not an arXiv id, so never a file name or a link (appended before import "
             "checked ids)")
 
 

@@ -6,12 +6,15 @@ key (the kinds table's `derive`, as the import ran it), the observation-to-paper
 made each, the Merkle nodes (`merkle.grow`, as the writer grows them), and the paper index (every stored node
 and root re-hashed; the latest root re-computed from the log as `verify --index` and the monitor do). The first
 row that differs is named (seq, node or paper): IntegrityError, exit 1. A paper id that the one id parser
-refuses (appended before ids were checked at import) is named too, with its seq.
+refuses (appended before ids were checked at import) is named too, with its seq; plain `verify` names it
+as well, through `verify_paper_ids`, which reads the paper index (paper, first seq) and never the events.
 
 One pass over the events, a page at a time, inside one snapshot: links and Merkle nodes are compared a chunk of
-seqs at a time, so memory stays flat in the log's size, except for the paper index's re-computation, which holds
-40 bytes per event up to the latest index size (as the monitor holds its leaves). It never writes, and never
-trusts a derived row to check another: each is compared with what the entries derive.
+seqs at a time, so that part's memory stays flat in the log's size. Two parts grow: the paper index's
+re-computation holds 40 bytes per event up to the latest index size (as the monitor holds its leaves), and the
+re-hash of the stored index (`_index`) holds every stored node's hash and every parent-to-child link until
+they are compared, so it grows with the stored index nodes (every size the index was kept at). It never
+writes, and never trusts a derived row to check another: each is compared with what the entries derive.
 """
 
 from __future__ import annotations
@@ -260,17 +263,41 @@ def verify_store(store: Store, progress: Callable[[str], None] | None = None) ->
         check.finish(head.seq)
         nodes = _index(cursor, head.seq, roots, check.members)
     if check.bad_ids:
-        seq, paper = check.bad_ids[0]
-        raise IntegrityError(f"seq {seq}: arXiv:{shown(paper)} is not a paper id the ledger accepts today "
-                             f"({check.bad_count} such event{'s' if check.bad_count != 1 else ''}); `replay --out` "
-                             "and `publish` skip that paper")
+        _refuse(*check.bad_ids[0], check.bad_count, "event")
     papers = len(check.members.every_paper()) if check.members is not None else 0
     return StoreCheck(head, check.compared[0], check.compared[1], nodes, len(roots), index_size, papers)
 
 
+def verify_paper_ids(store: Store) -> int:
+    """What plain `verify` adds to the chain check, cheaply: every paper with a paper-level event, read with its
+    first seq from the paper index alone (not the events), checked by the id parser `verify --full` uses.
+    Returns how many papers it checked.
+    Raises: IntegrityError naming the paper id refused with the smallest first seq (and how many papers are
+    refused), as `verify --full` names it; StoreError."""
+    checked, refused, first, after = 0, 0, None, None
+    with store.snapshot() as cursor:
+        while rows := cursor.first_seqs(after, PAGE):
+            checked += len(rows)
+            for paper, seq in rows:
+                if not _accepted(paper):
+                    refused += 1
+                    first = min(first or (seq, paper), (seq, paper))
+            after = rows[-1][0]
+    if first is not None:
+        _refuse(*first, refused, "paper")
+    return checked
+
+
+def _refuse(seq: int, paper: object, count: int, noun: str) -> None:
+    raise IntegrityError(f"seq {seq}: arXiv:{shown(paper)} is not a paper id the ledger accepts today "
+                         f"({count} such {noun}{'s' if count != 1 else ''}); `replay --out` and `publish` skip "
+                         f"that paper")
+
+
 def _index(cursor: Cursor, size: int, roots: list[tuple], members: Membership | None) -> int:
     """Re-hash every stored paper index node and root; re-compute the latest root from the log (`members`)
-    and compare. Returns how many nodes it re-hashed.
+    and compare. Returns how many nodes it re-hashed. Holds every node's hash (32 bytes and its id) and every
+    parent's child link until the end: memory grows with the stored nodes.
     Raises: IntegrityError naming the first node, root or paper that differs."""
     hashes: dict[int, bytes] = {}
     children: list[tuple[int, int, bytes]] = []  # (parent, child, the hash the parent holds)

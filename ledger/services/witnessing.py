@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ledger.core.errors import IntegrityError
+from ledger.core.redact import quoted
 from ledger.log.cosignature import CosignerKey, Policy
 from ledger.log.signed_notes import Checkpoint
 from ledger.services.fetch import Deadline, DeadlineError, Unreachable, post
@@ -52,10 +53,11 @@ def _ask(target: Target, old: int, proof: list[bytes], note: str, text: str,
     words = body.decode("utf-8", "replace").strip().split("\n")[0][:200]
     if status == 409:
         if kind.split(";")[0].strip() != SIZE_TYPE or not words.isdigit():
-            return "refused", f"answered 409 without its size ({kind or 'no content type'})"
+            # the peer's words are quoted (redacted, escaped, shortened): its ESC or CR never reaches a terminal
+            return "refused", f"answered 409 without its size ({quoted(kind) if kind else 'no content type'})"
         return "held", int(words)
     if status != 200:
-        return "refused", f"answered {status}: {words or '(no reason given)'}"
+        return "refused", f"answered {status}: {quoted(words) if words else '(no reason given)'}"
     try:
         lines = body.decode("utf-8").split("\n")
     except UnicodeDecodeError:

@@ -207,6 +207,15 @@ class Cursor:
                "LIMIT ?) AS p ORDER BY p.paper")
         return [(paper, bool(snapshot)) for paper, snapshot in self.execute(sql, params + [after, limit]).fetchall()]
 
+    def first_seqs(self, after: str | None, limit: int) -> list[tuple[str, int]]:
+        """The next `limit` papers with a paper-level event, sorted, after `after` (None: from the first, even
+        an empty id), each with its first seq: read from the paper index (paper, seq) alone, not the events.
+        Raises the driver's errors."""
+        where, params = ("paper IS NOT NULL", []) if after is None else ("paper > ?", [after])
+        return [(paper, seq) for paper, seq in self.execute(
+            f"SELECT paper, MIN(seq) FROM events WHERE {where} GROUP BY paper ORDER BY paper LIMIT ?",
+            params + [limit]).fetchall()]
+
     def paper_months(self) -> list[str]:
         """The months (`ledger.model.arxiv.month_of`) of every paper with a paper-level event, sorted: one seek
         of the paper index per month, past the month's last id, so its cost grows with the months, not the

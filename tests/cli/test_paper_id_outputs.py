@@ -13,16 +13,18 @@ from fastapi.testclient import TestClient
 
 from ledger.core.errors import InputError
 from ledger.core.files import Folder, write_file
+from ledger.core.redact import quoted
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004
 from tests.ledger.test_paper_ids_at_import import legacy_ledger
 
 BAD = ["/tmp/x/OUTSIDE", "../../etc/passwd", "2407.20018/../../escaped"]
+HOSTILE = "\x1b[2J\r2407.20018 PRIVATE+KEY+evil+01234567+AXkH9Gv0fQ"  # clears the screen, overwrites, key text
 AS_OF = "2026-08-24"
 
 
 def warning(bad: str) -> str:
-    return (f"ledger: warning: skipped the paper {bad!r}: not an arXiv id, so never a file name or a link (appended "
+    return (f"ledger: warning: skipped the paper {quoted(bad)}: not an arXiv id, so never a file name or a link (appended "
             "before import checked ids)\n")
 
 
@@ -125,7 +127,7 @@ def test_replay_one_file_is_not_written_through_a_symlink(keyed, tmp_path, optio
     assert (tmp_path / "victim").read_bytes() == b"mine"
 
 
-@pytest.mark.parametrize("bad", BAD)
+@pytest.mark.parametrize("bad", BAD + [HOSTILE])
 def test_replay_out_skips_a_bad_id_of_an_old_ledger_with_one_warning(new_location, tmp_path, monkeypatch, bad):
     monkeypatch.chdir(tmp_path)
     legacy = legacy_ledger(new_location(), tmp_path, bad, monkeypatch)
@@ -134,20 +136,22 @@ def test_replay_out_skips_a_bad_id_of_an_old_ledger_with_one_warning(new_locatio
         out = tmp_path / f"recs{jobs}"
         result = legacy("replay", "--as-of", AS_OF, "--out", str(out), "--jobs", jobs)
         assert (result.exit_code, result.stdout, result.stderr) == (0, "", warning(bad)), jobs
+        assert "\x1b" not in result.stderr and "evil" not in result.stderr
         assert tree(out) == [f"{PAPER_004}.json"]
     assert (tree("/tmp/x") if os.path.isdir("/tmp/x") else []) == before
     assert not (tmp_path / "escaped").exists() and not (tmp_path.parent / "escaped").exists()
     # To stdout, a record is bytes, not a path: an old ledger's paper is still replayed there.
-    assert bad.encode() in legacy("replay", "--as-of", AS_OF).stdout_bytes
+    assert bad.encode() in legacy("replay", "--as-of", AS_OF).stdout_bytes or bad == HOSTILE  # JSON escapes ESC
 
 
 # -- publish and serve --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("bad", BAD + ["..", "a\\b", "2407.20018 "])
+@pytest.mark.parametrize("bad", BAD + ["..", "a\\b", "2407.20018 ", HOSTILE])
 def test_publish_skips_a_bad_id_of_an_old_ledger_with_one_warning(new_location, tmp_path, monkeypatch, bad):
     legacy = legacy_ledger(new_location(), tmp_path, bad, monkeypatch)
     out = tmp_path / "deep" / "site"
     result = legacy("publish", "--as-of", AS_OF, str(out))
     assert result.exit_code == 0 and result.stderr == warning(bad)
+    assert "\x1b" not in result.stderr and "evil" not in result.stderr
     assert result.stdout.startswith(f"published 1 paper as of {AS_OF}T23:59:59.999999Z")
     assert f"paper/{PAPER_004}/citation-record.json" in tree(out)
     assert not any("escaped" in name or "OUTSIDE" in name or "passwd" in name for name in tree(tmp_path))

@@ -136,7 +136,8 @@ class _Bad(http.server.BaseHTTPRequestHandler):
         if kind == "hang":
             time.sleep(3)
         status, content_type, body = {"hang": (200, "text/plain", b""), "garbage": (200, "text/plain", b"hello\n"),
-                                      "sizeless": (409, "text/plain", b"twenty\n")}[kind]
+                                      "sizeless": (409, "text/plain", b"twenty\n"),
+                                      "hostile": (400, "text/plain", HOSTILE)}[kind]
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -178,8 +179,33 @@ def test_a_witness_that_hangs_or_answers_garbage_is_named_and_not_counted(keyed,
     said = dict(line.split(": ", 2)[1:] for line in lines[:-1])
     assert said == {"witness hang.example": "no answer within 0.5 s",
                     "witness garbage.example": "answered 200 without a cosignature by its key",
-                    "witness sizeless.example": "answered 409 without its size (text/plain)"}
+                    "witness sizeless.example": "answered 409 without its size ('text/plain')"}
     assert took < 2.5  # asked in parallel, each bounded by its timeout (not the 3 s the hanging one takes)
+
+
+# A witness's refusal: a terminal escape (clear the screen), a carriage return to overwrite the line, key text.
+HOSTILE = b"\x1b[2J\rgone PRIVATE+KEY+evil+01234567+AXkH9Gv0fQ\n"
+
+
+@pytest.mark.parametrize("quorum", [[], ["--quorum", "0"]])
+def test_a_witness_refusal_is_quoted_never_printed_raw(keyed, tmp_path, quorum):
+    """Its words reach stderr quoted, as an error line (quorum not met) or a note (met): escaped, key text
+    replaced, one line."""
+    server = _BadServer(("127.0.0.1", 0), _Bad)
+    server.kind = "hostile"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    (tmp_path / "w").mkdir()
+    assert run_ledger("keygen", "--cosigner", "hostile.example", cwd=tmp_path / "w").returncode == 0
+    try:
+        result = keyed("checkpoint", "--key", "ledger.key", "--timeout", "5", *quorum, "--witness",
+                       f"http://127.0.0.1:{server.server_address[1]}={tmp_path / 'w' / 'witness.vkey'}")
+    finally:
+        server.shutdown()
+    assert result.exit_code == (0 if quorum else 1), result.stderr
+    line = result.stderr.split("\n")[0]
+    expected = "witness hostile.example: answered 400: '\\x1b[2J\\rgone <key text, not shown>'"
+    assert line == ("ledger: note: " if quorum else "ledger: ") + expected
+    assert "\x1b" not in result.stderr and "\r" not in result.stderr and "evil" not in result.stderr
 
 
 def test_a_policy_names_the_witnesses_to_ask_and_the_quorum_to_meet(keyed, witnesses, tmp_path):

@@ -210,3 +210,18 @@ def test_the_cycle_collector_is_paused_while_importing_and_resumed_after(store, 
     with pytest.raises(InputError):
         import_files(store, [write_record(tmp_path / "inconsistent.json", redigest(record))], watch)
     assert seen == [False, False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("field", ["seq", "recorded_at", "effective_at", "entry_hash"])
+def test_a_log_lines_bad_field_is_quoted_redacted_and_short(field):
+    # A hostile log quotes back through quoted(): key text replaced, control characters escaped, 80 characters.
+    from ledger.importing.decode import parse_entry
+
+    line = {**log_line(1, "2026-02-01T00:00:00.000000Z"), "entry_hash": "blake3:" + "0" * 64, "chain_hash": "x"}
+    line[field] = "\x1b[2J PRIVATE+KEY+evil+01234567+AXkH9Gv0fQ " + "a" * 500 if field != "effective_at" else [
+        "\x1b[2J PRIVATE+KEY+evil+01234567+AXkH9Gv0fQ"] * 50
+    with pytest.raises(InputError) as caught:
+        parse_entry(line)
+    said = str(caught.value)
+    assert said.startswith(f"field {field}: ") and "<key text, not shown>" in said, said
+    assert "evil" not in said and "\x1b" not in said and len(said) < 200, said
