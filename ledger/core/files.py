@@ -21,6 +21,7 @@ from pathlib import Path
 from ledger.core.errors import InputError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+SQLITE_COMPANIONS = ("-journal", "-wal", "-shm")  # the files SQLite makes beside a database, by its name
 HELD = 64  # folders below held open at most: a site of many months or archives stays far from the fd limit
 _NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -97,11 +98,15 @@ class Folder:
             raise InputError(f"{self.path / relative}: cannot write: {exc.strerror}") from None
 
     def path_of(self, relative: str) -> str:
-        """The path of `relative` for a library that opens a file by its name (SQLite), its folders made and
-        checked as `put` checks them, and the file itself not a symbolic link.
+        """The path of `relative` for SQLite, which opens a file and its companions (SQLITE_COMPANIONS) by
+        name: its folders made and checked as `put` checks them, and neither the file nor a companion there
+        a symbolic link (one planted as `state.sqlite-journal` would otherwise take the journal's writes).
         Raises: InputError as `put` does."""
         *folders, name = relative_parts(relative, str(self.path))
-        self._existing(self._folder(folders, relative), name, relative)
+        parent = self._folder(folders, relative)
+        self._existing(parent, name, relative)
+        for suffix in SQLITE_COMPANIONS:  # recent SQLite opens them with O_NOFOLLOW too; an older one follows
+            self._existing(parent, name + suffix, relative, link=relative + suffix)
         return os.path.join(self.path, *folders, name)
 
     def _folder(self, folders: list[str], relative: str) -> int:
@@ -132,13 +137,15 @@ class Folder:
             fd = self._folders[walked] = child
         return fd
 
-    def _existing(self, parent: int, name: str, relative: str) -> os.stat_result | None:
+    def _existing(self, parent: int, name: str, relative: str, link: str = "") -> os.stat_result | None:
+        """The status of `name` in `parent` (None if missing). Raises: InputError if it is a symbolic link
+        (`link`: its relative path, when it is not `relative` itself but a file beside it)."""
         try:
             found = os.stat(name, dir_fd=parent, follow_symlinks=False)
         except FileNotFoundError:
             return None
         if stat.S_ISLNK(found.st_mode):
-            raise _link_refusal(relative, relative, self.path)
+            raise _link_refusal(relative, link or relative, self.path)
         return found
 
     @staticmethod
