@@ -6,7 +6,7 @@ a relative path of plain names (no `..`, no empty or `.` segment, no backslash o
 time relative to its parent's descriptor with O_NOFOLLOW (openat), so a symbolic link inside the folder, there
 before the run or put there during it, is refused rather than followed. A file is written to a temporary name
 created with O_EXCL (never through a link) and renamed over its target, so a reader sees the old bytes or the
-new ones, never a part.
+new ones, never a part. `create_new` is the one way a file is made, for `keygen`'s keys too.
 
 Standard library only; it never reads the store and never prints. Refusals are InputError (exit 2).
 """
@@ -87,7 +87,11 @@ class Folder:
                     and self._holds(parent, name, data)):  # a regular file only: reading a FIFO would wait forever
                 return False, found
             temporary = f".{name}.{os.getpid()}.tmp"
-            self._write_new(parent, temporary, data)
+            try:
+                create_new(temporary, data, 0o666, dir_fd=parent)
+            except FileExistsError:  # left by a run that was killed (its pid reused), or put there: never opened
+                _unlink(parent, temporary)
+                create_new(temporary, data, 0o666, dir_fd=parent)
             try:
                 os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
             except OSError:
@@ -154,19 +158,24 @@ class Folder:
         with os.fdopen(fd, "rb") as file:
             return file.read(len(data) + 1) == data
 
-    @staticmethod
-    def _write_new(parent: int, name: str, data: bytes) -> None:
+
+
+def create_new(path: str | Path, data: bytes, mode: int, dir_fd: int | None = None) -> None:
+    """Write `data` to a file `path` (relative to the folder `dir_fd`, if given) that must not exist yet, made
+    with `mode` (less the umask) and never through a symbolic link (O_EXCL | O_NOFOLLOW). A file this call
+    made and could not fill is removed: no half-written file is left (a key, or a page renamed into place).
+    Raises: FileExistsError when something is there already, a symbolic link too; OSError when it cannot be
+    made or written (the caller names the file: these are raised as the system gives them)."""
+    fd = os.open(path, _NEW_FLAGS, mode, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+    except OSError:
         try:
-            fd = os.open(name, _NEW_FLAGS, 0o666, dir_fd=parent)
-        except FileExistsError:  # left by a run that was killed (its pid reused), or put there: never opened
-            _unlink(parent, name)
-            fd = os.open(name, _NEW_FLAGS, 0o666, dir_fd=parent)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
+            os.unlink(path, dir_fd=dir_fd)
         except OSError:
-            _unlink(parent, name)
-            raise
+            pass
+        raise
 
 
 def write_file(path: str | Path, data: bytes) -> None:
