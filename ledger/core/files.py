@@ -192,11 +192,11 @@ def write_file(path: str | Path, data: bytes) -> None:
     with folder:
         try:
             folder.put(path.name, data)
-        except _LinkRefusal:
+        except _LinkRefusedError:
             raise InputError(f"{path}: a symbolic link; refusing to write through it") from None
 
 
-class _LinkRefusal(InputError):
+class _LinkRefusedError(InputError):
     """A symbolic link where a file or folder is to be written."""
 
 
@@ -209,8 +209,8 @@ def _is_link(parent: int, name: str) -> bool:
 
 def _link_refusal(relative: str, link: str, folder: Path) -> InputError:
     at = "" if link == relative else f" {folder / link}"
-    return _LinkRefusal(f"{folder / relative}:{at} a symbolic link in {folder}, which could lead outside it; "
-                        "refusing to write through it")
+    return _LinkRefusedError(f"{folder / relative}:{at} a symbolic link in {folder}, which could lead outside it; "
+                             "refusing to write through it")
 
 
 def _unlink(parent: int, name: str) -> None:
