@@ -14,6 +14,7 @@ from ledger.services.keys import load_cosigner_key, load_policy, load_signer, lo
 from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
 from ledger.core.errors import InputError
+from ledger.core.files import create_new
 from ledger.core.redact import quoted
 from ledger.core.inputs import read_input
 from ledger.core.limits import PROOF
@@ -59,16 +60,14 @@ def keygen(
 
 
 def _write_new(name: str, text: str, mode: int) -> None:
-    """Write a file that must not exist yet, never through a symbolic link (O_EXCL | O_NOFOLLOW), with `mode`.
-    Raises: InputError naming the file when it exists or cannot be written here."""
+    """Write a key file that must not exist yet, as `files.create_new` writes one, with `mode`.
+    Raises: InputError naming the file when it exists or cannot be written here (nothing of it is left)."""
     try:
-        descriptor = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        create_new(name, text.encode(), mode)
     except FileExistsError:
         raise InputError(f"{name}: already exists; refusing to overwrite a key") from None
     except OSError as exc:
         raise InputError(f"{name}: cannot write here: {exc.strerror}") from None
-    with open(descriptor, "w") as handle:
-        handle.write(text)
 
 
 def _witnesses(given: list[str]) -> list[tuple[str, CosignerKey]]:

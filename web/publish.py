@@ -106,7 +106,8 @@ class Folder:
         return touched
 
     def state_file(self) -> Path:
-        """Where the publish state is kept (`web.publish_state`), its folder made, neither a symbolic link."""
+        """Where the publish state is kept (`web.publish_state`), its folder made, neither it, the state nor
+        SQLite's journal beside it a symbolic link (`Folder.path_of`)."""
         return Path(self.folder.path_of(STATE_FILE))
 
 

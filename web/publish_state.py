@@ -50,6 +50,7 @@ class PublishState:
 
     def _open(self) -> sqlite3.Connection:
         try:
+            # by name: `Folder.path_of` checked that neither it nor its -journal, -wal or -shm is a link
             db = sqlite3.connect(self.path, isolation_level=None)
         except sqlite3.OperationalError as exc:
             raise InputError(f"{self.path}: cannot open the publish state: {exc}") from None

@@ -6,7 +6,7 @@ a relative path of plain names (no `..`, no empty or `.` segment, no backslash o
 time relative to its parent's descriptor with O_NOFOLLOW (openat), so a symbolic link inside the folder, there
 before the run or put there during it, is refused rather than followed. A file is written to a temporary name
 created with O_EXCL (never through a link) and renamed over its target, so a reader sees the old bytes or the
-new ones, never a part.
+new ones, never a part. `create_new` is the one way a file is made, for `keygen`'s keys too.
 
 Standard library only; it never reads the store and never prints. Refusals are InputError (exit 2).
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 from ledger.core.errors import InputError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+SQLITE_COMPANIONS = ("-journal", "-wal", "-shm")  # the files SQLite makes beside a database, by its name
 HELD = 64  # folders below held open at most: a site of many months or archives stays far from the fd limit
 _NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -86,7 +87,11 @@ class Folder:
                     and self._holds(parent, name, data)):  # a regular file only: reading a FIFO would wait forever
                 return False, found
             temporary = f".{name}.{os.getpid()}.tmp"
-            self._write_new(parent, temporary, data)
+            try:
+                create_new(temporary, data, 0o666, dir_fd=parent)
+            except FileExistsError:  # left by a run that was killed (its pid reused), or put there: never opened
+                _unlink(parent, temporary)
+                create_new(temporary, data, 0o666, dir_fd=parent)
             try:
                 os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
             except OSError:
@@ -97,11 +102,15 @@ class Folder:
             raise InputError(f"{self.path / relative}: cannot write: {exc.strerror}") from None
 
     def path_of(self, relative: str) -> str:
-        """The path of `relative` for a library that opens a file by its name (SQLite), its folders made and
-        checked as `put` checks them, and the file itself not a symbolic link.
+        """The path of `relative` for SQLite, which opens a file and its companions (SQLITE_COMPANIONS) by
+        name: its folders made and checked as `put` checks them, and neither the file nor a companion there
+        a symbolic link (one planted as `state.sqlite-journal` would otherwise take the journal's writes).
         Raises: InputError as `put` does."""
         *folders, name = relative_parts(relative, str(self.path))
-        self._existing(self._folder(folders, relative), name, relative)
+        parent = self._folder(folders, relative)
+        self._existing(parent, name, relative)
+        for suffix in SQLITE_COMPANIONS:  # recent SQLite opens them with O_NOFOLLOW too; an older one follows
+            self._existing(parent, name + suffix, relative, link=relative + suffix)
         return os.path.join(self.path, *folders, name)
 
     def _folder(self, folders: list[str], relative: str) -> int:
@@ -132,13 +141,15 @@ class Folder:
             fd = self._folders[walked] = child
         return fd
 
-    def _existing(self, parent: int, name: str, relative: str) -> os.stat_result | None:
+    def _existing(self, parent: int, name: str, relative: str, link: str = "") -> os.stat_result | None:
+        """The status of `name` in `parent` (None if missing). Raises: InputError if it is a symbolic link
+        (`link`: its relative path, when it is not `relative` itself but a file beside it)."""
         try:
             found = os.stat(name, dir_fd=parent, follow_symlinks=False)
         except FileNotFoundError:
             return None
         if stat.S_ISLNK(found.st_mode):
-            raise _link_refusal(relative, relative, self.path)
+            raise _link_refusal(relative, link or relative, self.path)
         return found
 
     @staticmethod
@@ -147,19 +158,24 @@ class Folder:
         with os.fdopen(fd, "rb") as file:
             return file.read(len(data) + 1) == data
 
-    @staticmethod
-    def _write_new(parent: int, name: str, data: bytes) -> None:
+
+
+def create_new(path: str | Path, data: bytes, mode: int, dir_fd: int | None = None) -> None:
+    """Write `data` to a file `path` (relative to the folder `dir_fd`, if given) that must not exist yet, made
+    with `mode` (less the umask) and never through a symbolic link (O_EXCL | O_NOFOLLOW). A file this call
+    made and could not fill is removed: no half-written file is left (a key, or a page renamed into place).
+    Raises: FileExistsError when something is there already, a symbolic link too; OSError when it cannot be
+    made or written (the caller names the file: these are raised as the system gives them)."""
+    fd = os.open(path, _NEW_FLAGS, mode, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+    except OSError:
         try:
-            fd = os.open(name, _NEW_FLAGS, 0o666, dir_fd=parent)
-        except FileExistsError:  # left by a run that was killed (its pid reused), or put there: never opened
-            _unlink(parent, name)
-            fd = os.open(name, _NEW_FLAGS, 0o666, dir_fd=parent)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
+            os.unlink(path, dir_fd=dir_fd)
         except OSError:
-            _unlink(parent, name)
-            raise
+            pass
+        raise
 
 
 def write_file(path: str | Path, data: bytes) -> None:
@@ -176,11 +192,11 @@ def write_file(path: str | Path, data: bytes) -> None:
     with folder:
         try:
             folder.put(path.name, data)
-        except _LinkRefusal:
+        except _LinkRefusedError:
             raise InputError(f"{path}: a symbolic link; refusing to write through it") from None
 
 
-class _LinkRefusal(InputError):
+class _LinkRefusedError(InputError):
     """A symbolic link where a file or folder is to be written."""
 
 
@@ -193,8 +209,8 @@ def _is_link(parent: int, name: str) -> bool:
 
 def _link_refusal(relative: str, link: str, folder: Path) -> InputError:
     at = "" if link == relative else f" {folder / link}"
-    return _LinkRefusal(f"{folder / relative}:{at} a symbolic link in {folder}, which could lead outside it; "
-                        "refusing to write through it")
+    return _LinkRefusedError(f"{folder / relative}:{at} a symbolic link in {folder}, which could lead outside it; "
+                             "refusing to write through it")
 
 
 def _unlink(parent: int, name: str) -> None:

@@ -6,6 +6,8 @@ nothing of the key's material reaches stdout or stderr. A verifier key may also 
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -120,6 +122,22 @@ def test_keygen_refuses_an_unwritable_folder(tmp_path):
     assert (done.returncode, done.stdout, done.stderr) == (
         2, "", "ledger: witness.key: cannot write here: Permission denied\n")
     assert os.listdir(folder) == []
+
+
+def _a_full_disk() -> None:
+    """preexec_fn: files of at most 16 bytes, and a write past that fails with EFBIG (as on a full disk) instead
+    of killing the process."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))
+
+
+def test_keygen_that_cannot_write_a_whole_key_leaves_no_part_of_it(tmp_path):
+    """The key is written by `files.create_new`, which removes a file it made and could not fill."""
+    done = subprocess.run([sys.executable, "-m", "ledger.cli", "keygen", "example.org/ledger"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, preexec_fn=_a_full_disk)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "ledger: ledger.key: cannot write here: File too large\n")
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("option", [[], ["--cosigner"]])

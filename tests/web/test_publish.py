@@ -147,6 +147,26 @@ def test_no_file_resolves_outside_out_even_through_a_symlink(tmp_path):
     assert (tmp_path / "site" / "paper.json").read_bytes() == b"inside" and folder.written == 1
 
 
+@pytest.mark.parametrize("suffix", ["-journal", "-wal", "-shm"])
+def test_a_symlink_planted_as_the_states_journal_is_refused_and_its_target_left_alone(rich, tmp_path, suffix):
+    """SQLite opens the state's journal (and WAL files) by name: a link planted there is refused before it opens
+    it, where an SQLite that follows links would write the journal through it (3.40 fails and drops the state)."""
+    store, _ = rich
+    cli, out = Cli.of(store), tmp_path / "site"
+    publish(cli, out)
+    state = (out / STATE_FILE).read_bytes()
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"precious")
+    os.symlink(outside, out / f"{STATE_FILE}{suffix}")
+    refused = cli("publish", "--as-of", AS_OF, str(out), "--json")
+    assert (refused.exit_code, refused.stdout, refused.stderr) == (2, "", (
+        f"ledger: {out / STATE_FILE}: {out / STATE_FILE}{suffix} a symbolic link in {out}, which could lead "
+        "outside it; refusing to write through it\n"))
+    assert outside.read_bytes() == b"precious" and (out / STATE_FILE).read_bytes() == state
+    os.remove(out / f"{STATE_FILE}{suffix}")
+    assert publish(cli, out)["rebuilt"] == 0  # the state kept: the refusal touched nothing
+
+
 def test_the_static_layout():
     assert file_for("/", True) == "index.html"
     assert file_for("/paper/2407.20018/citation-record", True) == "paper/2407.20018/citation-record/index.html"
