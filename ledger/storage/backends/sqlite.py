@@ -3,8 +3,8 @@
 Triggers check each inserted row against the log (seq 1, or the one after a stored seq; the primary key
 refuses a taken one) and refuse UPDATE and DELETE.
 Driver errors are recognised by their extended result code (`sqlite_errorname`), never by message text.
-Opening never writes to a file that is not a ledger (its header is read first, and WAL is switched on only for
-a ledger), and a ledger this process may not write (the file, or its folder) is opened read-only.
+Opening never writes to a file that is not a ledger (SQLite's own first read names it, and WAL is switched on
+only for a ledger), and a ledger this process may not write (the file, or its folder) is opened read-only.
 """
 
 from __future__ import annotations
