@@ -133,7 +133,12 @@ class Meter:
 
 
 def write_stdout(data: bytes) -> None:
+    """A result on stdout, exactly its bytes; on a terminal it ends in a newline (one is added if it lacks
+    one), so the prompt does not follow a record. Piped or redirected, nothing is added: a record stays
+    its published bytes."""
     sys.stdout.buffer.write(data)
+    if data and not data.endswith(b"\n") and sys.stdout.isatty():
+        sys.stdout.buffer.write(b"\n")
     sys.stdout.buffer.flush()
 
 

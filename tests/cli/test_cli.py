@@ -293,6 +293,51 @@ def test_the_console_script_in_a_real_process(tmp_path):
     assert broken.returncode == 2 and b"Traceback" not in broken.stderr and broken.stderr.count(b"\n") == 1
 
 
+def _on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
+    """A real process whose stdout is a pseudo-terminal (stderr a pipe): exit code, what the terminal
+    showed (its line discipline's \\r\\n read back as \\n) and stderr."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    terminal, child_end = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "ledger.cli", *args], stdout=child_end, stderr=subprocess.PIPE)
+    os.close(child_end)
+    shown = b""
+    while True:  # read as it comes, so a large output cannot fill the terminal and stall the child
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # EIO: the child's end is closed and everything was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(terminal)
+    _, stderr = proc.communicate(timeout=120)
+    return proc.returncode, shown.replace(b"\r\n", b"\n"), stderr
+
+
+def test_on_a_terminal_output_ends_in_a_newline_and_piped_a_record_is_its_bytes(tmp_path):
+    db = str(tmp_path / "tty.db")
+    assert run_ledger("--db", db, "init").returncode == 0
+    assert run_ledger("--db", db, "import", str(SEED_004)).returncode == 0
+    record = SEED_004.read_bytes()
+    assert not record.endswith(b"\n")  # else this test could not fail
+    replay = ("--db", db, "replay", "--as-of", AS_OF_004, "--paper", PAPER_004)
+    assert _on_a_terminal(*replay) == (0, record + b"\n", b"")
+    piped = run_ledger(*replay)
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, record, b"")
+    out = tmp_path / "out.json"
+    assert _on_a_terminal(*replay, "--out", str(out)) == (0, b"", b"")
+    assert out.read_bytes() == record
+    code, shown, stderr = _on_a_terminal("--db", db, "head", "--json")
+    assert (code, stderr, shown) == (0, b"", run_ledger("--db", db, "head", "--json").stdout)
+    assert shown.startswith(b'{"chain_hash":"blake3:') and shown.endswith(b"}\n") and shown.count(b"\n") == 1
+    code, shown, stderr = _on_a_terminal("--db", db, "prove", "17", "--json")
+    assert (code, stderr) == (0, b"") and shown.startswith(b'{"leaf":') and shown.endswith(b',"tree_size":40}\n')
+
+
 def test_a_ledger_of_another_schema_version_exits_2(imported, backend):
     from sqlalchemy import create_engine, text
 
