@@ -15,7 +15,8 @@ from ledger.model.parts import counted
 def proof_account(proved: Included | Prefix | PaperCount) -> str:
     """`verify-proof`: what an inclusion, consistency or paper index proof proved."""
     if isinstance(proved, Included):
-        return f"ok: leaf {proved.leaf_index} is in the tree of size {proved.tree_size} signed by {proved.signer}"
+        # The user asked by seq; the proof counts leaves from 0 (leaf_index = seq - 1): speak of the event.
+        return f"ok: event {proved.leaf_index + 1} is in the tree of size {proved.tree_size} signed by {proved.signer}"
     if isinstance(proved, Prefix):
         return (f"ok: the tree of size {proved.old_size} is a prefix of the tree of size {proved.new_size} signed by "
                 f"{proved.signer}")
