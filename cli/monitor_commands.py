@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ledger.model.parts import counted
 from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, write_json
 from ledger.log.cosignature import policy_of
 from ledger.services.keys import load_cosigner_key, load_policy, load_verifier
@@ -58,8 +59,8 @@ def monitor(
         return
     witnessed = f"; witnessed by {', '.join(sorted(found.witnesses))}" if found.witnesses else ""
     if found.later:
-        witnessed += (f"; {found.later} records left for a later run (their papers changed past this checkpoint, "
+        witnessed += (f"; {counted(found.later, 'record')} left for a later run (their papers changed past this checkpoint, "
                       f"which does not hold those events yet)")
-    typer.echo(f"{found.origin}: consistent at size {found.size} (root {found.root}); {found.new_entries} new "
-               f"entries checked, {found.records} records and {found.index_notes} paper index notes compared"
+    typer.echo(f"{found.origin}: consistent at size {found.size} (root {found.root}); {counted(found.new_entries, 'new entry', 'new entries')} "
+               f"checked, {counted(found.records, 'record')} and {counted(found.index_notes, 'paper index note')} compared"
                f"{witnessed}")

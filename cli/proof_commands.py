@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ledger.model.parts import counted
 from ledger.cli.common import Cosigned, Json, PolicyFile, Quorum, WitnessKeys, open_store, paper_option, read_text
 from ledger.cli.common import say, witness_check, write_json, write_stdout
 from ledger.services.keys import load_cosigner_key, load_policy, load_signer, load_verifier
@@ -150,9 +151,9 @@ def prove(
     if json:
         write_json(proof)
     elif paper is not None:
-        held = f"{proof['count']} events (events root {proof['events_root']})" if proof["count"] else "no events"
+        held = f"{counted(proof['count'], 'event')} (events root {proof['events_root']})" if proof["count"] else "no events"
         typer.echo(f"arXiv:{paper} has {held} in the paper index of tree {proof['tree_size']}; index root "
-                   f"{proof['index_root']}; path of {len(proof['siblings'])} hashes (--json for the proof)")
+                   f"{proof['index_root']}; path of {counted(len(proof['siblings']), 'hash', 'hashes')} (--json for the proof)")
     elif seq is not None:
         typer.echo(f"event {seq} is leaf {proof['leaf_index']} of {proof['tree_size']}; root {proof['root']}; "
                    f"path of {len(proof['path'])} hashes (--json for the proof)")

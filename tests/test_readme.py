@@ -32,7 +32,8 @@ def test_the_readme_snippet_rechecks_an_export_and_prints_the_head(cli, tmp_path
     log.write_bytes(cli("export").stdout_bytes)
     script = tmp_path / "check.py"
     script.write_text(snippet())
-    assert len(snippet().strip().splitlines()) <= 16
+    claimed = int(re.search(r"re-checks it in (\d+) lines of Python", README.read_text()).group(1))
+    assert len(snippet().strip().splitlines()) == claimed
     # -I: isolated, so the ledger package on this checkout cannot be imported by accident.
     ok = subprocess.run([sys.executable, "-I", str(script), str(log)], capture_output=True, text=True, cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr

@@ -26,6 +26,7 @@ from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, NotFoundError
 from ledger.model.arxiv import is_paper_id, month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
+from ledger.model.parts import counted
 from ledger.log.signed_notes import Signer
 from ledger.services.proofs import evidence_bundle, witnessed_by
 from ledger.storage.cosigned import latest_cosigned
@@ -86,6 +87,7 @@ def _templates() -> Environment:
     env = Environment(loader=PackageLoader("ledger.web", "templates"), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, finalize=finalize)
     env.globals.update(csp=CSP, urls=urls)
+    env.filters["counted"] = counted  # `{{ n|counted("paper") }}`: the one singular/plural rule, as in the CLI
     return env
 
 

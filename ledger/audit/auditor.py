@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 from typing import Any, NamedTuple
 
+from ledger.model.parts import counted
 from ledger.core.errors import InputError, IntegrityError, LedgerError
 from ledger.log.chain import Entry, verify_entries
 from ledger.core.canonical import parse_json
@@ -121,11 +122,11 @@ def verify_index(entries: list[Entry], note: str, verifier: Verifier, name: str 
                          f"--paper-index), not the checkpoint witnesses cosign")
     prefix = [entry for entry in entries if entry.seq <= signed.size]
     if len(prefix) < signed.size:
-        raise InputError(f"{name}: is of size {signed.size}, the log holds {len(prefix)} events")
+        raise InputError(f"{name}: is of size {signed.size}, the log holds {counted(len(prefix), 'event')}")
     verify_entries(prefix)
     index, log_root, members = index_of_log(prefix, signed.size)
     if log_root != signed.root:
-        raise IntegrityError(f"{name}: its root is not the Merkle tree of the log's first {signed.size} events")
+        raise IntegrityError(f"{name}: its root is not the Merkle tree of the log's first {counted(signed.size, 'event')}")
     if index != signed.index_root:
         raise IntegrityError(f"{name}: the paper index root it signs ({base64.b64encode(signed.index_root).decode()}) "
                              f"is not the index of the log at size {signed.size} "

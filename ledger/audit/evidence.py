@@ -267,7 +267,7 @@ def _every_event(proof: IndexProof, read: list[_Read]) -> list[str]:
     digests = [r.leaf_hash for r in read]
     if len(digests) != proof.count or (digests and root(events_tree(digests), len(digests)) != proof.root):
         problems.append(f"incomplete or altered: the bundle's {counted(len(digests), 'event')} are not the "
-                        f"{proof.count} events of arXiv:{paper} the signed paper index counts in the log of size "
+                        f"{counted(proof.count, 'event')} of arXiv:{paper} the signed paper index counts in the log of size "
                         f"{proof.tree_size}")
     return problems
 
@@ -285,7 +285,7 @@ def _completeness(proof: IndexProof, read: list[_Read]) -> list[str]:
                 raise IntegrityError("the index says the paper has no events")
             verify_inclusion(digest, position, proof.count, path, proof.root)
         except IntegrityError as exc:
-            problems.append(f"{where}: not among the {proof.count} events the signed paper index counts for "
+            problems.append(f"{where}: not among the {counted(proof.count, 'event')} the signed paper index counts for "
                             f"arXiv:{paper}{f' (it is an event of arXiv:{event.paper})' if other else ''}: {exc}")
             continue
         if other:
@@ -307,9 +307,9 @@ def _completeness(proof: IndexProof, read: list[_Read]) -> list[str]:
             before, after, count = places.get(first - 1), places.get(last + 1), last - first + 1
             where = (f"between seq {before} and seq {after}" if before and after else f"after seq {before}"
                      if before else f"before seq {after}" if after else "(the bundle holds none of them)")
-            spans.append(f"{count} event{'s' if count > 1 else ''} {where}")
-        problems.append(f"incomplete: {len(missing)} of the {proof.count} events of arXiv:{paper} in the log of size "
-                        f"{proof.tree_size} are missing from the bundle: {'; '.join(spans)}")
+            spans.append(f"{counted(count, 'event')} {where}")
+        problems.append(f"incomplete: {len(missing)} of the {counted(proof.count, 'event')} of arXiv:{paper} in the log of "
+                        f"size {proof.tree_size} {'is' if len(missing) == 1 else 'are'} missing from the bundle: {'; '.join(spans)}")
     ordered = [seq for _, seq in sorted(places.items())]
     if any(a >= b for a, b in zip(ordered, ordered[1:])):
         problems.append(f"the signed paper index places arXiv:{paper}'s events out of seq order: the index is not "

@@ -5,6 +5,7 @@ Lines of keys the policy does not list are ignored; a listed key's line that doe
 
 from __future__ import annotations
 
+from ledger.model.parts import counted
 from ledger.core.errors import IntegrityError, LedgerError
 from ledger.log.cosignature import Policy
 from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
@@ -27,5 +28,5 @@ def witnessed(note: str, verifier: Verifier, policy: Policy, of: Checkpoint | No
         raise type(exc)(f"{name}: {exc}") from None
     if not policy.met(found):
         raise IntegrityError(f"{name}: the witness policy is not met: cosigned by {', '.join(sorted(found)) or 'no witness'} "
-                             f"({len(found)} of the {len(policy.witnesses)} witnesses it lists)")
+                             f"({len(found)} of the {counted(len(policy.witnesses), 'witness', 'witnesses')} it lists)")
     return found

@@ -74,6 +74,9 @@ def changed_keys(old: dict, new: dict) -> str:
     return ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))) or "nothing"
 
 
-def counted(count: int, noun: str) -> str:
-    """'1 event', '2 events': a count and its noun, plural when it is not one (nouns take an "s")."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 event', '2 events': a count and its noun, plural when it is not one (an "s", or `plural` if given).
+
+    Raises: nothing.
+    """
+    return f"{count} {noun}" if count == 1 else f"{count} {plural or noun + 's'}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 
+from ledger.model.parts import counted
 from ledger.projections.record import build_record
 
 from ledger.core.canonical import parse_json
@@ -31,7 +32,7 @@ def _size(cursor, size: int | None) -> int:
     if size is None:
         return head
     if not 0 < size <= head:
-        raise InputError(f"tree size {size}: the ledger holds {head} events")
+        raise InputError(f"tree size {size}: the ledger holds {counted(head, 'event')}")
     return size
 
 
@@ -176,7 +177,7 @@ def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known
         tree = events_tree(leaves)
         if (index.count, index.root) != (len(leaves), root(tree, len(leaves))):
             raise IntegrityError(f"the ledger's paper index disagrees with its events of arXiv:{paper} at tree "
-                                 f"size {size} (index: {index.count} events, log: {len(leaves)})")
+                                 f"size {size} (index: {counted(index.count, 'event')}, log: {len(leaves)})")
         if not compact:
             for position, event in enumerate(events):
                 event["paper_proof"] = {"index": position,

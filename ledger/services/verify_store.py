@@ -23,6 +23,7 @@ from typing import Callable, Iterator, NamedTuple
 
 import orjson
 
+from ledger.model.parts import counted
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.times import instant_key
 from ledger.log.chain import Entry, entry_bytes
@@ -306,7 +307,7 @@ def _index(cursor: Cursor, size: int, roots: list[tuple], members: Membership | 
         for node_id, data in rows:
             where = f"paper index: node {node_id} (of size {node_id >> ID_SHIFT})"
             if node_id >> ID_SHIFT > size:
-                raise IntegrityError(f"{where} is of a tree larger than the log's {size} events")
+                raise IntegrityError(f"{where} is of a tree larger than the log's {counted(size, 'event')}")
             try:
                 node = decode(data)
             except IntegrityError:
@@ -324,7 +325,7 @@ def _index(cursor: Cursor, size: int, roots: list[tuple], members: Membership | 
                                  f"{child} that is not {'that node' if child in hashes else 'stored'}'s")
     for root_size, node, digest in roots:
         if not isinstance(root_size, int) or not 0 < root_size <= size:
-            raise IntegrityError(f"paper index: a root of size {shown(root_size)}, not a size of the log's {size} events")
+            raise IntegrityError(f"paper index: a root of size {shown(root_size)}, not a size of the log's {counted(size, 'event')}")
         if (ZERO if node is None else hashes.get(node)) != digest:
             raise IntegrityError(f"paper index: the root at size {root_size} is not the hash of its node {node}")
     if members is not None:

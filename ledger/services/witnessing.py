@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
+from ledger.model.parts import counted
 from ledger.core.errors import IntegrityError
 from ledger.core.redact import quoted
 from ledger.log.cosignature import CosignerKey, Policy
@@ -128,5 +129,5 @@ def cosign(note: str, checkpoint: Checkpoint, targets: list[Target], policy: Pol
         raise IntegrityError(f"checkpoint: the witnesses' cosignatures do not meet the quorum "
                              f"({len(signed)} of {len(policy.witnesses)} cosigned)",
                              refusals + [f"checkpoint: the quorum is not met: {len(signed)} of "
-                                         f"{len(policy.witnesses)} witnesses cosigned"])
+                                         f"{counted(len(policy.witnesses), 'witness', 'witnesses')} cosigned"])
     return note + "".join(a.line for a in answers if a.line is not None), refusals

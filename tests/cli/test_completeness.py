@@ -93,7 +93,7 @@ def test_a_bundle_known_at_an_earlier_time_says_so_and_is_complete(keyed, tmp_pa
 def test_one_event_left_out_of_the_middle(keyed, bundle, tmp_path):
     del bundle["events"][20]
     refused(check(keyed, tmp_path, bundle), "incomplete: 1 of the 42 events of arXiv:2407.20018 in the log of "
-            "size 44 are missing from the bundle: 1 event between seq 20 and seq 22")
+            "size 44 is missing from the bundle: 1 event between seq 20 and seq 22")
 
 
 def test_the_first_event_left_out(keyed, bundle, tmp_path):

@@ -120,7 +120,7 @@ def test_a_published_log_is_followed_and_only_new_tiles_are_fetched(keyed, tmp_p
     # The folder itself, with --paper: one record compared, in its text form.
     text = keyed("monitor", "out", "--verifier-key", "ledger.vkey", "--state", "state2", "--paper", PAPER_004)
     assert text.exit_code == 0 and text.stdout.startswith("example.org/ledger: consistent at size 290 "), text.stderr
-    assert "290 new entries checked, 1 records and 1 paper index notes compared" in text.stdout
+    assert "290 new entries checked, 1 record and 1 paper index note compared" in text.stdout
 
 
 @pytest.fixture
