@@ -1,12 +1,14 @@
 """Every path of the site through the ASGI test client: the bytes the CLI gives for the same question, the
 headers a cache and a browser rely on, and one-line errors for everything a client can get wrong."""
 
+import base64
 import hashlib
 from collections import Counter
 import re
 import subprocess
 import sys
 from html.parser import HTMLParser
+from pathlib import Path
 
 import orjson
 import pytest
@@ -464,3 +466,24 @@ def test_the_paper_page_draws_its_change_days_on_a_timeline(client):
     xs = [float(x) for x, _ in dots]  # newest first, so right to left, from 580 to 20
     assert xs == sorted(xs, reverse=True) and (xs[0], xs[-1]) == (580.0, 20.0)
     assert f"from {days[-1]} to {days[0]}; each is listed below." in html
+
+
+# -- what the docs say /checkpoint looks like -------------------------------------------------------------
+def test_every_checkpoint_the_docs_show_has_the_shape_serve_gives(client):
+    """Each checkpoint written out in docs/*.md (inline, as `<origin>\\n<size>\\n<base64 root>\\n`) has the
+    lines of a real /checkpoint body, and no passage about /checkpoint says it carries the index line."""
+    body, signatures = ok(client.get("/checkpoint"), "text/plain").decode().split("\n\n")
+    origin, size, root = body.split("\n")  # the split took the body's last newline
+    assert (bool(origin), size.isdigit(), len(base64.b64decode(root, validate=True))) == (True, True, 32)
+    assert signatures.endswith("\n") and all(line.startswith("— ") for line in signatures[:-1].split("\n"))
+    shown, said = [], []
+    for doc in sorted(Path(__file__).parents[2].joinpath("docs").glob("*.md")):
+        text = doc.read_text()
+        shown += [(doc.name, span.split("\\n")) for span in re.findall(r"`(<origin>\\n[^`]*)`", text)]
+        said += [(doc.name, part) for part in re.split(r"\n\s*\n|\n(?=\|)", text)
+                 if "`/checkpoint`" in part and "paper-index/v1" in part]
+    assert len(shown) >= 2  # proofs.md and witnesses.md
+    for name, lines in shown:  # the span's last "\n" leaves "" last: nothing after the root, no extension line
+        assert (name, len(lines) - 1, lines[0], "size" in lines[1], "root" in lines[2], lines[-1]) == (
+            name, len(body.split("\n")), "<origin>", True, True, "")
+    assert said == []
