@@ -487,3 +487,27 @@ def test_every_checkpoint_the_docs_show_has_the_shape_serve_gives(client):
         assert (name, len(lines) - 1, lines[0], "size" in lines[1], "root" in lines[2], lines[-1]) == (
             name, len(body.split("\n")), "<origin>", True, True, "")
     assert said == []
+
+
+@pytest.mark.parametrize("guess, meant", [
+    (f"/paper/{PAPER_004}.json", f"/paper/{PAPER_004}/citation-record.json"),
+    (f"/paper/{PAPER_004}/json", f"/paper/{PAPER_004}/citation-record.json"),
+    (f"/paper/{PAPER_004}.html", f"/paper/{PAPER_004}"),
+    ("/paper/hep-th/9901001.json", "/paper/hep-th/9901001/citation-record.json"),
+])
+def test_a_guessed_path_of_a_paper_redirects_to_the_one_that_answers(client, guess, meant):
+    response = client.get(guess + "?as_of=2026-08-09", follow_redirects=False)
+    assert (response.status_code, response.headers["location"], response.content) == (308, meant + "?as_of=2026-08-09", b"")
+    assert client.head(guess, follow_redirects=False).status_code == 308
+
+
+def test_a_guessed_path_reaches_the_record_and_an_id_that_does_not_parse_stays_a_400(client):
+    record = client.get(f"/paper/{PAPER_004}.json", params={"as_of": AS_OF_004})
+    assert record.content == client.get(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": AS_OF_004}).content
+    assert record.history[0].status_code == 308 and record.status_code == 200
+    said = " (expected e.g. 2407.20018 or hep-th/9901001)"
+    for path, reason in (("/paper/2407.2001.json", "not an arXiv id: '2407.2001.json'" + said),
+                         (f"/paper/{PAPER_004}.txt", f"not an arXiv id: '{PAPER_004}.txt'" + said),
+                         (f"/paper/{PAPER_004}/history.json/json", f"not an arXiv id: '{PAPER_004}/history.json/json'" + said)):
+        response = client.get(path, follow_redirects=False)
+        assert (response.status_code, response.json()["error"], "location" in response.headers) == (400, reason, False)
