@@ -44,7 +44,7 @@ from ledger.storage.store import Store
 
 
 from ledger.web.answers import Answers
-from ledger.web.routes import ROUTES, Render, Route, ask
+from ledger.web.routes import ROUTES, Render, Route, ask, guessed
 from ledger.web.site import CSP, Body, Site, error_html, error_json
 
 MAX_QUERY = 1024  # bytes of query string; a longer one is refused (400), not parsed
@@ -243,7 +243,8 @@ class App(FastAPI):
 
 class Guard:
     """Plain ASGI middleware: refuses overlong paths and queries before anything parses them, redirects a
-    trailing slash (as static hosts serve `citation-record/`), and adds the security headers."""
+    trailing slash (as static hosts serve `citation-record/`) and a paper's guessed paths (`routes.guessed`),
+    and adds the security headers."""
 
     def __init__(self, app):
         self.app = app
@@ -272,6 +273,10 @@ class Guard:
             query = scope.get("query_string", b"").decode("latin-1")
             # One leading slash: `//host/` must not become a redirect to another host.
             location = quote("/" + path.strip("/")) + (f"?{query}" if query else "")
+            return await Response(status_code=308, headers={"location": location})(scope, receive, send_secured)
+        if (meant := guessed(path)) is not None:  # `/paper/<id>.json` and kin: where it is, not a 400
+            query = scope.get("query_string", b"").decode("latin-1")
+            location = quote(meant) + (f"?{query}" if query else "")
             return await Response(status_code=308, headers={"location": location})(scope, receive, send_secured)
         await self.app(scope, receive, send_secured)
 

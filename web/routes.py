@@ -124,6 +124,26 @@ class Route:
         return file_for(self.path(form, question), form == "html")
 
 
+# Paths a reader guesses for a paper, by the suffix after its id, and the path that answers each.
+GUESSED = ((".json", paths.RECORD, True), (".html", paths.PAPER, False), ("/json", paths.RECORD, True))
+
+
+def guessed(path: str) -> str | None:
+    """The path `ledger serve` answers for a path a reader guesses (`/paper/<id>.json`, `/paper/<id>.html`,
+    `/paper/<id>/json`), or None: for any other path, and for one whose id is not an arXiv id (answered, as
+    before, with the one-line reason).
+
+    Raises: nothing."""
+    prefix = paths.PAPER.split("{")[0]
+    if not path.startswith(prefix):
+        return None
+    for suffix, pattern, json in GUESSED:
+        paper = path[len(prefix):-len(suffix)] if path.endswith(suffix) else ""
+        if arxiv.is_paper_id(paper):
+            return paths.fill(pattern, json, paper=paper)
+    return None
+
+
 def ask(route: Route, values: dict[str, str | None]) -> Question:
     """The question a request puts to `route`, from its path parameters and query options by name; a
     malformed one raises InputError naming it, checked in the order below (the date before the paper)."""

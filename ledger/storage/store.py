@@ -87,7 +87,7 @@ class Store:
             except Exception as exc:  # bad URL, missing driver
                 if isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("psycopg"):
                     raise InputError(f"--db {self.shown}: PostgreSQL needs the psycopg driver: pip install "
-                                     "'ledger[postgres]'") from None
+                                     "'ledger[postgres]' (in a checkout: pip install -e '.[postgres]')") from None
                 raise InputError(f"--db {self.shown}: cannot open: {exc}") from None
         return self._engine
 

@@ -70,7 +70,7 @@ def test_a_server_without_its_driver_says_what_to_install_and_never_the_password
     code, stdout, stderr = run("--db", "postgresql+psycopg://reader:s3cret@localhost/ledger", "head")
     assert (code, stdout) == (2, "")
     assert stderr == ("ledger: --db postgresql+psycopg://reader:***@localhost/ledger: PostgreSQL needs the psycopg "
-                      "driver: pip install 'ledger[postgres]'\n")
+                      "driver: pip install 'ledger[postgres]' (in a checkout: pip install -e '.[postgres]')\n")
 
 
 def test_a_bad_date_says_which_forms_are_accepted(here):

@@ -1,12 +1,14 @@
 """Every path of the site through the ASGI test client: the bytes the CLI gives for the same question, the
 headers a cache and a browser rely on, and one-line errors for everything a client can get wrong."""
 
+import base64
 import hashlib
 from collections import Counter
 import re
 import subprocess
 import sys
 from html.parser import HTMLParser
+from pathlib import Path
 
 import orjson
 import pytest
@@ -464,3 +466,48 @@ def test_the_paper_page_draws_its_change_days_on_a_timeline(client):
     xs = [float(x) for x, _ in dots]  # newest first, so right to left, from 580 to 20
     assert xs == sorted(xs, reverse=True) and (xs[0], xs[-1]) == (580.0, 20.0)
     assert f"from {days[-1]} to {days[0]}; each is listed below." in html
+
+
+# -- what the docs say /checkpoint looks like -------------------------------------------------------------
+def test_every_checkpoint_the_docs_show_has_the_shape_serve_gives(client):
+    """Each checkpoint written out in docs/*.md (inline, as `<origin>\\n<size>\\n<base64 root>\\n`) has the
+    lines of a real /checkpoint body, and no passage about /checkpoint says it carries the index line."""
+    body, signatures = ok(client.get("/checkpoint"), "text/plain").decode().split("\n\n")
+    origin, size, root = body.split("\n")  # the split took the body's last newline
+    assert (bool(origin), size.isdigit(), len(base64.b64decode(root, validate=True))) == (True, True, 32)
+    assert signatures.endswith("\n") and all(line.startswith("— ") for line in signatures[:-1].split("\n"))
+    shown, said = [], []
+    for doc in sorted(Path(__file__).parents[2].joinpath("docs").glob("*.md")):
+        text = doc.read_text()
+        shown += [(doc.name, span.split("\\n")) for span in re.findall(r"`(<origin>\\n[^`]*)`", text)]
+        said += [(doc.name, part) for part in re.split(r"\n\s*\n|\n(?=\|)", text)
+                 if "`/checkpoint`" in part and "paper-index/v1" in part]
+    assert len(shown) >= 2  # proofs.md and witnesses.md
+    for name, lines in shown:  # the span's last "\n" leaves "" last: nothing after the root, no extension line
+        assert (name, len(lines) - 1, lines[0], "size" in lines[1], "root" in lines[2], lines[-1]) == (
+            name, len(body.split("\n")), "<origin>", True, True, "")
+    assert said == []
+
+
+@pytest.mark.parametrize("guess, meant", [
+    (f"/paper/{PAPER_004}.json", f"/paper/{PAPER_004}/citation-record.json"),
+    (f"/paper/{PAPER_004}/json", f"/paper/{PAPER_004}/citation-record.json"),
+    (f"/paper/{PAPER_004}.html", f"/paper/{PAPER_004}"),
+    ("/paper/hep-th/9901001.json", "/paper/hep-th/9901001/citation-record.json"),
+])
+def test_a_guessed_path_of_a_paper_redirects_to_the_one_that_answers(client, guess, meant):
+    response = client.get(guess + "?as_of=2026-08-09", follow_redirects=False)
+    assert (response.status_code, response.headers["location"], response.content) == (308, meant + "?as_of=2026-08-09", b"")
+    assert client.head(guess, follow_redirects=False).status_code == 308
+
+
+def test_a_guessed_path_reaches_the_record_and_an_id_that_does_not_parse_stays_a_400(client):
+    record = client.get(f"/paper/{PAPER_004}.json", params={"as_of": AS_OF_004})
+    assert record.content == client.get(f"/paper/{PAPER_004}/citation-record.json", params={"as_of": AS_OF_004}).content
+    assert record.history[0].status_code == 308 and record.status_code == 200
+    said = " (expected e.g. 2407.20018 or hep-th/9901001)"
+    for path, reason in (("/paper/2407.2001.json", "not an arXiv id: '2407.2001.json'" + said),
+                         (f"/paper/{PAPER_004}.txt", f"not an arXiv id: '{PAPER_004}.txt'" + said),
+                         (f"/paper/{PAPER_004}/history.json/json", f"not an arXiv id: '{PAPER_004}/history.json/json'" + said)):
+        response = client.get(path, follow_redirects=False)
+        assert (response.status_code, response.json()["error"], "location" in response.headers) == (400, reason, False)
