@@ -8,7 +8,7 @@
 Each target (`TARGETS`) takes bytes as an outsider sends them and runs them through the parsers of one family
 (event lines, records and exported logs; signed notes, keys, cosignatures and policies; proofs and bundles;
 tiles; witness requests; arXiv ids and dates). A parser may refuse with a documented error (a `LedgerError`;
-the witness a `Refused` with a 4xx status): anything else is a crash, which atheris reports with its input.
+the witness a `CosignRefusedError` with a 4xx status): anything else is a crash, which atheris reports with its input.
 The corpus (`benchmarks/fuzz_corpus/<target>/`) starts from real inputs of a small ledger signed with fixed
 keys, so a mutated proof or note still reaches the checks past its signature; `context/` holds the notes the
 proofs and bundles are checked against. tests/fuzz/test_corpus.py replays it through the same targets in CI
@@ -125,11 +125,11 @@ def target_notes(data: bytes) -> None:
     """Signed notes, checkpoints, cosignatures, keys of every kind and tlog-policies; and the log as the
     adversary: the text signed with the log's own key, as a note every reader opens and a witness is pushed
     (mutating a signed note alone never gets past its signature)."""
-    from ledger.audit.witnessed import witnessed
+    from ledger.audit.quorum import witnessed
     from ledger.log.cosignature import cosignatures, parse_cosigner, parse_cosigner_key, parse_policy
     from ledger.log.signed_notes import open_note, parse_checkpoint, parse_signer, parse_verifier, split_note
     from ledger.log.signed_notes import verify_checkpoint
-    from ledger.services.witness import submission
+    from ledger.services.cosigning_witness import submission
 
     text = _text(data)
     if text is None:
@@ -177,13 +177,13 @@ def target_tiles(data: bytes) -> None:
 
 def target_witness(data: bytes) -> None:
     """An add-checkpoint request, parsed and then answered by a witness whose state holds the context's
-    checkpoint of HELD entries. Only a `Refused` of status 4xx may come out."""
-    from ledger.services.witness import Refused, Witness, parse_submission
+    checkpoint of HELD entries. Only a `CosignRefusedError` of status 4xx may come out."""
+    from ledger.services.cosigning_witness import CosignRefusedError, Witness, parse_submission
 
     for call in (parse_submission, _witness().add_checkpoint):
         try:
             call(data)
-        except Refused as refused:
+        except CosignRefusedError as refused:
             if not 400 <= refused.status < 500:
                 raise
 
@@ -191,7 +191,7 @@ def target_witness(data: bytes) -> None:
 @cache
 def _witness_state() -> str:
     """A witness state holding HELD entries of the seed ledger (made once; every input gets a copy)."""
-    from ledger.services.witness import Witness, submission
+    from ledger.services.cosigning_witness import Witness, submission
 
     signer, verifier, cosigners, *_ = keys()
     # libFuzzer ends the process without running atexit: under the job the state goes in its --work folder.
@@ -203,7 +203,7 @@ def _witness_state() -> str:
 
 
 def _witness():
-    from ledger.services.witness import Witness
+    from ledger.services.cosigning_witness import Witness
 
     template = _witness_state()
     copy = os.path.join(os.path.dirname(template), "witness.db")
@@ -253,7 +253,7 @@ def seed_corpus() -> dict[str, int]:
     from ledger.log.tiles import bundle
     from ledger.services.proofs import checkpoint, evidence_bundle, prove_consistency, prove_inclusion
     from ledger.services.proofs import prove_paper
-    from ledger.services.witness import submission
+    from ledger.services.cosigning_witness import submission
     from ledger.storage.store import Store
 
     fixtures = HERE.parent / "tests" / "fixtures"
@@ -325,12 +325,12 @@ def run(target: str, seconds: int, work: Path) -> None:
     shutil.copytree(CORPUS / target, copy, dirs_exist_ok=True)
     os.environ["LEDGER_FUZZ_WORK"] = str(work)
     with atheris.instrument_imports():
-        import ledger.audit.auditor, ledger.audit.evidence, ledger.audit.witnessed  # noqa: E401,F401
+        import ledger.audit.auditor, ledger.audit.evidence, ledger.audit.quorum  # noqa: E401,F401
         import ledger.core.canonical, ledger.core.inputs, ledger.core.times  # noqa: E401,F401
         import ledger.importing.decode, ledger.importing.units, ledger.log.cosignature  # noqa: E401,F401
         import ledger.log.paper_index, ledger.log.signed_notes, ledger.log.tiles  # noqa: E401,F401
         import ledger.model.arxiv, ledger.model.events, ledger.model.published  # noqa: E401,F401
-        import ledger.services.verify, ledger.services.witness  # noqa: E401,F401
+        import ledger.services.verify, ledger.services.cosigning_witness  # noqa: E401,F401
     one = TARGETS[target]
     atheris.Setup([sys.argv[0], str(copy), f"-dict={HERE / 'fuzz.dict'}", f"-max_total_time={seconds}",
                    "-max_len=65536", "-timeout=10",

@@ -153,7 +153,7 @@ def witness_check(keys: list[str] | None, quorum: int | None, policy: str | None
     policy is met on the cosigned checkpoint (`cosigned`'s file, else the one a bundle `carried`, else
     `note`), which must be of the tree of `note`, the log-signed note the proof or bundle was checked against.
     Raises: InputError for options that do not go together, IntegrityError when the policy is not met."""
-    from ledger.audit.witnessed import witnessed
+    from ledger.audit.quorum import witnessed
     from ledger.log.cosignature import policy_of
     from ledger.log.signed_notes import verify_checkpoint
     from ledger.services.keys import load_cosigner_key, load_policy

@@ -11,7 +11,7 @@ from ledger.model.parts import counted
 from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, write_json
 from ledger.log.cosignature import policy_of
 from ledger.services.keys import load_cosigner_key, load_policy, load_verifier
-from ledger.services.monitor import TIMEOUT, Misbehaviour, Unreachable, follow
+from ledger.services.monitor import TIMEOUT, MisbehaviourError, UnreachableError, follow
 
 app = typer.Typer()
 
@@ -40,11 +40,11 @@ def monitor(
                      load_policy(policy) if policy else None, str(verifier), "--witness-key", policy or "--policy")
     try:
         found = follow(where, verifier, state, rule, paper, timeout)
-    except Misbehaviour as exc:
+    except MisbehaviourError as exc:
         if json:
             write_json({"status": "misbehaviour", "log": verifier.name, **exc.evidence})
         raise
-    except Unreachable as exc:
+    except UnreachableError as exc:
         if json:
             write_json({"status": "unreachable", "log": verifier.name, "problem": str(exc)})
         raise

@@ -24,8 +24,8 @@ from ledger.services.proofs import prove_consistency, prove_inclusion, prove_pap
 from ledger.log.cosignature import CosignerKey, generate_cosigner, policy_of
 from ledger.log.signed_notes import generate_signer, verify_checkpoint
 from ledger.services.fetch import check_url
-from ledger.services.witnessing import cosign, targets_of
-from ledger.storage.cosigned import keep_cosigned
+from ledger.services.cosign_gathering import cosign, targets_of
+from ledger.storage.cosigned_checkpoint import keep_cosigned
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"

@@ -13,7 +13,7 @@ from ledger.core.errors import InputError
 from ledger.core.redact import redact_url
 from ledger.log.signed_notes import Verifier
 from ledger.services.keys import load_cosigner, load_verifier
-from ledger.services.witness import RATE
+from ledger.services.cosigning_witness import RATE
 
 app = typer.Typer(name="witness", help="Run a witness (C2SP tlog-witness) that cosigns logs' checkpoints.",
                   no_args_is_help=True)
@@ -54,9 +54,9 @@ def serve(
 ) -> None:
     """Answer POST /add-checkpoint: cosign a log's checkpoint when its key signed it and it is consistent
     with the last one cosigned (the state: --db, a SQLite file)."""
-    from ledger.services.witness import Witness
+    from ledger.services.cosigning_witness import Witness
     from ledger.web.server import run
-    from ledger.web.witness import create_witness_app
+    from ledger.web.witness_app import create_witness_app
 
     cosigner, logs = load_cosigner(key), parse_logs(log)
     _can_listen(host, port)

@@ -29,7 +29,7 @@ from ledger.model.events import PAPER_SNAPSHOT, Fact
 from ledger.model.parts import counted
 from ledger.log.signed_notes import Signer
 from ledger.services.proofs import evidence_bundle, witnessed_by
-from ledger.storage.cosigned import latest_cosigned
+from ledger.storage.cosigned_checkpoint import latest_cosigned
 from ledger.storage.store import Store
 from ledger.log.tiles import Tile
 from ledger.services.proofs import checkpoint as signed_checkpoint

@@ -29,7 +29,7 @@ from ledger.core.times import instant_key
 from ledger.model.events import CITATION_OBSERVED, COVERAGE_COUNTED, OBSERVATION_WITHDRAWN, Event, Fact
 from ledger.model.events import make_event, record_count
 from ledger.storage.store import Store
-from ledger.storage.writer import FactStored, Writer
+from ledger.storage.writer import DuplicateFactError, Writer
 
 
 class Attempt(Enum):
@@ -83,7 +83,7 @@ def attempt(store: Store, units: Iterator[Parsed], how: Attempt, progress: Calla
             result = _append_all(writer, _chain(first, units), how, progress, total, withdraw_missing)
             if result is None:
                 writer.abandon()
-    except FactStored:  # the database's unique fact key: a fact stored already, or twice in this transaction
+    except DuplicateFactError:  # the database's unique fact key: a fact stored already, or twice in this transaction
         if how is Attempt.LOOK_UP:
             raise
         return None

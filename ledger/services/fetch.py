@@ -8,7 +8,7 @@ time left, and a peer that drip-feeds its answer (a byte every few seconds) is c
 so are the name's resolution (in a thread the caller stops waiting for) and each connect and send (given the
 time left, not the whole: N blackholed addresses wait S in all, not N * S). Every failure to get a whole HTTP answer (no
 connection, a reset, a bad status line, a short or badly chunked body, a redirect loop, a Location that is
-not a URL) is `Unreachable`: one line, exit 3. A URL the user gives is checked first (`check_url`).
+not a URL) is `UnreachableError`: one line, exit 3. A URL the user gives is checked first (`check_url`).
 
 It must never: read a body without a cap, wait past its deadline, decompress (it asks for `identity`), follow
 more than MAX_REDIRECTS redirects or one to another scheme than http(s), nor print a URL's password (every
@@ -33,12 +33,12 @@ MAX_REDIRECTS = 5
 READ = 64 * KiB  # bytes asked of the socket per read: between reads the deadline is checked
 
 
-class Unreachable(StoreError):
+class UnreachableError(StoreError):
     """The log or witness cannot be read: no answer, a refused connection, a server error, a broken HTTP
     answer, one over its cap or past the deadline, a folder without a checkpoint. Exit 3; nothing is saved."""
 
 
-class DeadlineError(Unreachable):
+class DeadlineError(UnreachableError):
     """The deadline passed before the whole answer came."""
 
 
@@ -79,7 +79,7 @@ def _parts(url: str) -> SplitResult:
 def get(url: str, kind: str, deadline: Deadline) -> bytes | None:
     """The body of a GET of `url` (a 200), at most ANSWERS[kind] bytes; None for a 404 or 410. Redirects are
     followed, at most MAX_REDIRECTS.
-    Raises: Unreachable (DeadlineError past the deadline) for any other answer or none."""
+    Raises: UnreachableError (DeadlineError past the deadline) for any other answer or none."""
     for _ in range(MAX_REDIRECTS + 1):
         status, headers, body = _request("GET", url, None, kind, deadline)
         if status in (301, 302, 303, 307, 308) and headers.get("Location"):
@@ -87,21 +87,21 @@ def get(url: str, kind: str, deadline: Deadline) -> bytes | None:
                 target = urljoin(url, headers["Location"])
                 _parts(target)
             except ValueError as exc:
-                raise Unreachable(f"{redact_url(url)}: answered {status} to a URL it cannot be ({exc})") from None
+                raise UnreachableError(f"{redact_url(url)}: answered {status} to a URL it cannot be ({exc})") from None
             url = target
             continue
         if status in (404, 410):
             return None
         if status != 200:
-            raise Unreachable(f"{redact_url(url)}: answered {status}")
+            raise UnreachableError(f"{redact_url(url)}: answered {status}")
         return body
-    raise Unreachable(f"{redact_url(url)}: more than {MAX_REDIRECTS} redirects")
+    raise UnreachableError(f"{redact_url(url)}: more than {MAX_REDIRECTS} redirects")
 
 
 def post(url: str, body: bytes, kind: str, deadline: Deadline) -> tuple[int, str, bytes]:
     """(status, content type, body at most ANSWERS[kind] bytes) of a POST of `body` as text/plain: a refusal's
     status is an answer too; redirects are not followed.
-    Raises: Unreachable (DeadlineError past the deadline) when no whole answer comes."""
+    Raises: UnreachableError (DeadlineError past the deadline) when no whole answer comes."""
     status, headers, answer = _request("POST", url, body, kind, deadline)
     return status, headers.get("Content-Type", ""), answer
 
@@ -205,12 +205,12 @@ def _connect(host: str, port: int, deadline: Deadline, what: str) -> socket.sock
 def _request(method: str, url: str, body: bytes | None, kind: str, deadline: Deadline) -> tuple[int, Message, bytes]:
     """(status, headers (names in any case), body) of one request, the body read up to ANSWERS[kind] while the
     deadline holds.
-    Raises: Unreachable."""
+    Raises: UnreachableError."""
     what, limit = redact_url(url), ANSWERS[kind].size
     try:
         parts = _parts(url)
     except ValueError as exc:
-        raise Unreachable(f"{what}: {exc}") from None
+        raise UnreachableError(f"{what}: {exc}") from None
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     headers = {"Accept-Encoding": "identity", "Connection": "close", "User-Agent": "ledger"}
     if body is not None:
@@ -222,33 +222,33 @@ def _request(method: str, url: str, body: bytes | None, kind: str, deadline: Dea
         response = connection.getresponse()
         length = response.getheader("Content-Length")
         if length is not None and length.strip().isdigit() and int(length) > limit:
-            raise Unreachable(f"{what}: its answer of {int(length):,} bytes is over the {limit:,}-byte limit for "
+            raise UnreachableError(f"{what}: its answer of {int(length):,} bytes is over the {limit:,}-byte limit for "
                               f"a {kind}")
         chunks, size = [], 0
         while chunk := response.read1(min(READ, limit + 1 - size)):
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
-                raise Unreachable(f"{what}: its answer is over the {limit:,}-byte limit for a {kind}")
+                raise UnreachableError(f"{what}: its answer is over the {limit:,}-byte limit for a {kind}")
             deadline.left(what)
         if response.length:  # what the Content-Length announced and the connection's end did not bring
-            raise Unreachable(f"{what}: the answer ended early ({size:,} bytes read, {size + response.length:,} "
+            raise UnreachableError(f"{what}: the answer ended early ({size:,} bytes read, {size + response.length:,} "
                               f"expected)")
         return response.status, response.headers, b"".join(chunks)
-    except Unreachable:
+    except UnreachableError:
         raise
     except (socket.timeout, TimeoutError):
         raise DeadlineError(f"{what}: no whole answer within the run's deadline of {deadline.seconds:g} s "
                    f"(--timeout)") from None
     except http.client.IncompleteRead as exc:
         told = f"{len(exc.partial) + exc.expected:,} expected" if exc.expected is not None else "more expected"
-        raise Unreachable(f"{what}: the answer ended early ({len(exc.partial):,} bytes read, {told})") from None
+        raise UnreachableError(f"{what}: the answer ended early ({len(exc.partial):,} bytes read, {told})") from None
     except ssl.SSLError as exc:  # before ValueError: a certificate that does not verify is both
-        raise Unreachable(f"{what}: TLS failed ({getattr(exc, 'verify_message', None) or exc.reason or exc})") from None
+        raise UnreachableError(f"{what}: TLS failed ({getattr(exc, 'verify_message', None) or exc.reason or exc})") from None
     except (http.client.HTTPException, ValueError) as exc:
-        raise Unreachable(f"{what}: not an HTTP answer ({type(exc).__name__}: {str(exc)[:80]!r})") from None
+        raise UnreachableError(f"{what}: not an HTTP answer ({type(exc).__name__}: {str(exc)[:80]!r})") from None
     except OSError as exc:
-        raise Unreachable(f"{what}: {exc.strerror or exc}") from None
+        raise UnreachableError(f"{what}: {exc.strerror or exc}") from None
     finally:
         if connection is not None:
             connection.close()

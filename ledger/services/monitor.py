@@ -12,7 +12,7 @@ those entries, and the paper index note of its evidence with the index re-comput
 
 The state folder holds `ledger.db`, `seen` (the last checkpoint whose entries it holds) and `checkpoint` (the
 last checkpoint it vouches for: saved only once every check of the run held). A fork, a rollback to another
-tree, a tile or a record that disagrees raises Misbehaviour, with evidence another party can check offline.
+tree, a tile or a record that disagrees raises MisbehaviourError, with evidence another party can check offline.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 from blake3 import blake3
 
-from ledger.audit.witnessed import witnessed
+from ledger.audit.quorum import witnessed
 from ledger.core.canonical import canonical, parse_json
 from ledger.core.errors import InputError, IntegrityError, LedgerError, StoreError
 from ledger.core.files import write_file
@@ -46,7 +46,7 @@ from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.arxiv import is_paper_id
 from ledger.model.paths import INTEGRITY, RECORD, fill
 from ledger.projections.record import build_record
-from ledger.services.fetch import Deadline, Unreachable, check_url, get
+from ledger.services.fetch import Deadline, UnreachableError, check_url, get
 from ledger.services.proofs import prove_consistency
 from ledger.services.tilestore import read_entries, read_tile
 from ledger.storage.index_reads import root_at
@@ -55,10 +55,10 @@ from ledger.storage.store import Store
 LEDGER, SEEN, VOUCHED = "ledger.db", "seen", "checkpoint"
 CHUNK = 8192  # entries per import transaction: what is held parsed at once
 TIMEOUT = 600.0  # seconds, the default deadline of a whole run (`monitor --timeout`)
-__all__ = ["Followed", "Misbehaviour", "Source", "Unreachable", "follow"]
+__all__ = ["Followed", "MisbehaviourError", "Source", "UnreachableError", "follow"]
 
 
-class Misbehaviour(IntegrityError):
+class MisbehaviourError(IntegrityError):
     """The log or its site did something an honest one cannot: `evidence` holds what shows it (the
     checkpoints, the failing proof or the record served and rebuilt). Exit 1; nothing is saved."""
 
@@ -86,19 +86,19 @@ class Source:
     capped by its kind (`limits.ANSWERS`), and every read done by the run's deadline."""
 
     def __init__(self, where: str, timeout: float = TIMEOUT):
-        """Raises: Unreachable for a `where` that is neither a URL nor a folder; InputError for a URL that
+        """Raises: UnreachableError for a `where` that is neither a URL nor a folder; InputError for a URL that
         cannot be one (`http://[x`)."""
         self.where, self.deadline = where.rstrip("/"), Deadline(timeout)
         self.remote = where.startswith(("http://", "https://"))
         if self.remote:
             check_url(where, "the log's URL")
         if not self.remote and not Path(where).is_dir():
-            raise Unreachable(f"{where}: not a URL (http:// or https://) nor a published folder")
+            raise UnreachableError(f"{where}: not a URL (http:// or https://) nor a published folder")
 
     def get(self, path: str, kind: str, query: dict[str, str] | None = None) -> bytes | None:
         """The bytes at `path` (no leading slash), at most ANSWERS[kind]; None when the log has no such file
         (404, no file).
-        Raises: Unreachable (past the deadline, over the cap, not a regular file, or no answer)."""
+        Raises: UnreachableError (past the deadline, over the cap, not a regular file, or no answer)."""
         if not self.remote:
             self.deadline.left(f"{self.where}/{path}")
             return _read_file(Path(self.where) / path, kind, f"{self.where}/{path}")
@@ -108,19 +108,19 @@ class Source:
 
 def _read_file(path: Path, kind: str, name: str) -> bytes | None:
     """A published file, read up to its cap: a FIFO or a device (a symlink to /dev/zero) is refused unread.
-    Raises: Unreachable."""
+    Raises: UnreachableError."""
     limit = ANSWERS[kind].size
     try:
         with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:  # a FIFO does not block its open
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise Unreachable(f"{name}: not a regular file")
+                raise UnreachableError(f"{name}: not a regular file")
             data = file.read(limit + 1)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        raise Unreachable(f"{name}: {exc.strerror}") from None
+        raise UnreachableError(f"{name}: {exc.strerror}") from None
     if len(data) > limit:
-        raise Unreachable(f"{name}: over the {limit:,}-byte limit for a {kind}")
+        raise UnreachableError(f"{name}: over the {limit:,}-byte limit for a {kind}")
     return data
 
 
@@ -128,15 +128,15 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
            paper: str | None = None, timeout: float = TIMEOUT) -> Followed:
     """Follow the log at `where` from the state in `state` (made when missing); see the module's account.
     `paper`: compare that paper's record and index note only (the whole log is still checked).
-    `timeout`: seconds the whole run may take; every fetch past them fails the run (Unreachable).
-    Raises: Unreachable (exit 3), Misbehaviour (exit 1), InputError for a state folder that is not one."""
+    `timeout`: seconds the whole run may take; every fetch past them fails the run (UnreachableError).
+    Raises: UnreachableError (exit 3), MisbehaviourError (exit 1), InputError for a state folder that is not one."""
     source = Source(where, timeout)
     note = _text(source.get("checkpoint", "checkpoint"), f"{where}/checkpoint")
     try:
         signed = verify_checkpoint(note, verifier)
         found = witnessed(note, verifier, policy) if policy is not None else {}
     except LedgerError as exc:
-        raise Misbehaviour(f"{where}/checkpoint: {exc}", {"checkpoint": note}) from None
+        raise MisbehaviourError(f"{where}/checkpoint: {exc}", {"checkpoint": note}) from None
     if state.exists() and not state.is_dir():
         raise InputError(f"--state {state}: not a folder (the monitor keeps its ledger and checkpoints there)")
     state.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
                 evidence: dict = {"checkpoints": [seen, note]}
                 if 0 < signed.size < held:  # the held tree's own proof: its prefix is not the new checkpoint's
                     evidence["consistency"] = prove_consistency(store, signed.size, held)
-                raise Misbehaviour(f"{where}: the checkpoint of size {signed.size} is not the tree this monitor "
+                raise MisbehaviourError(f"{where}: the checkpoint of size {signed.size} is not the tree this monitor "
                                    f"holds (size {held}): the log forked", evidence)
             if signed.size < held:
                 return Followed(signed.origin, signed.size, _b64(signed.root), 0, 0, 0, found, behind=held)
@@ -182,11 +182,11 @@ def _b64(digest: bytes) -> str:
 
 def _text(data: bytes | None, name: str) -> str:
     if data is None:
-        raise Unreachable(f"{name}: not found (is it the log's URL or published folder, with a key?)")
+        raise UnreachableError(f"{name}: not found (is it the log's URL or published folder, with a key?)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise Misbehaviour(f"{name}: not UTF-8", {"checkpoint": base64.b64encode(data).decode()}) from None
+        raise MisbehaviourError(f"{name}: not UTF-8", {"checkpoint": base64.b64encode(data).decode()}) from None
 
 
 def _read_note(path: Path, verifier: Verifier) -> Checkpoint | None:
@@ -222,8 +222,8 @@ def _nodes(store: Store, size: int) -> dict[tuple[int, int], bytes]:
         return cursor.tree_nodes(frontier_nodes(size), size)
 
 
-def _missing(source: Source, path: str, size: int) -> Misbehaviour:
-    return Misbehaviour(f"{source.where}: the log does not serve {path}, which its checkpoint of size {size} "
+def _missing(source: Source, path: str, size: int) -> MisbehaviourError:
+    return MisbehaviourError(f"{source.where}: the log does not serve {path}, which its checkpoint of size {size} "
                         f"needs", {"tile": path})
 
 
@@ -231,14 +231,14 @@ def _tree(source: Source, held: int, size: int, edge: list[bytes]) -> list[bytes
     """The first pass: the level-0 tiles a tree of `held` did not have (the partial ones of `size`), their
     new hashes added to `edge` (the right edge of the held tree, updated in place); the SHA-256 of each
     tile's bytes, for the second pass to check its bundle against (32 bytes a tile of 256 entries).
-    Raises: Misbehaviour for a missing tile or one not of its width."""
+    Raises: MisbehaviourError for a missing tile or one not of its width."""
     digests = []
     for tile in tiles_of_level0(size, held - held % WIDTH):
         hashes = source.get(tile.path(), "tile")
         if hashes is None:
             raise _missing(source, tile.path(), size)
         if len(hashes) != 32 * tile.width:
-            raise Misbehaviour(f"{source.where}/{tile.path()}: {len(hashes)} bytes, not the {32 * tile.width} of "
+            raise MisbehaviourError(f"{source.where}/{tile.path()}: {len(hashes)} bytes, not the {32 * tile.width} of "
                                f"{tile.width} hashes", {"tile": tile.path()})
         first = tile.index * WIDTH
         extend(edge, max(held, first), (hashes[at:at + 32] for at in range(32 * max(0, held - first), len(hashes), 32)))
@@ -249,7 +249,7 @@ def _tree(source: Source, held: int, size: int, edge: list[bytes]) -> list[bytes
 def _leaves(source: Source, held: int, size: int, digests: list[bytes]) -> Iterator[bytes]:
     """The second pass: the leaves held + 1 .. size, from the entry bundles of the tiles of the first, each
     bundle checked against its tile's digest before its entries are given; one bundle held at a time.
-    Raises: Misbehaviour for a missing or malformed bundle, or one whose hashes are not its tile's."""
+    Raises: MisbehaviourError for a missing or malformed bundle, or one whose hashes are not its tile's."""
     for tile, digest in zip(tiles_of_level0(size, held - held % WIDTH), digests):
         bundle = Tile(None, tile.index, tile.width)
         data = source.get(bundle.path(), "entry bundle")
@@ -258,10 +258,10 @@ def _leaves(source: Source, held: int, size: int, digests: list[bytes]) -> Itera
         try:
             entries = read_bundle(data)
         except LedgerError as exc:
-            raise Misbehaviour(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
+            raise MisbehaviourError(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
         hashes = b"".join(leaf_hash(e) for e in entries)
         if len(entries) != tile.width or hashlib.sha256(hashes).digest() != digest:
-            raise Misbehaviour(f"{source.where}/{tile.path()}: its hashes are not those of {bundle.path()}'s "
+            raise MisbehaviourError(f"{source.where}/{tile.path()}: its hashes are not those of {bundle.path()}'s "
                                f"{len(entries)} entries", {"tile": tile.path()})
         yield from entries[max(0, held - tile.index * WIDTH):]
 
@@ -269,7 +269,7 @@ def _leaves(source: Source, held: int, size: int, digests: list[bytes]) -> Itera
 def _higher_tiles(source: Source, store: Store, held: int, size: int) -> None:
     """The hash tiles above level 0 that a tree of `held` did not have (what a client proving inclusion
     reads), each the bytes this monitor's own tree gives.
-    Raises: Misbehaviour for one missing or different."""
+    Raises: MisbehaviourError for one missing or different."""
     for tile in tiles_of(size, held):
         if tile.entries or tile.level == 0:
             continue  # checked against the entries as they were fetched
@@ -277,7 +277,7 @@ def _higher_tiles(source: Source, store: Store, held: int, size: int) -> None:
         if served is None:
             raise _missing(source, tile.path(), size)
         if served != read_tile(store, tile)[0]:
-            raise Misbehaviour(f"{source.where}/{tile.path()}: its hashes are not those of the tree its entries "
+            raise MisbehaviourError(f"{source.where}/{tile.path()}: its hashes are not those of the tree its entries "
                                f"make", {"tile": tile.path()})
 
 
@@ -285,7 +285,7 @@ def _append(store: Store, leaves: Iterable[bytes], held: int, where: str) -> int
     """Append the new entries to the monitor's ledger as an exported log would be (`import`'s path: every
     line parsed as an event, every hash re-computed), CHUNK at a time, as they arrive; how many. The tree
     they make was checked already, so a chunk refused leaves the ones before it as entries of the signed log.
-    Raises: Misbehaviour for an entry that is not one (its seq, its canonical form, its event)."""
+    Raises: MisbehaviourError for an entry that is not one (its seq, its canonical form, its event)."""
     with store.reading() as cursor:
         chain = cursor.head()[1] if held else GENESIS
     leaves, appended = iter(leaves), 0
@@ -297,7 +297,7 @@ def _append(store: Store, leaves: Iterable[bytes], held: int, where: str) -> int
                 if not isinstance(fields, dict) or fields.get("seq") != seq or canonical(fields) != leaf:
                     raise IntegrityError(f"entry {seq} is not the canonical entry of seq {seq}")
             except (LedgerError, UnicodeDecodeError) as exc:
-                raise Misbehaviour(f"{where}: log entry {seq}: {exc}", {"seq": seq, "entry": _b64(leaf)}) from None
+                raise MisbehaviourError(f"{where}: log entry {seq}: {exc}", {"seq": seq, "entry": _b64(leaf)}) from None
             digest = blake3(leaf).digest()
             chain = link(chain, digest)
             lines.append(canonical({**fields, "entry_hash": hex_hash(digest), "chain_hash": hex_hash(chain)}) + b"\n")
@@ -307,12 +307,12 @@ def _append(store: Store, leaves: Iterable[bytes], held: int, where: str) -> int
         except StoreError:
             raise
         except LedgerError as exc:  # not an event of the vocabulary, a repeated fact: no honest log holds one
-            raise Misbehaviour(f"{where}: {exc}", {"entries": span}) from None
+            raise MisbehaviourError(f"{where}: {exc}", {"entries": span}) from None
         appended += len(lines)
     return appended
 
 
-def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, signed: Checkpoint) -> Misbehaviour:
+def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, signed: Checkpoint) -> MisbehaviourError:
     """What a tree that does not extend the held one shows: the whole log's bundles fetched again (their leaf
     hashes kept, 32 bytes an entry, not the entries), the first entry that differs, and the consistency proof
     the log's own tree gives (which fails against the held checkpoint)."""
@@ -325,10 +325,10 @@ def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, 
         try:
             entries = read_bundle(data)
         except LedgerError as exc:
-            raise Misbehaviour(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
+            raise MisbehaviourError(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
         leaf_hashes = b"".join(leaf_hash(e) for e in entries)
         if len(entries) != tile.width or leaf_hashes != served:
-            raise Misbehaviour(f"{source.where}/{tile.path()}: its hashes are not those of {bundle.path()}'s "
+            raise MisbehaviourError(f"{source.where}/{tile.path()}: its hashes are not those of {bundle.path()}'s "
                                f"{len(entries)} entries", {"tile": tile.path()})
         hashes += leaf_hashes
 
@@ -339,7 +339,7 @@ def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, 
         return edge_root(edge)
 
     if root(source_of, signed.size) != signed.root:
-        return Misbehaviour(f"{source.where}: its tiles are not the tree its checkpoint of size {signed.size} signs",
+        return MisbehaviourError(f"{source.where}: its tiles are not the tree its checkpoint of size {signed.size} signs",
                             {"checkpoint": note, "tiles_root": _b64(root(source_of, signed.size))})
     differs, ours = held, b""
     with store.reading() as cursor:
@@ -358,13 +358,13 @@ def _fork(source: Source, store: Store, held: int, seen: str | None, note: str, 
     try:  # fetched again: a log that serves another bundle now is misbehaving, not the user's input
         theirs = read_bundle(source.get(bundle.path(), "entry bundle") or b"")
     except LedgerError as exc:
-        raise Misbehaviour(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
+        raise MisbehaviourError(f"{source.where}/{bundle.path()}: {exc}", {"tile": bundle.path()}) from None
     path = consistency_path(source_of, held, signed.size)
     # In `ledger prove --consistency --json`'s form: it verifies against the new checkpoint (verify-proof),
     # and its old_root, the new tree's prefix, is not the root the held checkpoint signs.
     proof = {"new_root": signed.root.hex(), "new_size": signed.size, "old_root": root(source_of, held).hex(),
              "old_size": held, "path": [p.hex() for p in path]}
-    return Misbehaviour(
+    return MisbehaviourError(
         f"{source.where}: the checkpoint of size {signed.size} does not extend the tree of size {held} this "
         f"monitor holds (entry {differs} differs): the log forked",
         {"checkpoints": [seen, note], "first_difference": {
@@ -384,7 +384,7 @@ def _compare(source: Source, store: Store, papers: list[str], signed: Checkpoint
     site serves it against the rebuild here; (records compared, index notes compared, records left for a
     later run). A published record holds every event the site had: when its evidence is of a tree past the
     checkpoint (the paper changed after the witnesses last cosigned), it is left for the run that holds it.
-    Raises: Misbehaviour naming the first that differs."""
+    Raises: MisbehaviourError naming the first that differs."""
     with store.reading() as cursor:
         known = cursor.entry(signed.size).recorded_at if signed.size else None
     query = {"known_at": known} if source.remote and known else None  # what the site knew at the checkpoint
@@ -408,7 +408,7 @@ def _compare(source: Source, store: Store, papers: list[str], signed: Checkpoint
         except (LedgerError, UnicodeDecodeError, KeyError, TypeError) as exc:
             rebuilt = f"(no rebuild: {exc})".encode()
         if rebuilt != served:
-            raise Misbehaviour(f"{source.where}/{path}: the record served is not the rebuild from the log of "
+            raise MisbehaviourError(f"{source.where}/{path}: the record served is not the rebuild from the log of "
                                f"size {signed.size}", {"checkpoint": note, "record": {
                                    "paper": paper, "path": path, "served": served.decode("utf-8", "replace"),
                                    "rebuilt": rebuilt.decode("utf-8", "replace")}})
@@ -420,7 +420,7 @@ def _index_note(source: Source, store: Store, paper: str, signed: Checkpoint,
     """(1, its size) when the paper's evidence carries a paper index note of a tree this monitor holds, whose
     roots are the ones re-computed here; (0, its size) for a note of a newer tree; (0, None) for none (a site
     served or published without a key).
-    Raises: Misbehaviour when a root differs or the note is not the log's."""
+    Raises: MisbehaviourError when a root differs or the note is not the log's."""
     path = fill(INTEGRITY, json=True, paper=paper).lstrip("/")
     data = source.get(path, "record")
     try:
@@ -432,14 +432,14 @@ def _index_note(source: Source, store: Store, paper: str, signed: Checkpoint,
     try:
         cp = verify_checkpoint(index_note, verifier)
     except LedgerError as exc:
-        raise Misbehaviour(f"{source.where}/{path}: its checkpoint: {exc}", {"checkpoint": index_note}) from None
+        raise MisbehaviourError(f"{source.where}/{path}: its checkpoint: {exc}", {"checkpoint": index_note}) from None
     if cp.size > signed.size or cp.index_root is None:
         return 0, cp.size
     store.keep_index(cp.size)
     with store.snapshot() as cursor:
         tree, index = root(cursor.node_source(cp.size), cp.size), root_at(cursor, cp.size, store.index_nodes)
     if tree != cp.root or index is None or index[1] != cp.index_root:
-        raise Misbehaviour(f"{source.where}/{path}: its paper index note of size {cp.size} signs "
+        raise MisbehaviourError(f"{source.where}/{path}: its paper index note of size {cp.size} signs "
                            f"{'another tree' if tree != cp.root else 'an index root'} than the one re-computed from "
                            f"the log", {"checkpoint": index_note, "rebuilt": {
                                "root": _b64(tree), "index_root": _b64(index[1]) if index else None}})

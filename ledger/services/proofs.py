@@ -23,7 +23,7 @@ from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, multi
 from ledger.log.paper_index import events_tree
 from ledger.log.signed_notes import Checkpoint, Signer, Verifier, verify_checkpoint
 from ledger.core.times import When
-from ledger.storage.cosigned import latest_cosigned
+from ledger.storage.cosigned_checkpoint import latest_cosigned
 from ledger.storage.store import Store
 
 

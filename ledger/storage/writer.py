@@ -1,7 +1,7 @@
 """Appends: the Writer one write transaction hands out, which continues the chain and the Merkle tree's right
-edge from the head read under the write lock, and FactStored, what an append of a stored fact meets.
+edge from the head read under the write lock, and DuplicateFactError, what an append of a stored fact meets.
 
-The unique fact key refuses an append that repeats a stored fact (FactStored), so appends need no look-up
+The unique fact key refuses an append that repeats a stored fact (DuplicateFactError), so appends need no look-up
 first. This module never begins, commits or rolls back a transaction (`Store.writing` does), never keeps the
 paper index (appends cost it nothing; `Store.keep_index` keeps it), and never decides what a fact means.
 """
@@ -28,7 +28,7 @@ def now_utc() -> str:
     return format_utc(datetime.now(timezone.utc))
 
 
-class FactStored(StoreError):
+class DuplicateFactError(StoreError):
     """An append met a fact the ledger holds already (same subject, kind and effective time; the unique key
     events_one_fact). The transaction cannot go on (rows before the refused one may be in it): let it roll
     back; the importer then runs again, looking facts up first. Exit 3 should one reach the command line."""
@@ -77,13 +77,13 @@ class Writer:
 
     def existing(self, events: Iterable[Event]) -> dict[tuple[str, str, str], tuple[int, bytes]]:
         """For each (kind, subject, effective key) already stored: (seq, payload). Looked up by exact key
-        through the unique index, one indexed probe each; the importer asks only after a FactStored.
+        through the unique index, one indexed probe each; the importer asks only after a DuplicateFactError.
         Raises the driver's errors."""
         return self.cursor.stored_facts(events)
 
     def append(self, events: list[Event]) -> list[Entry]:
         """Append events, each a distinct fact, with the chain continued; returns their entries.
-        Raises: FactStored when one of them is stored already."""
+        Raises: DuplicateFactError when one of them is stored already."""
         seq, chain, recorded_at = self.seq, self.chain, self.recorded_at
         entries = []
         for ev in events:
@@ -96,7 +96,7 @@ class Writer:
     def append_entries(self, entries: list[tuple[Entry, Event, bytes]]) -> None:
         """Append entries whose hashes are already computed: new ones (`append`), or lines of an exported log
         the importer has re-checked. Each comes with its entry bytes, which are its Merkle leaf.
-        Raises: FactStored when a fact is already stored."""
+        Raises: DuplicateFactError when a fact is already stored."""
         rows, nodes, links, recent = [], [], [], self.recent
         if recent is not None and len(recent) + len(entries) > RECENT:
             recent = self.recent = None  # a large import: its catch-up reads the log
@@ -134,7 +134,7 @@ class Writer:
                 backend.insert(self.cursor, "events", EVENT_COLUMNS, rows)
             except backend.dbapi.IntegrityError as exc:
                 if backend.repeats_a_fact(exc):
-                    raise FactStored("a fact of this append is already stored (same subject, kind and effective "
+                    raise DuplicateFactError("a fact of this append is already stored (same subject, kind and effective "
                                      "time)") from None
                 raise
         backend.insert_nodes_and_links(self.cursor, nodes, links)

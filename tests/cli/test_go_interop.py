@@ -99,7 +99,7 @@ def test_go_opens_the_paper_index_note_and_the_served_checkpoint(keyed, opennote
 def test_our_witness_cosigns_a_checkpoint_go_signed_and_go_verifies_it(opennote, signnote, tmp_path):
     """A log that is not ours (Go's note.Sign, its own key), our `witness serve` in a real process, and
     Go's note.Open checking both signatures."""
-    from ledger.services.witness import submission
+    from ledger.services.cosigning_witness import submission
     from tests.cli.test_witnessing import Witnesses
 
     made = subprocess.run([str(signnote), "gen", "go.example/log"], capture_output=True, text=True, timeout=60)

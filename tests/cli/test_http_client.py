@@ -19,7 +19,7 @@ import pytest
 
 from ledger.core.limits import ANSWERS, NOTE, RECORD
 from ledger.log.tiles import MAX_ENTRY, WIDTH
-from ledger.services.fetch import Deadline, DeadlineError, Unreachable, get, post
+from ledger.services.fetch import Deadline, DeadlineError, UnreachableError, get, post
 from tests.conftest import run_ledger
 
 
@@ -136,7 +136,7 @@ def peer():
 def test_a_broken_or_hostile_host_is_unreachable_in_one_line(peer, behaviour, said):
     host = peer(behaviour)
     started = time.monotonic()
-    with pytest.raises(Unreachable) as caught:
+    with pytest.raises(UnreachableError) as caught:
         get(f"{host.url}/checkpoint", "checkpoint", Deadline(20))
     assert time.monotonic() - started < 5  # refused as it came, not at the deadline
     assert str(caught.value).startswith(f"{host.url}/checkpoint: ") and said in str(caught.value)
@@ -179,7 +179,7 @@ def test_over_tls_a_drip_feed_is_cut_too_and_a_certificate_is_checked(tmp_path, 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        with pytest.raises(Unreachable, match="TLS failed .*self.signed"):
+        with pytest.raises(UnreachableError, match="TLS failed .*self.signed"):
             get(url, "checkpoint", Deadline(5))  # not trusted
         monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))
         started = time.monotonic()
@@ -200,9 +200,9 @@ def test_caps_and_answers_that_hold(peer):
     with pytest.raises(DeadlineError):
         get(f"{host.url}/checkpoint", "checkpoint", Deadline(0))
     assert host.requests == 0  # a passed deadline sends nothing
-    with pytest.raises(Unreachable, match="^ftp://127.0.0.1/x: not an http:// or https:// URL$"):
+    with pytest.raises(UnreachableError, match="^ftp://127.0.0.1/x: not an http:// or https:// URL$"):
         get("ftp://127.0.0.1/x", "checkpoint", Deadline(5))
-    with pytest.raises(Unreachable) as caught:
+    with pytest.raises(UnreachableError) as caught:
         get("http://user:secret@127.0.0.1:1/checkpoint", "checkpoint", Deadline(5))
     # Through the one URL redactor (ledger.core.redact.redact_url): the password hidden, the user kept.
     assert "secret" not in str(caught.value)

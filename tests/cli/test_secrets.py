@@ -220,7 +220,7 @@ PASSWORD = "hunter2-Secret"
 
 @pytest.mark.parametrize("command", [["serve", "--port", "0"], ["head"], ["init"], ["upgrade"]])
 def test_a_postgresql_password_is_printed_nowhere(tmp_path, command):
-    # Unreachable on purpose (port 1 on loopback): the start-up line and the error both name the database.
+    # UnreachableError on purpose (port 1 on loopback): the start-up line and the error both name the database.
     url = f"postgresql://ledger:{PASSWORD}@127.0.0.1:1/ledger"
     env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
     process = subprocess.Popen([sys.executable, "-m", "ledger.cli", "--db", url, *command], cwd=tmp_path, env=env,

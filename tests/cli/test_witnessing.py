@@ -260,7 +260,7 @@ PUSHER = """
 import json, sys
 from ledger.log.cosignature import parse_cosigner_key
 from ledger.log.signed_notes import parse_checkpoint
-from ledger.services.witnessing import Target, collect
+from ledger.services.cosign_gathering import Target, collect
 url, vkey, plan = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3]))
 target = Target("w", url, parse_cosigner_key(open(vkey).read()))
 for size in plan["sizes"]:
@@ -343,7 +343,7 @@ def test_serve_and_publish_give_the_latest_cosigned_checkpoint(keyed, witnesses,
     assert newer.exit_code == 0 and newer.stdout.split("\n")[1] == "41", newer.stderr
     assert keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key").exit_code == 0
     assert (tmp_path / "out" / "checkpoint").read_text() == newer.stdout
-    from ledger.storage.cosigned import keep_cosigned, latest_cosigned
+    from ledger.storage.cosigned_checkpoint import keep_cosigned, latest_cosigned
 
     store = Store.open(ledger_location)
     try:
@@ -448,7 +448,7 @@ def test_300_garbage_requests_store_under_64_kb_accuse_nobody_and_an_honest_push
     import random
 
     from ledger.log.signed_notes import Checkpoint, generate_signer
-    from ledger.services.witness import MAX_BODY, submission
+    from ledger.services.cosigning_witness import MAX_BODY, submission
 
     [url] = witnesses.start(1, "example.org/ledger", "--rate", "1000")  # the flood is processed, not throttled
     assert keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey").exit_code == 0  # holds 40
@@ -498,7 +498,7 @@ def test_the_same_tree_cosigned_again_by_more_witnesses_is_merged_into_the_note_
 
     from ledger.log.signed_notes import Checkpoint
     from ledger.services.keys import load_signer
-    from ledger.storage.cosigned import keep_cosigned, latest_cosigned
+    from ledger.storage.cosigned_checkpoint import keep_cosigned, latest_cosigned
     from ledger.storage.store import Store
     from ledger.web.app import create_app
 

@@ -1,5 +1,5 @@
 """Fuzzing signed notes, checkpoints, cosignatures, keys of every kind and tlog-policies (ledger/log/
-signed_notes.py, cosignature.py, ledger/audit/witnessed.py). Nothing may raise but a LedgerError."""
+signed_notes.py, cosignature.py, ledger/audit/quorum.py). Nothing may raise but a LedgerError."""
 
 import base64
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks.fuzz import HELD, context, keys, target_notes, target_witness
-from ledger.services.witness import submission
+from ledger.services.cosigning_witness import submission
 from tests.fuzz.strategies import FUZZ, mutated, outside_bytes
 
 

@@ -10,7 +10,7 @@ from ledger.core.errors import InputError
 from ledger.importing.decode import parse_input
 from ledger.log.cosignature import parse_policy
 from ledger.log.signed_notes import parse_checkpoint, verify_checkpoint
-from ledger.services.witness import Refused, Witness, submission
+from ledger.services.cosigning_witness import CosignRefusedError, Witness, submission
 
 ROOT = "0KfuhPRi1EPHGOk5IofoZBmpjcsjboaULBQtL7wrGVE="
 
@@ -31,7 +31,7 @@ def test_a_signed_checkpoint_of_a_size_past_64_bits_is_an_input_error(size):
 def test_a_witness_refuses_with_400_a_signed_checkpoint_of_a_size_past_64_bits(size, tmp_path):
     signer, verifier, cosigners, *_ = keys()
     witness = Witness(cosigners[0], {ORIGIN: verifier}, str(tmp_path / "w.db"), new=True)
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(CosignRefusedError) as refused:
         witness.add_checkpoint(submission(0, [], signer.sign(f"{ORIGIN}\n{size}\n{ROOT}\n")))
     assert refused.value.status == 400
     assert witness.held(ORIGIN) is None and os.path.getsize(tmp_path / "w.db") < 64 * 1024

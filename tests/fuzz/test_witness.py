@@ -1,11 +1,11 @@
-"""Fuzzing add-checkpoint requests (ledger/services/witness.py) against a witness holding a real checkpoint:
-only a `Refused` of a 4xx status may come out, never a 5xx or another exception."""
+"""Fuzzing add-checkpoint requests (ledger/services/cosigning_witness.py) against a witness holding a real checkpoint:
+only a `CosignRefusedError` of a 4xx status may come out, never a 5xx or another exception."""
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks.fuzz import context, target_witness
-from ledger.services.witness import submission
+from ledger.services.cosigning_witness import submission
 from tests.fuzz.strategies import FUZZ, mutated, outside_bytes
 
 

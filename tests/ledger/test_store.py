@@ -11,7 +11,7 @@ from ledger.model.events import make_event
 from ledger.importing.importer import import_files
 from ledger.log.merkle import root
 from ledger.storage.store import Store
-from ledger.storage.writer import FactStored
+from ledger.storage.writer import DuplicateFactError
 from tests.conftest import PAPER_004, SEED_004
 from tests.ledger.test_merkle import rfc_mth
 
@@ -152,7 +152,7 @@ def test_the_guard_lets_the_next_events_in(seeded):
 
 def test_one_fact_per_kind_subject_and_effective_time(seeded):
     # The database refuses a second fact under one key (the importer relies on it instead of a look-up).
-    with pytest.raises(FactStored):
+    with pytest.raises(DuplicateFactError):
         with seeded.writing() as w:
             w.append([snapshot(PAPER_004, "2026-07-06T18:53:22.585501Z", title="another title")])
     assert seeded.head()[0] == 40
@@ -177,7 +177,7 @@ def test_a_refused_append_rolls_back_and_the_next_continues_chain_and_tree(seede
     # the next one continues the chain and the Merkle tree from the head, not from the refused batch's edge.
     new = [snapshot(f"2501.{n:05d}", "2026-01-01T00:00:00Z") for n in range(20)]
     stored = snapshot(PAPER_004, "2026-07-06T18:53:22.585501Z", title="another title")
-    with pytest.raises(FactStored):
+    with pytest.raises(DuplicateFactError):
         with seeded.writing() as w:
             w.append(new[:10] + [stored] + new[10:])
     assert seeded.head()[0] == 40
@@ -335,7 +335,7 @@ def test_a_taken_seq_is_a_store_error_not_a_repeated_fact(seeded):
         with seeded.writing() as w:
             w.seq -= 1  # a writer bug: it would take seq 40 again
             w.append([snapshot("2501.00001", "2026-01-01T00:00:00Z")])
-    assert not isinstance(caught.value, FactStored)
+    assert not isinstance(caught.value, DuplicateFactError)
     assert seeded.head()[0] == 40
 
 

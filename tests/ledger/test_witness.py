@@ -17,9 +17,9 @@ from ledger.importing.importer import import_files
 from ledger.log.cosignature import generate_cosigner
 from ledger.log.signed_notes import Checkpoint, generate_signer
 from ledger.services.proofs import checkpoint, prove_consistency
-from ledger.services.witness import EMPTY_ROOT, MAX_BODY, Witness, submission
+from ledger.services.cosigning_witness import EMPTY_ROOT, MAX_BODY, Witness, submission
 from ledger.storage.store import Store
-from ledger.web.witness import create_witness_app
+from ledger.web.witness_app import create_witness_app
 from tests.conftest import SEED_004
 
 SIGNER = generate_signer("example.org/ledger")
@@ -126,7 +126,7 @@ def test_the_size_held_with_another_root_is_a_fork_refused_with_422_and_kept_onc
 
 
 def test_evidence_is_capped_per_origin(log, witness, client, monkeypatch, caplog):
-    import ledger.services.witness as service
+    import ledger.services.cosigning_witness as service
 
     monkeypatch.setattr(service, "EVIDENCE_ROWS", 3)
     assert add(client, 0, [], note(log, 20)).status_code == 200
@@ -242,7 +242,7 @@ def test_a_state_from_before_evidence_keeps_its_forks_and_drops_the_failing_proo
 
 
 def test_the_rate_limit_is_a_bounded_token_bucket_per_address():
-    from ledger.web.witness import RateLimit
+    from ledger.web.witness_app import RateLimit
 
     clock = Clock(0)
     limit = RateLimit(2, tracked=3, clock=clock)  # 2 a second, bursts of 4

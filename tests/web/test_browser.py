@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from ledger.log.cosignature import generate_cosigner
 from ledger.log.signed_notes import generate_signer
 from ledger.services.proofs import checkpoint
-from ledger.storage.cosigned import keep_cosigned
+from ledger.storage.cosigned_checkpoint import keep_cosigned
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004
 from ledger.importing.importer import import_files

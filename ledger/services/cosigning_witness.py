@@ -62,7 +62,7 @@ TABLES = {"logs", "cosigned", "evidence"}
 LEGACY = {"logs", "cosigned", "refused"}  # before evidence: every 422 kept, the unsigned proofs too
 
 
-class Refused(Exception):
+class CosignRefusedError(Exception):
     """A request the witness does not cosign: its HTTP status, a one-line reason, for 409 the size held, and for
     a log-signed contradiction what became of it as evidence ("kept", "known" already, or "full": the
     origin's cap reached, said once per origin and process) with the origin."""
@@ -87,20 +87,20 @@ def submission(old: int, proof: list[bytes], note: str) -> bytes:
 
 def parse_submission(body: bytes) -> Submission:
     """An add-checkpoint body read strictly.
-    Raises: Refused (400, or 413 for a body over MAX_BODY) saying what is malformed."""
+    Raises: CosignRefusedError (400, or 413 for a body over MAX_BODY) saying what is malformed."""
     if len(body) > MAX_BODY:
-        raise Refused(413, f"the request is over {MAX_BODY} bytes")
+        raise CosignRefusedError(413, f"the request is over {MAX_BODY} bytes")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        raise Refused(400, "the request is not UTF-8") from None
+        raise CosignRefusedError(400, "the request is not UTF-8") from None
     head, sep, note = text.partition("\n\n")
     lines = head.split("\n")
     found = re.fullmatch(r"old (0|[1-9][0-9]{0,18})", lines[0])
     if not sep or not found:
-        raise Refused(400, "expected an 'old <size>' line, the proof lines, a blank line and the signed note")
+        raise CosignRefusedError(400, "expected an 'old <size>' line, the proof lines, a blank line and the signed note")
     if len(lines) - 1 > MAX_PROOF:
-        raise Refused(400, f"the consistency proof has {len(lines) - 1} lines, more than {MAX_PROOF}")
+        raise CosignRefusedError(400, f"the consistency proof has {len(lines) - 1} lines, more than {MAX_PROOF}")
     proof = []
     for number, line in enumerate(lines[1:], start=2):
         try:
@@ -108,7 +108,7 @@ def parse_submission(body: bytes) -> Submission:
         except (binascii.Error, ValueError):
             hashed = b""
         if len(hashed) != 32 or base64.b64encode(hashed).decode() != line:
-            raise Refused(400, f"line {number}: not a base64 SHA-256 hash")
+            raise CosignRefusedError(400, f"line {number}: not a base64 SHA-256 hash")
         proof.append(hashed)
     return Submission(int(found.group(1)), proof, note)
 
@@ -150,23 +150,23 @@ class Witness:
         origin = note.split("\n", 1)[0]
         verifier = self.logs.get(origin)
         if verifier is None:
-            raise Refused(404, f"origin {origin[:100]!r}: not a log this witness follows")
+            raise CosignRefusedError(404, f"origin {origin[:100]!r}: not a log this witness follows")
         try:
             text = open_note(note, verifier)
             signature = next(line for line in split_note(note)[1] if _by(line, verifier))
             return parse_checkpoint(text), text, f"{text}\n{signature}\n"
         except IntegrityError as exc:
-            raise Refused(403, str(exc)) from None
+            raise CosignRefusedError(403, str(exc)) from None
         except InputError as exc:
-            raise Refused(400, str(exc)) from None
+            raise CosignRefusedError(400, str(exc)) from None
 
     def add_checkpoint(self, body: bytes) -> str:
         """Check a request and, when it holds, swap the state and answer the cosignature line (with a newline).
-        Raises: Refused with the status tlog-witness gives the first check that fails."""
+        Raises: CosignRefusedError with the status tlog-witness gives the first check that fails."""
         request = parse_submission(body)
         checkpoint, text, signed = self._signed(request.note)  # `text` as signed: its extension lines in its order
         if request.old > checkpoint.size:
-            raise Refused(400, f"old size {request.old} is larger than the checkpoint's {checkpoint.size}")
+            raise CosignRefusedError(400, f"old size {request.old} is larger than the checkpoint's {checkpoint.size}")
         db = self._connect()
         try:
             db.execute("BEGIN IMMEDIATE")  # one writer at a time from the read below to the swap
@@ -174,16 +174,16 @@ class Witness:
                               (checkpoint.origin,)).fetchone()
             size, root, note, last = held if held is not None else (0, EMPTY_ROOT, "", 0)
             if request.old != size:
-                raise Refused(409, f"this witness holds size {size}, not {request.old}", size)
+                raise CosignRefusedError(409, f"this witness holds size {size}, not {request.old}", size)
             if checkpoint.size == size and checkpoint.root != root:
                 problem = ("a checkpoint of size 0 must have the empty tree's root" if size == 0 else
                            f"the size held ({size}) with another root: the log has forked")
                 kept = self._keep(db, checkpoint.origin, problem, text, signed, note)
                 db.execute("COMMIT")
-                raise Refused(422, problem, evidence=kept, origin=checkpoint.origin)
+                raise CosignRefusedError(422, problem, evidence=kept, origin=checkpoint.origin)
             problem = self._inconsistency(request, checkpoint, root)
             if problem is not None:
-                raise Refused(422, problem)  # an unsigned proof: anyone can send one, so nothing is kept
+                raise CosignRefusedError(422, problem)  # an unsigned proof: anyone can send one, so nothing is kept
             stamp = max(int(self.clock()), last)  # never before a cosignature it gave this log
             line = self.cosigner.cosign(text, stamp)
             if held is None:
@@ -200,7 +200,7 @@ class Witness:
                                      (checkpoint.size, checkpoint.root, signed, stamp, checkpoint.origin,
                                       size, root))
             if swapped.rowcount != 1:
-                raise Refused(409, "another request changed this log's state meanwhile", size)
+                raise CosignRefusedError(409, "another request changed this log's state meanwhile", size)
             if checkpoint.size != size or held is None:
                 db.execute("INSERT INTO cosigned (origin, size, root, cosigned_at) VALUES (?, ?, ?, ?)",
                            (checkpoint.origin, checkpoint.size, checkpoint.root, stamp))

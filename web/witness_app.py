@@ -3,7 +3,7 @@ become responses. Every answer is plain text: cosignature lines (200), the size 
 or one line saying why (400, 403, 404, 413, 422, 429; 404 and 405 with `Allow: POST` for another path or
 method, never FastAPI's JSON). The server in front of it (`web.server`, as for `serve`) answers 408 to a request
 not received in time, 431 to a head over its limit and 503 to a connection over its limit, and closes the
-connection. The checks and the state are `ledger.services.witness`.
+connection. The checks and the state are `ledger.services.cosigning_witness`.
 
 It must never let one client's requests cost more than its share: each client address (an IPv6 client by its
 /64, which one host usually holds whole) has a token bucket, and a request past it is answered 429 with
@@ -24,7 +24,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from ledger.services.witness import MAX_BODY, RATE, SIZE_TYPE, Refused, Witness
+from ledger.services.cosigning_witness import MAX_BODY, RATE, SIZE_TYPE, CosignRefusedError, Witness
 
 log = logging.getLogger("ledger.witness")
 TEXT = "text/plain; charset=utf-8"
@@ -69,12 +69,12 @@ async def _body(request: Request) -> bytes:
     """The request body, refused (413) as soon as it is over MAX_BODY, before the rest is read."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
-        raise Refused(413, f"the request is over {MAX_BODY} bytes")
+        raise CosignRefusedError(413, f"the request is over {MAX_BODY} bytes")
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_BODY:
-            raise Refused(413, f"the request is over {MAX_BODY} bytes")
+            raise CosignRefusedError(413, f"the request is over {MAX_BODY} bytes")
     return bytes(body)
 
 
@@ -101,7 +101,7 @@ def create_witness_app(witness: Witness, rate: float = RATE) -> FastAPI:
                             media_type=TEXT, headers={"retry-after": str(math.ceil(wait))})
         try:
             lines = await run_in_threadpool(witness.add_checkpoint, await _body(request))
-        except Refused as refused:
+        except CosignRefusedError as refused:
             if refused.status == 409:
                 return Response(f"{refused.size}\n".encode(), 409, headers={"content-type": SIZE_TYPE})  # no charset
             if refused.evidence == "kept":

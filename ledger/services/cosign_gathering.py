@@ -20,8 +20,8 @@ from ledger.core.errors import IntegrityError
 from ledger.core.redact import quoted
 from ledger.log.cosignature import CosignerKey, Policy
 from ledger.log.signed_notes import Checkpoint
-from ledger.services.fetch import Deadline, DeadlineError, Unreachable, post
-from ledger.services.witness import SIZE_TYPE, submission
+from ledger.services.fetch import Deadline, DeadlineError, UnreachableError, post
+from ledger.services.cosigning_witness import SIZE_TYPE, submission
 
 ROUNDS = 3  # old 0, then the size the 409 named, then once more if a push from elsewhere moved it meanwhile
 
@@ -49,7 +49,7 @@ def _ask(target: Target, old: int, proof: list[bytes], note: str, text: str,
         status, kind, body = post(url, submission(old, proof, note), "witness answer", deadline)
     except DeadlineError:
         return "refused", f"no answer within {deadline.seconds:g} s"
-    except Unreachable as exc:
+    except UnreachableError as exc:
         return "refused", f"unreachable at {exc}"
     words = body.decode("utf-8", "replace").strip().split("\n")[0][:200]
     if status == 409:
