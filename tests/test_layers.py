@@ -9,6 +9,7 @@ no cycle at all. A module missing from LAYERS fails the test, so a new module mu
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,12 +23,12 @@ LAYERS = (
     ("ledger.core",),  # bytes in, values or exceptions out: errors, canonical encoding, time, reading inputs
     ("ledger.model",),  # the published format and the events a record is taken apart into
     ("ledger.log",),  # the log's structures: entry bytes and the chain, the tree, signed notes, tiles, the paper index
+    ("ledger.projections",),  # pure folds: events in, a record and its views out; never the store
     ("ledger.storage",),  # the store, its tables and its backends
-    ("ledger.projections",),  # pure folds: events in, a record and its views out
     ("ledger.audit", "ledger.importing", "ledger.services"),  # services that combine store and fold
     ("ledger.cli", "ledger.web", "ledger"),  # the interfaces and the public Python API
 )
-CORE, MODEL, LOG, STORAGE, FOLDS, SERVICES, INTERFACES = range(len(LAYERS))
+CORE, MODEL, LOG, FOLDS, STORAGE, SERVICES, INTERFACES = range(len(LAYERS))
 # The installed package `ledger` holds the repo's top-level interface and fold folders as sub-packages.
 FOLDERS = {"ledger": "ledger", "ledger.projections": "projections", "ledger.cli": "cli", "ledger.web": "web"}
 OFFLINE = "ledger.audit"  # what an auditor vendors: it must not reach the store, even indirectly
@@ -134,6 +135,37 @@ def test_the_rule_catches_a_wrong_way_import(tmp_path):
     fake.write_text("from ..storage.store import Store\nimport ledger.projections.record\n")
     assert _imports("ledger.core.canonical", fake) == {"ledger.storage.store", "ledger.projections.record"}
     assert max(layer_of(t) for t in _imports("ledger.core.canonical", fake)) > layer_of("ledger.core.canonical")
+
+
+def test_a_fold_that_imports_the_store_is_caught(tmp_path):
+    # "A fold never touches the database": the folds stand below storage, so this import goes upward.
+    fake = tmp_path / "record.py"
+    fake.write_text("from ledger.storage.store import Store\n")
+    assert [layer_of(t) > layer_of("ledger.projections.record") for t in _imports("ledger.projections.record", fake)] \
+        == [True]
+
+
+SQL = re.compile(r"\b(SELECT\s.+\sFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|INDEX))\b", re.I | re.S)
+
+
+def test_only_storage_holds_sql():
+    # Docstrings may describe SQL; a statement outside ledger/storage would be a second place that knows the tables.
+    found = {}
+    for name, path in MODULES.items():
+        if layer_of(name) == STORAGE:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef,
+                ast.ClassDef, ast.AsyncFunctionDef)) and n.body and isinstance(n.body[0], ast.Expr)}
+        hits = [n.value[:60] for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                and id(n) not in docs and SQL.search(n.value)]
+        if hits:
+            found[name] = hits
+    assert found == {}
+
+
+def test_the_sql_rule_catches_a_statement():
+    assert SQL.search("SELECT seq FROM events WHERE seq > ?") and not SQL.search("select the newest record")
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter():

@@ -35,11 +35,11 @@ from ledger.services.tilestore import all_tiles
 
 from ledger.model.arxiv import is_paper_id, month_id, month_of
 from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_MONTH, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
-from ledger.web.publish_state import PublishState
+from ledger.storage.publish_state import PublishState
 from ledger.web.site import ASSETS, Site
 
 
-# What the last publish wrote, so that the next rebuilds only what changed (`web.publish_state`). Not a page:
+# What the last publish wrote, so that the next rebuilds only what changed (`ledger.storage.publish_state`). Not a page:
 # no route serves it.
 STATE = ".ledger-publish"
 STATE_FILE = f"{STATE}/state.sqlite"
@@ -106,7 +106,7 @@ class Folder:
         return touched
 
     def state_file(self) -> Path:
-        """Where the publish state is kept (`web.publish_state`), its folder made, neither it, the state nor
+        """Where the publish state is kept (`ledger.storage.publish_state`), its folder made, neither it, the state nor
         SQLite's journal beside it a symbolic link (`Folder.path_of`)."""
         return Path(self.folder.path_of(STATE_FILE))
 

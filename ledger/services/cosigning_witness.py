@@ -8,10 +8,9 @@ one key cannot both get its cosignature.
                text/x.tlog.size); 413 a body over 16 KiB; 422 a proof that does not verify, or the size it
                holds with another root (C2SP PR #280; it was 409 before)
 
-Its state is one SQLite file: per origin the checkpoint it last cosigned (`logs`), each tree it cosigned
-(`cosigned`: what it can show it signed, and a history that must never go back), and evidence (`evidence`).
-A request is checked and the state swapped in one `BEGIN IMMEDIATE` transaction whose UPDATE names the size
-it read (compare-and-swap), so two logs pushing at once cannot roll it back.
+Its state is one SQLite file (`ledger.storage.witness_state`): per origin the checkpoint it last cosigned,
+each tree it cosigned, and evidence. A request is checked and the state swapped in one transaction whose UPDATE
+names the size it read (compare-and-swap), so two logs pushing at once cannot roll it back.
 
 What anyone can send must cost the witness nothing it keeps, and must never accuse a log. So evidence is only
 what the log's key signed that contradicts what the witness holds: a log-signed checkpoint of the size held
@@ -28,11 +27,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import os
 import re
-import sqlite3
 import time
-from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable
 
@@ -40,6 +36,7 @@ from ledger.core.errors import InputError, IntegrityError
 from ledger.log.cosignature import Cosigner
 from ledger.log.merkle import EMPTY_ROOT, verify_consistency
 from ledger.log.signed_notes import DASH, Checkpoint, Verifier, open_note, parse_checkpoint, split_note
+from ledger.storage.witness_state import Held, Swap, WitnessState
 
 MAX_BODY = 16 * 1024  # as transparency-dev/witness: more than a 63-line proof and a note with many signatures
 MAX_PROOF = 63  # tlog-witness: a client MUST NOT send more
@@ -49,17 +46,6 @@ SIZE_TYPE = "text/x.tlog.size"
 # forks in a loop (or a stolen key) can make a witness keep. Past either, nothing more is kept for that origin.
 EVIDENCE_ROWS = 1000
 EVIDENCE_BYTES = 1024 * 1024
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS logs (origin TEXT PRIMARY KEY, size INTEGER NOT NULL, root BLOB NOT NULL,
-                                 note TEXT NOT NULL, cosigned_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS cosigned (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, size INTEGER NOT NULL,
-                                     root BLOB NOT NULL, cosigned_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS evidence (id INTEGER PRIMARY KEY, origin TEXT NOT NULL, received_at INTEGER NOT NULL,
-                                     reason TEXT NOT NULL, body_hash BLOB NOT NULL UNIQUE, note TEXT NOT NULL,
-                                     held TEXT NOT NULL);
-"""
-TABLES = {"logs", "cosigned", "evidence"}
-LEGACY = {"logs", "cosigned", "refused"}  # before evidence: every 422 kept, the unsigned proofs too
 
 
 class CosignRefusedError(Exception):
@@ -121,27 +107,9 @@ class Witness:
                  clock: Callable[[], float] = time.time):
         """Raises: InputError for a state file that is missing (unless `new`), already there (when `new`), or
         not a witness's state."""
-        self.cosigner, self.logs, self.path, self.clock = cosigner, logs, path, clock
+        self.cosigner, self.logs, self.clock = cosigner, logs, clock
+        self.state = WitnessState(path, new, lambda request: parse_submission(request).note)
         self._full: set[str] = set()  # origins whose evidence cap was reported full
-        if os.path.exists(path) == new:
-            raise InputError(f"{path}: already exists; a new witness state needs a new file" if new else
-                             f"{path}: no such witness state; give --new to start one (a new witness accepts any "
-                             f"first checkpoint of a log, so a lost state must not pass for a new one)")
-        try:
-            with closing(self._connect()) as db:
-                tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if not new and tables not in (TABLES, LEGACY):
-                    raise InputError(f"{path}: not a witness state (its tables: {', '.join(sorted(tables)) or 'none'})")
-                db.executescript(SCHEMA)
-                if tables == LEGACY:
-                    _migrate(db)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"{path}: not a witness state ({exc})") from None
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
 
     def _signed(self, note: str) -> tuple[Checkpoint, str, str]:
         """The checkpoint of a note its log's key signed, the text signed, and the note with no signature but the
@@ -167,11 +135,8 @@ class Witness:
         checkpoint, text, signed = self._signed(request.note)  # `text` as signed: its extension lines in its order
         if request.old > checkpoint.size:
             raise CosignRefusedError(400, f"old size {request.old} is larger than the checkpoint's {checkpoint.size}")
-        db = self._connect()
-        try:
-            db.execute("BEGIN IMMEDIATE")  # one writer at a time from the read below to the swap
-            held = db.execute("SELECT size, root, note, cosigned_at FROM logs WHERE origin = ?",
-                              (checkpoint.origin,)).fetchone()
+        with self.state.swap() as db:
+            held = db.held(checkpoint.origin)
             size, root, note, last = held if held is not None else (0, EMPTY_ROOT, "", 0)
             if request.old != size:
                 raise CosignRefusedError(409, f"this witness holds size {size}, not {request.old}", size)
@@ -179,7 +144,7 @@ class Witness:
                 problem = ("a checkpoint of size 0 must have the empty tree's root" if size == 0 else
                            f"the size held ({size}) with another root: the log has forked")
                 kept = self._keep(db, checkpoint.origin, problem, text, signed, note)
-                db.execute("COMMIT")
+                db.commit()
                 raise CosignRefusedError(422, problem, evidence=kept, origin=checkpoint.origin)
             problem = self._inconsistency(request, checkpoint, root)
             if problem is not None:
@@ -187,46 +152,33 @@ class Witness:
             stamp = max(int(self.clock()), last)  # never before a cosignature it gave this log
             line = self.cosigner.cosign(text, stamp)
             if held is None:
-                swapped = db.execute("INSERT OR IGNORE INTO logs VALUES (?, ?, ?, ?, ?)",
-                                     (checkpoint.origin, checkpoint.size, checkpoint.root, signed, stamp))
+                swapped = db.first(checkpoint.origin, checkpoint.size, checkpoint.root, signed, stamp)
             elif checkpoint.size == size:  # the checkpoint held, pushed again: no row, the time at most once a second
                 if stamp == last:
-                    return line  # nothing to write (the finally rolls the empty transaction back)
-                swapped = db.execute("UPDATE logs SET cosigned_at = ? WHERE origin = ? AND size = ? AND root = ?",
-                                     (stamp, checkpoint.origin, size, root))
+                    return line  # nothing to write (the swap rolls the empty transaction back)
+                swapped = db.touch(checkpoint.origin, size, root, stamp)
             else:
-                swapped = db.execute("UPDATE logs SET size = ?, root = ?, note = ?, cosigned_at = ? "
-                                     "WHERE origin = ? AND size = ? AND root = ?",
-                                     (checkpoint.size, checkpoint.root, signed, stamp, checkpoint.origin,
-                                      size, root))
-            if swapped.rowcount != 1:
+                swapped = db.advance(checkpoint.origin, (size, root), checkpoint.size, checkpoint.root, signed, stamp)
+            if not swapped:
                 raise CosignRefusedError(409, "another request changed this log's state meanwhile", size)
             if checkpoint.size != size or held is None:
-                db.execute("INSERT INTO cosigned (origin, size, root, cosigned_at) VALUES (?, ?, ?, ?)",
-                           (checkpoint.origin, checkpoint.size, checkpoint.root, stamp))
-            db.execute("COMMIT")  # persisted before the cosignature leaves
+                db.add_cosigned(checkpoint.origin, checkpoint.size, checkpoint.root, stamp)
+            db.commit()  # persisted before the cosignature leaves
             return line
-        finally:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            db.close()
 
-    def _keep(self, db: sqlite3.Connection, origin: str, reason: str, text: str, signed: str, held: str) -> str | None:
+    def _keep(self, db: Swap, origin: str, reason: str, text: str, signed: str, held: str) -> str | None:
         """Keep a log-signed checkpoint that contradicts the one held, once per body and within the origin's cap:
         "kept", "known" (kept before), "full" (the cap reached, said once), or None (full, said before)."""
         digest = hashlib.sha256(text.encode()).digest()
-        if db.execute("SELECT 1 FROM evidence WHERE body_hash = ?", (digest,)).fetchone():
+        if db.evidence_known(digest):
             return "known"
-        rows, size = db.execute("SELECT count(*), coalesce(sum(length(note) + length(held)), 0) FROM evidence "
-                                "WHERE origin = ?", (origin,)).fetchone()
+        rows, size = db.evidence_held(origin)
         if rows >= EVIDENCE_ROWS or size + len(signed) + len(held) > EVIDENCE_BYTES:
             if origin in self._full:
                 return None
             self._full.add(origin)
             return "full"
-        db.execute("INSERT INTO evidence (origin, received_at, reason, body_hash, note, held) "
-                   "VALUES (?, ?, ?, ?, ?, ?)",
-                   (origin, int(self.clock()), reason, digest, signed, held))
+        db.add_evidence(origin, int(self.clock()), reason, digest, signed, held)
         return "kept"
 
     @staticmethod
@@ -243,22 +195,18 @@ class Witness:
             return f"from size {request.old} to {checkpoint.size}: {exc}"
         return None
 
-    def held(self, origin: str) -> tuple[int, bytes, str, int] | None:
+    def held(self, origin: str) -> Held | None:
         """(size, root, note, cosigned_at) of the checkpoint last cosigned for `origin`, or None."""
-        with closing(self._connect()) as db:
-            return db.execute("SELECT size, root, note, cosigned_at FROM logs WHERE origin = ?", (origin,)).fetchone()
+        return self.state.held(origin)
 
     def history(self, origin: str) -> list[tuple[int, bytes, int]]:
         """(size, root, time) of each tree cosigned for `origin`, in the order cosigned, with the time first given."""
-        with closing(self._connect()) as db:
-            return db.execute("SELECT size, root, cosigned_at FROM cosigned WHERE origin = ? ORDER BY id",
-                              (origin,)).fetchall()
+        return self.state.history(origin)
 
     def evidence(self) -> list[tuple[str, str, str, str]]:
         """Every log-signed contradiction kept: (origin, reason, the log-signed note, the note held that it
         contradicts), oldest first."""
-        with closing(self._connect()) as db:
-            return db.execute("SELECT origin, reason, note, held FROM evidence ORDER BY id").fetchall()
+        return self.state.evidence()
 
 
 def _by(line: str, verifier: Verifier) -> bool:
@@ -269,18 +217,3 @@ def _by(line: str, verifier: Verifier) -> bool:
         return name == verifier.name and raw[:4] == verifier.id and len(raw) == 68
     except (binascii.Error, ValueError):
         return False
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """A state from before `evidence`: its forks become evidence (the note it held then was not kept), the
-    failing proofs it kept are dropped (they accuse nobody), and so is the old table."""
-    db.execute("BEGIN IMMEDIATE")
-    for origin, received, reason, request in db.execute(
-            "SELECT origin, received_at, reason, request FROM refused WHERE status = 422 ORDER BY id").fetchall():
-        if reason.endswith("the log has forked") or reason.startswith("a checkpoint of size 0"):
-            note = parse_submission(request).note
-            db.execute("INSERT OR IGNORE INTO evidence (origin, received_at, reason, body_hash, note, held) "
-                       "VALUES (?, ?, ?, ?, ?, '')",
-                       (origin, received, reason, hashlib.sha256(split_note(note)[0].encode()).digest(), note))
-    db.execute("DROP TABLE refused")
-    db.execute("COMMIT")

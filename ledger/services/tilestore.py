@@ -9,7 +9,7 @@ subtree of 16 or more leaves, so every hash of a tile of level 1 and up is store
 
 from __future__ import annotations
 
-from ledger.log.chain import Entry, entry_bytes
+from ledger.log.chain import entry_bytes
 from ledger.core.errors import IntegrityError, NotFoundError
 from ledger.log.merkle import leaf_hash
 from ledger.storage.cursor import Cursor
@@ -22,9 +22,7 @@ def read_entries(cursor: Cursor, first: int, count: int) -> list[tuple[int, byte
 
     Raises: IntegrityError when a row is missing, and the driver's errors.
     """
-    rows = cursor.execute(f"SELECT {cursor.store.backend.entry_columns} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq",
-                           (first, first + count)).fetchall()
-    entries = [Entry._make(r) for r in rows]
+    entries = cursor.entries_after(first, count)
     if [e.seq for e in entries] != list(range(first + 1, first + count + 1)):
         raise IntegrityError(f"events missing among seq {first + 1}..{first + count}: the log's tiles cannot be "
                              "built there")

@@ -12,7 +12,7 @@ from ledger.log.signed_notes import generate_signer, parse_signer, verify_checkp
 from tests.conftest import PAPER_004, Cli
 from tests.helpers import event_line
 from ledger.web.publish import STATE, STATE_FILE, Folder
-from ledger.web.publish_state import PublishState
+from ledger.storage.publish_state import PublishState
 from ledger.web.routes import file_for
 
 

@@ -129,7 +129,8 @@ class PublishState:
         return count, files
 
     def save(self, settings: dict) -> None:
-        """Commit this run's rows and `settings`: until then the state is the last run's."""
+        """Commit this run's rows and `settings`: until then the state is the last run's.
+        Raises: InputError when the state file cannot be written."""
         try:
             self._db.execute("INSERT OR REPLACE INTO settings VALUES (1, ?)",
                              (orjson.dumps({"format": FORMAT, **settings}).decode(),))
