@@ -51,10 +51,9 @@ class Folder:
         try:
             self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
-            refusal = InputError(f"{self.path}: " + ("not a folder" if exc.errno == errno.ENOTDIR else
-                                                      f"cannot open the folder: {exc.strerror}"))
-            refusal.reason = exc.strerror  # what `write_file` says of a file in it
-            raise refusal from None
+            raise _FolderRefusedError(f"{self.path}: " + ("not a folder" if exc.errno == errno.ENOTDIR else
+                                                          f"cannot open the folder: {exc.strerror}"),
+                                      exc.strerror or str(exc)) from None
         self._folders: dict[str, int] = {"": self.fd}  # open folders below, by relative path: each walked once
 
     def __enter__(self) -> "Folder":
@@ -187,7 +186,7 @@ def write_file(path: str | Path, data: bytes) -> None:
         raise InputError(f"{path}: cannot write: not a file name")
     try:
         folder = Folder(path.parent, create=False)
-    except InputError as exc:
+    except _FolderRefusedError as exc:
         raise InputError(f"{path}: cannot write: {exc.reason}") from None
     with folder:
         try:
@@ -198,6 +197,14 @@ def write_file(path: str | Path, data: bytes) -> None:
 
 class _LinkRefusedError(InputError):
     """A symbolic link where a file or folder is to be written."""
+
+
+class _FolderRefusedError(InputError):
+    """A folder that cannot be opened; `reason` is what `write_file` says of a file in it."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 def _is_link(parent: int, name: str) -> bool:

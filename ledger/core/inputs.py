@@ -191,7 +191,7 @@ def _opened(name: str, kept: IO[bytes] | None) -> Iterator[IO[bytes]]:
                 yield file
 
 
-def scan_file(name: str, pattern: re.Pattern, expected: str = "a record or event lines",
+def scan_file(name: str, pattern: re.Pattern[str], expected: str = "a record or event lines",
               block: int = BLOCK, kept: IO[bytes] | None = None) -> bool:
     """Check a file (or `kept`, stdin kept in a temporary file) as `decode_input` checks its bytes, reading
     it in blocks instead of whole, and say whether `pattern` (a match of at most 64 characters) occurs in

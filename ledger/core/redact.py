@@ -32,12 +32,12 @@ _PASSWORD = re.compile(r"(?i)\b((?:ssl)?pass(?:word|wd)?\s*=\s*)('[^']*'|[^\s&;]
 _PASSWORD_SHOWN = rf"\g<1>{HIDDEN_PASSWORD}"
 
 
-def _bare_key(match: re.Match) -> str:
+def _bare_key(match: re.Match[str]) -> str:
     try:
         raw = base64.b64decode(match.group(0), validate=True)
     except (binascii.Error, ValueError):
-        return match.group(0)
-    return HIDDEN_KEY if len(raw) == 33 and raw[0] in _KEY_TYPES else match.group(0)
+        return str(match.group(0))
+    return HIDDEN_KEY if len(raw) == 33 and raw[0] in _KEY_TYPES else str(match.group(0))
 
 
 def redact_url(url: str) -> str:

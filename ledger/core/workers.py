@@ -21,6 +21,7 @@ import signal
 import sys
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.context import BaseContext
 from functools import partial
 from typing import Callable, Iterable, Iterator, TypeVar
 
@@ -33,7 +34,7 @@ def _ignore_interrupts() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _start_method():
+def _start_method() -> BaseContext:
     # fork: a worker needs no start-up (it has the parent's modules), and it is entered before any connection
     # exists. Elsewhere (macOS, Windows) fork is unsafe or absent: the platform's default, slower to start.
     return multiprocessing.get_context("fork" if sys.platform == "linux" else None)
@@ -58,7 +59,7 @@ class Workers:
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
@@ -83,16 +84,18 @@ class Workers:
                 raise failure
 
     def _in_order(self, function: Callable[[T], R], tasks: Iterable[T]) -> Iterator[R]:
-        pending: deque[Future] = deque()
+        assert self._executor is not None  # map runs here only with workers
+        executor = self._executor
+        pending: deque[Future[R]] = deque()
         remaining = iter(tasks)
         for task in remaining:
-            pending.append(self._executor.submit(function, task))
+            pending.append(executor.submit(function, task))
             if len(pending) >= self.ahead:
                 break
         while pending:
             oldest = pending.popleft()
             for task in remaining:  # one in, one out: the window stays full while the oldest is awaited
-                pending.append(self._executor.submit(function, task))
+                pending.append(executor.submit(function, task))
                 break
             yield oldest.result()
 

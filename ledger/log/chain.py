@@ -34,7 +34,7 @@ class Entry(NamedTuple):
     chain_hash: bytes
 
 
-def entry_object(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict:
+def entry_object(seq: int, kind: str, effective_at: str, recorded_at: str, payload: bytes) -> dict[str, object]:
     """The fields of an entry, as hashed (and, with its hashes added, as exported)."""
     return {
         "effective_at": effective_at,

@@ -39,7 +39,8 @@ def _split(n: int) -> int:
     return 1 << ((n - 1).bit_length() - 1)
 
 
-def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes, kept: list, keep_from: int = 0) -> None:
+def grow(frontier: dict[int, bytes], size: int, leaf_digest: bytes, kept: list[tuple[int, int, bytes]],
+         keep_from: int = 0) -> None:
     """Add leaf number `size` (0-based) to a tree of `size` leaves.
 
     `frontier` maps level -> hash of the right-most perfect subtree at that level (it is updated in place).

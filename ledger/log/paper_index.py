@@ -35,7 +35,13 @@ from ledger.log.chain import Entry, entry_bytes
 from ledger.core.errors import InputError, IntegrityError
 from ledger.model.events import CITATION_OBSERVED, OBSERVATION_KINDS, Event, make_event
 from ledger.model.published import count_field, field, sha256_field
-from ledger.log.merkle import EMPTY_ROOT, leaf_hash as log_leaf_hash, node_hash as log_node_hash, perfect_subtrees
+from ledger.log.merkle import (
+    EMPTY_ROOT,
+    NodeSource,
+    perfect_subtrees,
+)
+from ledger.log.merkle import leaf_hash as log_leaf_hash
+from ledger.log.merkle import node_hash as log_node_hash
 
 ZERO = bytes(32)  # the hash of an empty subtree
 LEAF_PREFIX, NODE_PREFIX = b"\x02", b"\x03"  # RFC 9162 uses 0x00 and 0x01: no index hash can pass for a log hash
@@ -96,7 +102,7 @@ def events_root(leaf_hashes: list[bytes]) -> bytes:
     return edge_root(edge)
 
 
-def events_tree(leaf_hashes: list[bytes]):
+def events_tree(leaf_hashes: list[bytes]) -> NodeSource:
     """A node source (see `ledger.merkle`) for the RFC 9162 tree over a paper's events (their leaf hashes):
     every perfect subtree, held in memory. Its nodes raise KeyError for a subtree the tree does not have."""
     depth = max(len(leaf_hashes) - 1, 0).bit_length() + 1
@@ -149,7 +155,7 @@ class IndexProof:
     neighbour: Neighbour | None = None
     key: bytes | None = None  # as the proof states it (None: SHA-256 of the paper id, as built)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The proof as `ledger prove --paper --json` prints it (hex hashes, null for an empty sibling)."""
         neighbour = None if self.neighbour is None else {
             "count": self.neighbour.count, "key": self.neighbour.key.hex(), "root": self.neighbour.root.hex()}
