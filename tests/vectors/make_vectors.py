@@ -78,23 +78,18 @@ def canonical_cases() -> list[dict]:
     drafts = [{"name": name, "text": text} for name, text in plain + rejected]
     differ = [  # where the page's parser answers otherwise, on purpose: it never reads what Python wrote so
         ("an integer beyond 64 bits", "18446744073709551616", "keeps the digits of any integer"),
-        ("a lone surrogate", '"\\ud800"', "keeps a lone surrogate (UTF-8 then writes U+FFFD)"),
-        ("an exponent, not canonical", "1e2", NOT_CANONICAL),
-        ("negative zero", "-0", NOT_CANONICAL),
-        ("a trailing zero", "1.50", NOT_CANONICAL),
-        ("a number literal beyond a double", "1e400", NOT_CANONICAL),
+        ("an exponent, not canonical", "1e2", NOT_CANONICAL), ("negative zero", "-0", NOT_CANONICAL),
+        ("a trailing zero", "1.50", NOT_CANONICAL), ("a number literal beyond a double", "1e400", NOT_CANONICAL),
     ]
-    for name, text, why in differ:
-        drafts.append({"name": name, "text": text, "js_why": why})
-    drafts = cases("canonical", drafts)
-    for case in drafts:
-        if "js_why" in case:
-            text = case["text"]
-            js = {"canonical": text, "sha256": "sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()}
-            if text == '"\\ud800"':  # the raw lone surrogate, then U+FFFD in the bytes hashed
-                js = {"canonical": "\"\ud800\"", "sha256": "sha256:" + hashlib.sha256('"\ufffd"'.encode()).hexdigest()}
-            case["js_expect"] = js
-    return drafts
+    drafts += [{"name": name, "text": text, "js_why": why, "js_expect": kept(text, text)} for name, text, why in differ]
+    drafts.append({"name": "a lone surrogate", "text": '"\\ud800"', "js_expect": kept('"\ud800"', '"\ufffd"'),
+                   "js_why": "keeps a lone surrogate (UTF-8 then writes U+FFFD)"})
+    return cases("canonical", drafts)
+
+
+def kept(canonical: str, hashed: str) -> dict:
+    """The page's answer where it keeps what it read: `canonical`, and SHA-256 of the UTF-8 of `hashed`."""
+    return {"canonical": canonical, "sha256": "sha256:" + hashlib.sha256(hashed.encode()).hexdigest()}
 
 
 # -- signed notes ----------------------------------------------------------------------------------------
@@ -122,7 +117,8 @@ def signed_note_cases() -> list[dict]:
         {"name": "a checkpoint without extension lines", "note": LOG.sign(Checkpoint(LOG.name, 1, ROOT).text())},
         {"name": "size 0, the empty tree's root",
          "note": LOG.sign(Checkpoint(LOG.name, 0, hashlib.sha256().digest()).text())},
-        {"name": "the largest size", "note": LOG.sign(Checkpoint(LOG.name, 2**53 - 1, ROOT, INDEX).text())},
+        {"name": "the largest size the page reads exactly (2**53 - 1)",
+         "note": LOG.sign(Checkpoint(LOG.name, 2**53 - 1, ROOT, INDEX).text())},
         {"name": "another key's line first", "note": note[:-1] + "\n" + other.sign(text).split("\n")[-2] + "\n"},
         {"name": "signed by another key of the same name", "note": IMPOSTOR.sign(text)},
         {"name": "signed only by another name", "note": other.sign(text)},
@@ -138,14 +134,19 @@ def signed_note_cases() -> list[dict]:
         {"name": "a verifier key of type 0x04 (a witness's)", "note": note,
          "vkey": "+".join(vkey.split("+", 2)[:2] + [base64.b64encode(b"\x04" + raw_key[1:]).decode()])},
         {"name": "a checkpoint of another origin", "note": LOG.sign(Checkpoint("example.org/other", 7, ROOT).text()),
-         "js_why": "the page shows the origin and the key's name; it does not compare them"},
+         "js_why": "the page shows the origin and the key's name; it does not compare them",
+         "js_expect": {"index_root": None, "origin": "example.org/other", "root": base64.b64encode(ROOT).decode(),
+                       "size": 7}},
+        {"name": "a size of 17 digits", "note": LOG.sign(Checkpoint(LOG.name, 10**16, ROOT).text()),
+         "js_why": "the page reads a size of at most 16 digits, exact as a JavaScript number", "js_expect": REJECT},
+        {"name": "a malformed line before the signature", "note": text + "\nnot a signature\n" + sig + "\n",
+         "js_why": "the page passes over every line that is not a signature by its key",
+         "js_expect": {"index_root": base64.b64encode(INDEX).decode(), "origin": LOG.name,
+                       "root": base64.b64encode(ROOT).decode(), "size": 7}},
     ]
     for case in drafts:
         case.setdefault("vkey", vkey)
-    drafts = cases("signed_notes", drafts)
-    drafts[-1]["js_expect"] = {"index_root": None, "origin": "example.org/other",
-                               "root": base64.b64encode(ROOT).decode(), "size": 7}
-    return drafts
+    return cases("signed_notes", drafts)
 
 
 # -- cosignatures ----------------------------------------------------------------------------------------
@@ -173,6 +174,9 @@ def cosignature_cases() -> list[dict]:
          "note": signed + WITNESS.cosign(Checkpoint(LOG.name, 7, ROOT).text(), T)},
         {"name": "the log's key given as a witness key (type 0x01)", "note": signed + line + "\n",
          "key": str(LOG.verifier)},
+        {"name": "a line of the witness's name that is not base64", "note": signed + f"{DASH} {WITNESS.name} ###\n",
+         "js_why": "the page refuses a line of its witness's name it cannot read; Python passes over it",
+         "js_expect": REJECT},
         {"name": "a witness key whose id does not match", "note": signed + line + "\n",
          "key": key.replace(key.split("+")[1], "00000000")},
     ]
@@ -364,15 +368,10 @@ def arxiv_cases() -> list[dict]:
            "math.AGX/0601001", "hep-/9901001", " 2407.20018", "2407.20018\n", "", "arXiv:", "arXiv:arXiv:2407.20018",
            "\u0662\u0664\u0660\u0667.\u0662\u0660\u0660\u0661\u0668", "2407.20018 ", "2407\u200b.20018"]
     drafts = [{"name": text, "text": text} for text in good + bad]
-    links = ["https://arxiv.org/abs/2407.20018", "arxiv.org/pdf/2407.20018v2.pdf",
-             "http://export.arxiv.org/abs/hep-th/9901001"]
-    drafts += [{"name": text, "text": text, "js_why": LINK_WHY} for text in links]
-    drafts = cases("arxiv_ids", drafts)
-    for case in drafts:
-        if "js_why" in case:
-            paper = case["text"].split("/abs/")[-1].split("/pdf/")[-1].removesuffix(".pdf").removesuffix("v2")
-            case["js_expect"] = {"paper": paper}
-    return drafts
+    links = [("https://arxiv.org/abs/2407.20018", "2407.20018"), ("arxiv.org/pdf/2407.20018v2.pdf", "2407.20018"),
+             ("http://export.arxiv.org/abs/hep-th/9901001", "hep-th/9901001")]
+    drafts += [{"name": text, "text": text, "js_why": LINK_WHY, "js_expect": {"paper": paper}} for text, paper in links]
+    return cases("arxiv_ids", drafts)
 
 
 RULES = {"canonical": canonical_cases, "signed_notes": signed_note_cases, "cosignatures": cosignature_cases,

@@ -60,9 +60,11 @@ def test_the_javascript_differs_only_where_a_case_says_why():
             if "js_expect" in case:
                 assert rule in JS_RULES and js_expected(rule, case) != js_expected(rule, {"expect": case["expect"]})
     assert differ == {
-        "canonical": ["an integer beyond 64 bits", "a lone surrogate", "an exponent, not canonical", "negative zero",
-                      "a trailing zero", "a number literal beyond a double"],
-        "signed_notes": ["a checkpoint of another origin"], "cosignatures": [], "rfc9162_inclusion": [],
+        "canonical": ["an integer beyond 64 bits", "an exponent, not canonical", "negative zero", "a trailing zero",
+                      "a number literal beyond a double", "a lone surrogate"],
+        "signed_notes": ["a checkpoint of another origin", "a size of 17 digits",
+                         "a malformed line before the signature"],
+        "cosignatures": ["a line of the witness's name that is not base64"], "rfc9162_inclusion": [],
         "paper_index": ["an absent paper, ending at a neighbour"],
         "arxiv_ids": ["https://arxiv.org/abs/2407.20018", "arxiv.org/pdf/2407.20018v2.pdf",
                       "http://export.arxiv.org/abs/hep-th/9901001"]}
