@@ -248,6 +248,9 @@
     });
   }
 
+  // For the shared known-answer vectors (tests/vectors/), run under node: the rules, as the page uses them.
+  window.LedgerIntegrity = { Failure: Failure, checkpoint: checkpoint, cosignedBy: cosignedBy, multiRoot: multiRoot,
+    treeHash: treeHash, indexRoot: indexRoot };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();
