@@ -1,5 +1,5 @@
 """The first hour, as a new user meets it: the README's quickstart and then its commands table's examples, typed
-in that order in a fresh copy of a clone; and `--help` as it reads.
+in that order in a fresh copy of a clone; a clone whose folder shadows the package; and `--help` as it reads.
 """
 
 from __future__ import annotations
@@ -96,6 +96,21 @@ def test_the_quickstart_twice_then_the_commands_table_as_a_new_user_types_it(tmp
         outcome = (done.returncode, done.stderr.decode())
         assert outcome == REFUSED.get(example, (0, "")), example
     assert sorted(path.name for path in clone.glob("*.db")) == ["ledger.db"]  # one ledger, the quickstart's
+
+
+def test_a_clone_named_ledger_shadows_the_package_for_a_script_above_it_as_the_readme_says(tmp_path):
+    script = "import ledger\nprint(ledger.create_ledger.__name__)\n"
+    (tmp_path / "ledger").symlink_to(README.parent, target_is_directory=True)  # a clone in a folder named ledger
+    (tmp_path / "above.py").write_text(script)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "script.py").write_text(script)
+    shadowed = subprocess.run([sys.executable, "above.py"], cwd=tmp_path, capture_output=True, text=True)
+    message = "module 'ledger' has no attribute 'create_ledger'"
+    assert (shadowed.returncode, shadowed.stderr.splitlines()[-1]) == (1, f"AttributeError: {message}")
+    assert message in " ".join(section("Use from Python").replace("`", "").split())
+    elsewhere = subprocess.run([sys.executable, "script.py"], cwd=tmp_path / "elsewhere", capture_output=True,
+                               text=True)
+    assert (elsewhere.returncode, elsewhere.stdout, elsewhere.stderr) == (0, "create_ledger\n", "")
 
 
 def forced_breaks(text: str) -> list[str]:
