@@ -138,13 +138,16 @@ def _help_paths(group, path=()):
 
 
 def test_forced_breaks_finds_a_docstring_line_break_and_not_a_wrap():
-    wrapped = "│ upgrade  Bring an older ledger to this version, │\n│          with more words here.          │\n"
+    wrapped = ("│ upgrade  Bring an older ledger to this version, │\n"
+               "│          with more words here.          │\n")
     assert forced_breaks(wrapped) == []
-    carried = "│ upgrade  Bring an older ledger to this            │\n│          version, with more words here.           │\n"
+    carried = ("│ upgrade  Bring an older ledger to this            │\n"
+               "│          version, with more words here.           │\n")
     assert forced_breaks(carried) == ["upgrade  Bring an older ledger to this / version,"]
 
 
-@pytest.mark.parametrize("path", list(_help_paths(typer.main.get_command(app))), ids=" ".join)
+@pytest.mark.parametrize("path", list(_help_paths(typer.main.get_command(app))),
+                         ids=lambda path: " ".join(("ledger", *path)))
 def test_help_reads_as_reflowed_prose_at_100_columns(path):
     result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "100"})
     assert (result.exit_code, result.stderr) == (0, "")
