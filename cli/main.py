@@ -8,6 +8,7 @@ stdout carries results only; errors are one line each on stderr, with no traceba
 
 from __future__ import annotations
 
+import inspect
 import sys
 import traceback
 import warnings
@@ -146,6 +147,19 @@ app.add_typer(proof_commands.app)
 app.add_typer(publish_commands.app)
 app.add_typer(witness_commands.app, name="witness")
 app.add_typer(monitor_commands.app)
+
+
+def _reflowed(commands: typer.Typer) -> None:
+    """Each command's docstring as help with one line per paragraph: rich keeps a docstring's line breaks in the
+    command list, where the source's wrapping showed as gaps mid-sentence; the terminal's width wraps it now."""
+    for command in commands.registered_commands:
+        text = command.help or inspect.getdoc(command.callback) or ""
+        command.help = "\n\n".join(" ".join(paragraph.split()) for paragraph in text.split("\n\n"))
+    for group in commands.registered_groups:
+        _reflowed(group.typer_instance)
+
+
+_reflowed(app)
 
 
 def main() -> None:
