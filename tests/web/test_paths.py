@@ -231,7 +231,7 @@ def test_the_paper_page_shows_snapshot_versions_history_and_a_record_per_day(cli
     html = ok(response, "text/html").decode()
     text = visible(response.content)
     rows = orjson.loads(Cli.of(store)("history", PAPER_004, "--json").stdout)
-    latest = re.findall(r"<tr><td>(\d+)</td>", html)
+    latest = re.findall(r"<tr><td data-label=\"Seq\">(\d+)</td>", html)
     assert latest == [str(r["seq"]) for r in rows[::-1][:20]]  # the 20 latest, newest first
     assert f"The 20 latest of this paper's {len(rows)} events" in text and len(rows) > 20
     for row in rows[::-1][:20]:

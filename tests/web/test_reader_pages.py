@@ -115,3 +115,29 @@ def test_the_pages_label_in_words_and_show_no_field_name(client, rich):
     snapshot = Visible()
     snapshot.feed(client.get(PAPER_PAGE).text)
     assert {"Snapshot observed", "Latest version", "arXiv id", "Submitted"} <= set(snapshot.labels)
+
+
+# -- 2, 1 and 3 in a browser: the history table at a desk and on a phone -----------------------------------
+@browsed
+def test_the_history_table_fits_a_desk_and_wraps_on_a_phone(watched, server):
+    for size, viewport in (("1280", DESK), ("390", PHONE)):
+        w = watched(viewport=viewport)
+        w.page.goto(server + PAPER_PAGE)
+        width, client_width = w.page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert width <= client_width == viewport["width"], size
+        edges = w.page.eval_on_selector_all(
+            "table.history td:last-child", "cells => cells.map(c => [c.getBoundingClientRect().left, "
+            "c.getBoundingClientRect().right, c.scrollWidth <= c.clientWidth])")
+        end = w.page.evaluate("document.querySelector('main').getBoundingClientRect().right")  # inside the page's column
+        assert len(edges) == 20 and all(0 <= left < right <= end <= client_width and inside for left, right, inside in edges), size
+        table = w.page.eval_on_selector("table.history", "t => [t.getBoundingClientRect().right, t.parentElement.getBoundingClientRect().right]")
+        assert table[0] <= table[1], size  # the table ends where its section does: nothing cut off
+        before = w.page.locator("ul.days li.no-record")
+        assert before.all_inner_texts() == [f"As of the end of {d}: no record yet, the first is as of 2026-07-06 ({s})"
+                                            for d, s in (("2026-05-11", "1 measurements.checked, 2 resolution.recorded"),
+                                                         ("2026-05-10", "1 resolution.recorded"))]
+        assert before.locator("a").count() == 0
+        labels = w.page.locator("dl.snapshot dt").all_inner_texts()
+        assert "Snapshot observed" in labels and not [label for label in labels if "_" in label]
+        picture(w, "paper-history", size)
+        assert w.errors == []
