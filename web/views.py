@@ -212,11 +212,11 @@ def record_view(record: dict, linked: Container[str] = ()) -> dict:
         "displayed": f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
         "states": state_words(record),
         "measurements": [measurement_line(m, measurement_source) for m in record["external_citation_measurements"]],
-        "sections": [  # the page form's order: outbound, then inbound
-            ("outbound", "Outbound references", "No outbound references are displayed.",
-             [_observation(o, "outbound", i, linked) for i, o in enumerate(record["outbound"])], capped_words(record, "outbound")),
+        "sections": [  # who cites the paper first (a reader's first question), then what it cites
             ("inbound", "Pith citing papers", "No inbound Pith citation observations are available.",
              [_observation(o, "inbound", i, linked) for i, o in enumerate(record["inbound"])], capped_words(record, "inbound")),
+            ("outbound", "Outbound references", "No outbound references are displayed.",
+             [_observation(o, "outbound", i, linked) for i, o in enumerate(record["outbound"])], capped_words(record, "outbound")),
         ],
     }
 

@@ -141,3 +141,21 @@ def test_the_history_table_fits_a_desk_and_wraps_on_a_phone(watched, server):
         assert "Snapshot observed" in labels and not [label for label in labels if "_" in label]
         picture(w, "paper-history", size)
         assert w.errors == []
+
+
+# -- 4. the first screen of a record ---------------------------------------------------------------------
+@browsed
+def test_a_record_opens_on_who_cites_the_paper_and_still_checks_itself(watched, server):
+    for size, viewport in (("1280", {"width": 1280, "height": 2000}), ("390", PHONE)):
+        w = watched(viewport=viewport)
+        w.page.goto(server + RECORD_PAGE)
+        assert w.verdict() == "pass", w.page.text_content("#check-summary")
+        top = w.page.evaluate("""() => Object.fromEntries(['#inbound-title', '#inbound-1', '#digests-title',
+            '#coverage-title', '#check-summary'].map(s => [s, document.querySelector(s).getBoundingClientRect().top]))""")
+        assert top["#inbound-title"] < top["#inbound-1"] < top["#digests-title"] < top["#coverage-title"], size
+        assert top["#check-summary"] < top["#inbound-title"], size  # the page's own check is said up front
+        if size == "1280":
+            assert top["#inbound-1"] + 100 < viewport["height"]  # the first citing paper's card, on the first screen
+        assert len(w.states()) == 12 and set(w.states().values()) == {"pass"}
+        picture(w, "record-first-screen", size, full_page=False)
+        assert w.errors == []
