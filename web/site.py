@@ -11,6 +11,7 @@ This module never writes to the ledger and never decides a status code.
 from __future__ import annotations
 
 import base64
+import shlex
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
@@ -190,7 +191,8 @@ class Site:
         found = found or self.integrity(paper, as_of, known_at)
         known = known_at.text if known_at else None
         size = found["index"]["tree_size"] if found["index"] else None
-        page = render("integrity.html", found=found, tree_size=size,
+        # The recipe names the key by its text, quoted for a shell: a reader of the page has no .vkey file.
+        page = render("integrity.html", found=found, tree_size=size, verifier_arg=shlex.quote(found["verifier_key"] or ""),
                       record_url=urls.record_url(paper, as_of.text, known),
                       json_url=urls.integrity_url(paper, as_of.text, known, html=False))
         return Body(page, HTML, SHORT)

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 
 import orjson
 import pytest
 
+from ledger.log.signed_notes import generate_signer
 from tests.conftest import PAPER_004, Cli
 from tests.web.conftest import LATER
 from tests.web.test_browser import ARTIFACTS, CHROMIUM, DESK, PHONE, browser, server, watched  # noqa: F401 (fixtures)
@@ -159,3 +162,32 @@ def test_a_record_opens_on_who_cites_the_paper_and_still_checks_itself(watched, 
         assert len(w.states()) == 12 and set(w.states().values()) == {"pass"}
         picture(w, "record-first-screen", size, full_page=False)
         assert w.errors == []
+
+
+# -- 5. the integrity page's recipe, as printed ---------------------------------------------------------------
+@browsed
+def test_the_integrity_recipe_runs_as_a_reader_copies_it(watched, server, tmp_path):
+    """The recipe as the served page shows it (its URL made absolute by the page) runs in a shell with the
+    reader's `ledger` and no key file; with another log's key in its place it fails."""
+    shim = tmp_path / "bin" / "ledger"  # the reader's installed `ledger`
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ledger.cli "$@"\n')
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"} | {"PATH": f"{shim.parent}:{os.environ['PATH']}"}
+    w = watched(viewport=PHONE)
+    for size, viewport in (("1280", DESK), ("390", PHONE)):
+        w.page.set_viewport_size(viewport)
+        w.page.goto(server + f"/paper/{PAPER_004}/integrity")
+        w.page.wait_for_selector("#verdict[data-check]", timeout=30_000)
+        recipe = w.page.inner_text("pre code")
+        picture(w, "integrity-recipe", size)
+    assert "ledger.vkey" not in recipe and recipe.startswith(f"curl -s '{server}/paper/{PAPER_004}/integrity.json?as_of=")
+    ran = subprocess.run(["bash", "-euo", "pipefail", "-c", recipe], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert (ran.returncode, ran.stderr) == (0, ""), ran.stderr
+    assert ran.stdout.startswith("bundle.json: ok: ") and f"the record of arXiv:{PAPER_004} as of " in ran.stdout
+    key = re.search(r"--verifier-key (\S+)$", recipe).group(1)
+    other = str(generate_signer(key.split("+")[0]).verifier)
+    forged = subprocess.run(["bash", "-euo", "pipefail", "-c", recipe.replace(key, other)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert forged.returncode == 1 and forged.stdout == "" and len(forged.stderr.splitlines()) == 1
