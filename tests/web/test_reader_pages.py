@@ -17,7 +17,7 @@ import pytest
 from ledger.log.signed_notes import generate_signer
 from tests.conftest import PAPER_004, Cli
 from tests.web.conftest import LATER
-from tests.web.test_browser import ARTIFACTS, CHROMIUM, DESK, PHONE, browser, server, watched  # noqa: F401 (fixtures)
+from tests.web.test_browser import ARTIFACTS, AXE, CHROMIUM, DESK, PHONE, browser, server, watched  # noqa: F401 (fixtures)
 
 browsed = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
                              reason="needs Debian's chromium (.ci/run installs it)")
@@ -191,3 +191,21 @@ def test_the_integrity_recipe_runs_as_a_reader_copies_it(watched, server, tmp_pa
     forged = subprocess.run(["bash", "-euo", "pipefail", "-c", recipe.replace(key, other)], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
     assert forged.returncode == 1 and forged.stdout == "" and len(forged.stderr.splitlines()) == 1
+
+
+# -- 6. axe on the pages of this issue, at a desk and on a phone ----------------------------------------------
+@browsed
+@pytest.mark.skipif(not AXE.is_file() and not os.environ.get("CI"), reason="needs axe-core from npm (.ci/run installs it)")
+def test_axe_finds_no_serious_violation_on_the_paper_and_record_pages(watched, server):
+    found = {}
+    for size, viewport in (("1280", DESK), ("390", PHONE)):
+        w = watched(viewport=viewport, bypass_csp=True)  # only so that the test can load axe into the page
+        for path in (PAPER_PAGE, RECORD_PAGE, f"/paper/{PAPER_004}/as-of/2026-07-06/citation-record"):
+            w.page.goto(server + path)
+            if w.page.locator("#check-summary").count():
+                assert w.verdict() == "pass", path
+            w.page.add_script_tag(path=str(AXE))
+            violations = w.page.evaluate("""async () => (await axe.run(document, {resultTypes: ["violations"]}))
+                .violations.map(v => [v.id, v.impact, v.nodes.length])""")
+            found[(path, size)] = [v for v in violations if v[1] in ("serious", "critical")]
+    assert found and all(bad == [] for bad in found.values()), found
