@@ -11,6 +11,7 @@ This module never writes to the ledger and never decides a status code.
 from __future__ import annotations
 
 import base64
+import shlex
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
@@ -40,7 +41,7 @@ from ledger.projections.record import build_record
 from ledger.projections.text import counted_lines
 
 from ledger.web import urls
-from ledger.web.views import BEGINNING, effective_days, finalize, record_view, time_nav
+from ledger.web.views import BEGINNING, effective_days, finalize, first_record, record_view, snapshot_rows, time_nav
 
 JSON = "application/json"
 HTML = "text/html; charset=utf-8"
@@ -190,7 +191,8 @@ class Site:
         found = found or self.integrity(paper, as_of, known_at)
         known = known_at.text if known_at else None
         size = found["index"]["tree_size"] if found["index"] else None
-        page = render("integrity.html", found=found, tree_size=size,
+        # The recipe names the key by its text, quoted for a shell: a reader of the page has no .vkey file.
+        page = render("integrity.html", found=found, tree_size=size, verifier_arg=shlex.quote(found["verifier_key"] or ""),
                       record_url=urls.record_url(paper, as_of.text, known),
                       json_url=urls.integrity_url(paper, as_of.text, known, html=False))
         return Body(page, HTML, SHORT)
@@ -255,16 +257,21 @@ class Site:
                     "version": f"v{snapshot.get('latest_version')}", "observed": fact.effective_at,
                     "title": snapshot.get("title") or ""})
         known = known_at.text if known_at else None
-        snapshot = [(key, value if isinstance(value, str) else orjson.dumps(value).decode())
-                    for key, value in sorted(record["paper"].items())]
         kinds: dict[str, Counter] = {}
         for fact in seen:
             kinds.setdefault(fact.effective_key[:10], Counter())[fact.kind] += 1
-        days = [(d, urls.day_record_url(paper, d, known) if own else urls.record_url(paper, as_of.text, known),
-                 urls.day_record_url(paper, d, known, html=False) if own else urls.record_url(paper, as_of.text, known, html=False),
-                 ", ".join(f"{n} {kind}" for kind, n in sorted(kinds[d].items())),
-                 urls.day_changes_url(paper, d, known) if own else None)
-                for d, own in self.change_days(paper, seen, as_of)]
+        since = first_record(paper, seen)
+        days = []
+        for d, own in self.change_days(paper, seen, as_of):
+            summary = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds[d].items()))
+            if since is None or When.parse(d).key < since:  # before the first snapshot: no record (as `replay` says)
+                days.append((d, None, None, summary, None))
+            elif own:
+                days.append((d, urls.day_record_url(paper, d, known), urls.day_record_url(paper, d, known, html=False),
+                             summary, urls.day_changes_url(paper, d, known)))
+            else:  # the last change day, not over by `as_of`: the record as of then
+                days.append((d, urls.record_url(paper, as_of.text, known),
+                             urls.record_url(paper, as_of.text, known, html=False), summary, None))
         ordinals = {d: date.fromisoformat(d).toordinal() for d, *_ in days}  # a dot a change day, placed in time
         first, last = min(ordinals.values(), default=0), max(ordinals.values(), default=0)
         timeline = [(d, round(20 + 560 * ((n - first) / (last - first) if last > first else 0.5), 1))
@@ -272,8 +279,9 @@ class Site:
         # The latest events only: every one is in history.json, and a page of thousands of rows is read by no one
         # (it was most of the site's HTML bytes).
         history = views.history(seen)
-        page = render("paper.html", record=record, snapshot=snapshot, versions=list(versions.values()),
+        page = render("paper.html", record=record, snapshot=snapshot_rows(record["paper"]), versions=list(versions.values()),
                       latest=history[::-1][:LATEST], events=len(history), days=days, paper=paper, timeline=timeline,
+                      first_day=since[:10] if since else None,
                       record_url=urls.record_url(paper, as_of.text, known),
                       json_url=urls.record_url(paper, as_of.text, known, html=False),
                       integrity_url=urls.integrity_url(paper, as_of.text, known),

@@ -8,6 +8,7 @@ import re
 from typing import Container, Iterable
 from urllib.parse import quote
 
+import orjson
 from markupsafe import Markup
 
 from ledger.core.errors import InputError
@@ -29,10 +30,30 @@ def effective_days(facts: Iterable[Fact]) -> list[str]:
     return sorted({f.effective_key[:10] for f in facts})
 
 
+def first_record(paper: str, facts: Iterable[Fact]) -> str | None:
+    """The effective key of the paper's first snapshot: before it, the paper has no record (None: never)."""
+    return min((f.effective_key for f in facts if f.kind == PAPER_SNAPSHOT and f.subject == paper), default=None)
+
+
+# A snapshot's fields in words, in the order a reader wants them (arXiv's abstract page: title first).
+SNAPSHOT_WORDS = {"title": "Title", "arxiv_id": "arXiv id", "latest_version": "Latest version",
+                  "primary_category": "Primary category", "submitted_at": "Submitted", "last_updated": "Last updated",
+                  "snapshot_observed_at": "Snapshot observed"}
+
+
+def snapshot_rows(paper: dict) -> list[tuple[str, str]]:
+    """(label, value) for each field of the record's paper block: known fields under the words of
+    SNAPSHOT_WORDS, in its order, then any other under its name's words; a value that is no string as JSON."""
+    order = {key: n for n, key in enumerate(SNAPSHOT_WORDS)}
+    keys = sorted(paper, key=lambda key: (order.get(key, len(order)), key))
+    return [(SNAPSHOT_WORDS.get(key) or key.replace("_", " ").capitalize(),
+             paper[key] if isinstance(paper[key], str) else orjson.dumps(paper[key]).decode()) for key in keys]
+
+
 def time_nav(paper: str, facts: list[Fact], as_of: When, day: str | None, known: str | None) -> dict:
     """A record page's place in time: the change days before and after it (a day with a record), what changed
     on its day, and when the data it shows was last observed (the latest effective time by its as-of)."""
-    first = min((f.effective_key for f in facts if f.kind == PAPER_SNAPSHOT and f.subject == paper), default=None)
+    first = first_record(paper, facts)
     days = [d for d in effective_days(facts) if first is not None and first <= When.parse(d).key]
     here = When.parse(day).key if day else as_of.key
     earlier, later = [d for d in days if When.parse(d).key < here], [d for d in days if When.parse(d).key > here]
@@ -191,11 +212,11 @@ def record_view(record: dict, linked: Container[str] = ()) -> dict:
         "displayed": f"{resolution['displayed']} of {resolution['total_outbound_references']} outbound references displayed",
         "states": state_words(record),
         "measurements": [measurement_line(m, measurement_source) for m in record["external_citation_measurements"]],
-        "sections": [  # the page form's order: outbound, then inbound
-            ("outbound", "Outbound references", "No outbound references are displayed.",
-             [_observation(o, "outbound", i, linked) for i, o in enumerate(record["outbound"])], capped_words(record, "outbound")),
+        "sections": [  # who cites the paper first (a reader's first question), then what it cites
             ("inbound", "Pith citing papers", "No inbound Pith citation observations are available.",
              [_observation(o, "inbound", i, linked) for i, o in enumerate(record["inbound"])], capped_words(record, "inbound")),
+            ("outbound", "Outbound references", "No outbound references are displayed.",
+             [_observation(o, "outbound", i, linked) for i, o in enumerate(record["outbound"])], capped_words(record, "outbound")),
         ],
     }
 

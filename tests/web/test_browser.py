@@ -527,7 +527,7 @@ def test_the_integrity_page_verifies_signature_index_and_inclusion_in_the_browse
     assert f"at tree size {size} is signed by the key example.org/ledger" in text
     assert f"counts {count} events of arXiv:{PAPER_004}, and all {count} are in the log" in text
     command = w.page.text_content("pre code")
-    assert command.startswith(f"curl -s {server}/paper/{PAPER_004}/integrity.json?as_of=")  # pastes as it is
+    assert command.startswith(f"curl -s '{server}/paper/{PAPER_004}/integrity.json?as_of=")  # pastes as it is
     assert w.errors == []
 
 
