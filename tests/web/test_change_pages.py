@@ -55,3 +55,9 @@ def test_a_date_only_difference_says_no_change_in_content(client):
     assert "Nothing the record shows changed." not in text
     assert client.get(f"/paper/{PAPER_004}/diff.json", params={"from": "2026-08-09", "to": "2026-08-20"}
                       ).json()["content_changed"] is True
+
+
+def test_the_evidence_page_says_what_the_context_digest_covers(client):
+    text = visible(client.get("/evidence").content)
+    assert ("(record without context_digest and as_of)): it still covers the thesis, which names the day, so only "
+            "same-day rebuilds of equal content share it.") in text
