@@ -120,8 +120,11 @@ def paper_diff(paper: str, facts: Iterable[Fact], start: When, end: When) -> dic
 
 def diff(before: dict | None, after: dict, accounts: dict[str, str] | None = None) -> dict:
     """What changed between two rebuilds of one paper's record (`before` is None when it did not exist); each
-    observation removed carries its entry of `accounts` (None when it has none): why it left. `fields` names
-    the top-level fields that changed, `field_details` says in one line each what changed inside them."""
+    observation removed carries its entry of `accounts` (None when it has none): why it left. Each observation
+    added, removed or changed names its other paper ("other_id", "title": `other_paper`). `fields` names the
+    top-level fields that changed, `field_details` says in one line each what changed inside them;
+    `content_changed` is False when the records differ only by what follows the date (as_of, the thesis's day,
+    the context digest)."""
     old, new = _observations(before), _observations(after)
     added = [{"observation_id": k[0], "direction": k[1], "digest": new[k]["observation_digest"], **_other(new[k], k[1])}
              for k in sorted(new.keys() - old.keys())]
