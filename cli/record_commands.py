@@ -35,7 +35,7 @@ from ledger.core.workers import Workers
 from ledger.projections import history as views
 from ledger.projections.record import build_record
 from ledger.projections.text import render_text
-from ledger.model.parts import counted
+from ledger.model.parts import counted, lane_counts, other_words
 
 app = typer.Typer()
 
@@ -325,23 +325,22 @@ def diff(
         return
     lines = [f"arXiv:{paper} from {begin.text} to {finish.text}",
              f"context_digest {result['from']['context_digest']} → {result['to']['context_digest']}"]
-    lines += [f"added {o['observation_id']} ({o['direction']}) {o['digest']}" for o in result["added"]]
-    lines += [f"removed {o['observation_id']} ({o['direction']}) {o['digest']}"
-              + (f": {o['account']}" if o["account"] else "") for o in result["removed"]]
-    lines += [f"changed {o['observation_id']} ({o['direction']}) {'; '.join(o['details'])}; "
-              f"{o['from_digest']} → {o['to_digest']}" for o in result["changed"]]
-    lines += [f"coverage {c['lane']}: {_lane(c['from'])} → {_lane(c['to'])}" for c in result["coverage"]]
+    lines += [f"added: {_named(o)} (observation {o['observation_id']}, {o['digest']})" for o in result["added"]]
+    lines += [f"removed: {_named(o)}" + (f": {o['account']}" if o["account"] else "")
+              + f" (observation {o['observation_id']}, {o['digest']})" for o in result["removed"]]
+    lines += [f"changed: {_named(o)}: {'; '.join(o['details'])} (observation {o['observation_id']}, "
+              f"{o['from_digest']} → {o['to_digest']})" for o in result["changed"]]
+    lines += [f"coverage {c['lane']}: {lane_counts(c['from'])} → {lane_counts(c['to'])}" for c in result["coverage"]]
     lines += result["field_details"]
-    if len(lines) == 2 and result["from"]["context_digest"] == result["to"]["context_digest"]:
-        lines.append("no change")
+    if not result["content_changed"]:
+        same = result["from"]["context_digest"] == result["to"]["context_digest"]
+        lines.append("no change" if same else "no change in content (the context digest follows the date: it "
+                                              "covers the thesis, which names the day)")
     typer.echo("\n".join(lines))
 
 
-def _lane(lane: dict | None) -> str:
-    if lane is None:
-        return "none"
-    observed = f", observed {lane['source_observed_at']}" if lane["source_observed_at"] else ""
-    return f"{lane['records_observed']} of {lane['denominator']} ({lane['source']}{observed})"
+def _named(change: dict) -> str:
+    return other_words(change["direction"], change["other_id"], change["title"])
 
 
 @app.command()
@@ -353,10 +352,11 @@ def history(
 ) -> None:
     """Every event of an observation or a paper, oldest first, with what each changed."""
     store = open_store(ctx)
-    facts = store.observation_facts(subject) or store.paper_facts(subject)
+    observed = store.observation_facts(subject)
+    facts = observed or store.paper_facts(subject)
     if not facts:
         raise NotFoundError(f"no events of {subject} in this ledger")
-    rows = views.history(facts)
+    rows = views.history(facts, None if observed else subject)
     if json:
         write_json(rows)
         return

@@ -79,14 +79,15 @@ def verify_record(record: PathLike, store: Store | None = None, strict: bool = F
 
 def history(store: Store, subject: str) -> list[dict]:
     """Every event of a paper (arXiv id) or an observation, oldest first, as `ledger history --json`: `seq`,
-    `kind`, `effective_at`, `recorded_at` and an `account` of what it changed.
+    `kind`, `effective_at`, `recorded_at`, an `account` of what it changed and the `citation` it belongs to.
 
     Raises: NotFoundError when the ledger holds no event of it, or StoreError.
     """
-    facts = store.observation_facts(subject) or store.paper_facts(subject)
+    observed = store.observation_facts(subject)
+    facts = observed or store.paper_facts(subject)
     if not facts:
         raise NotFoundError(f"no events of {subject} in this ledger")
-    return views.history(facts)
+    return views.history(facts, None if observed else subject)
 
 
 def evidence_bundle(store: Store, paper: str, as_of: str, key: PathLike, known_at: str | None = None) -> dict:

@@ -12,11 +12,11 @@ import orjson
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import NotFoundError
-from ledger.core.times import When
+from ledger.core.times import When, long_date
 
 from ledger.model.events import Fact
 from ledger.model.kinds import KIND
-from ledger.model.parts import resolution_label
+from ledger.model.parts import citation_label, differing, inside, other_paper, resolution_label, times_moved
 from ledger.model.standing_notices import describe_notice
 
 from ledger.projections.record import Fold, Mismatch, build_record, counted_past_cap, shown_apart
@@ -28,17 +28,34 @@ def account(kind: str, old: dict | None, new: dict) -> str:
     return KIND[kind].account(old, new)
 
 
-def history(facts: Iterable[Fact]) -> list[dict]:
-    """Every event, oldest effective time first (ties: ledger order), each with its account."""
-    rows = []
+def history(facts: Iterable[Fact], paper: str | None = None) -> list[dict]:
+    """Every event, oldest effective time first (ties: ledger order), each with its account; an event of an
+    observation also names its `citation` (None for the others), by the other paper when seen from `paper`
+    (`citation_label`), and its account starts with that name."""
+    told = _accounts(facts)
+    # The payload part that names an observation's papers is its citation: the latest one names it.
+    citations = {row["subject"]: payload["citation"] for row, payload in told
+                 if KIND[row["kind"]].observation and isinstance(payload.get("citation"), dict)}
+    labels = {subject: citation_label(citation, paper) for subject, citation in citations.items()}
+    for row, _ in told:
+        row["citation"] = labels.get(row["subject"]) if KIND[row["kind"]].observation else None
+        if row["citation"] is not None:
+            row["account"] = f"{row['citation']}: {row['account']}"
+    return [row for row, _ in told]
+
+
+def _accounts(facts: Iterable[Fact]) -> list[tuple[dict, dict]]:
+    """Each fact's history row (its account without the citation's name) and its payload, in history order."""
+    told = []
     previous: dict[tuple[str, str], dict] = {}
     for fact in sorted(facts, key=lambda f: (f.effective_key, f.seq)):
         payload = orjson.loads(fact.payload)
         key = (fact.kind, fact.subject)
-        rows.append({"seq": fact.seq, "kind": fact.kind, "subject": key[1], "effective_at": fact.effective_at,
-                     "recorded_at": fact.recorded_at, "account": account(fact.kind, previous.get(key), payload)})
+        told.append(({"seq": fact.seq, "kind": fact.kind, "subject": key[1], "effective_at": fact.effective_at,
+                      "recorded_at": fact.recorded_at, "account": account(fact.kind, previous.get(key), payload)},
+                     payload))
         previous[key] = payload
-    return rows
+    return told
 
 
 def _observations(record: dict | None) -> dict[tuple[str, str], dict]:
@@ -61,41 +78,16 @@ def _part_changes(old: dict, new: dict) -> list[str]:
         if words and words(old[part]) != words(new[part]):
             details.append(f"{part}: {words(old[part])} → {words(new[part])}")
         else:  # two states that read the same: say what changed inside the part instead
-            details.append(f"{part}: {_inside(old[part], new[part])}")
+            details.append(f"{part}: {inside(old[part], new[part])}")
     return details
-
-
-def _inside(old: dict, new: dict) -> str:
-    """What differs between two versions of a part: the receipt times that moved, then the other keys."""
-    keys, said = _changed(old, new), []
-    times = _by_source(old.get("source_receipts") or [], new.get("source_receipts") or [])
-    if times and "source_receipts" in keys:
-        said.append("receipts " + ", ".join(times))
-        keys.remove("source_receipts")
-    return "; ".join(said + ([f"changed {', '.join(keys)}"] if keys else []))
-
-
-def _changed(old: dict, new: dict) -> list[str]:
-    return [k for k in sorted(set(old) | set(new)) if k not in old or k not in new or old[k] != new[k]]
-
-
-def _by_source(old: list, new: list) -> list[str]:
-    """`source A → B` for each source whose time differs between two lists of {source, observed_at}."""
-    was, now = ({r.get("source"): r.get("observed_at") for r in side if isinstance(r, dict)} for side in (old, new))
-    return [f"{source} {_when(was, source)} → {_when(now, source)}"
-            for source in sorted(set(was) | set(now), key=str) if _when(was, source) != _when(now, source)]
-
-
-def _when(times: dict, source: object) -> str:
-    return "none" if source not in times else str(times[source]) if times[source] is not None else "null"
 
 
 def _field_change(key: str, old: object, new: object) -> str:
     """What changed in a top-level field of the record: its changed keys (`paper`), the sources whose time
     moved (`standing_sources`), else the two values where they differ."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return f"{key}: " + "; ".join("{} {} → {}".format(k, *_sides(old, new, k)) for k in _changed(old, new))
-    times = _by_source(old, new) if key == "standing_sources" and isinstance(old, list) else []
+        return f"{key}: " + "; ".join("{} {} → {}".format(k, *_sides(old, new, k)) for k in differing(old, new))
+    times = times_moved(old, new) if key == "standing_sources" and isinstance(old, list) else []
     return f"{key}: " + (", ".join(times) if times else "{} → {}".format(*shown_apart(old, new)))
 
 
@@ -118,7 +110,7 @@ def paper_diff(paper: str, facts: Iterable[Fact], start: When, end: When) -> dic
     except NotFoundError:
         before = None
     between = (f for f in facts if start.key < f.effective_key <= end.key)
-    accounts = {row["subject"]: row["account"] for row in history(between)}
+    accounts = {row["subject"]: row["account"] for row, _ in _accounts(between)}
     for direction in ("inbound", "outbound"):
         if counted_past_cap(after, direction) is not None:
             for obs in (before or {}).get(direction, []):
@@ -128,20 +120,24 @@ def paper_diff(paper: str, facts: Iterable[Fact], start: When, end: When) -> dic
 
 def diff(before: dict | None, after: dict, accounts: dict[str, str] | None = None) -> dict:
     """What changed between two rebuilds of one paper's record (`before` is None when it did not exist); each
-    observation removed carries its entry of `accounts` (None when it has none): why it left. `fields` names
-    the top-level fields that changed, `field_details` says in one line each what changed inside them."""
+    observation removed carries its entry of `accounts` (None when it has none): why it left. Each observation
+    added, removed or changed names its other paper ("other_id", "title": `other_paper`). `fields` names the
+    top-level fields that changed, `field_details` says in one line each what changed inside them;
+    `content_changed` is False when the records differ only by what follows the date (as_of, the thesis's day,
+    the context digest)."""
     old, new = _observations(before), _observations(after)
-    added = [{"observation_id": k[0], "direction": k[1], "digest": new[k]["observation_digest"]}
+    added = [{"observation_id": k[0], "direction": k[1], "digest": new[k]["observation_digest"], **_other(new[k], k[1])}
              for k in sorted(new.keys() - old.keys())]
     removed = [{"observation_id": k[0], "direction": k[1], "digest": old[k]["observation_digest"],
-                "account": (accounts or {}).get(k[0])} for k in sorted(old.keys() - new.keys())]
+                "account": (accounts or {}).get(k[0]), **_other(old[k], k[1])} for k in sorted(old.keys() - new.keys())]
     changed = []
     for k in sorted(old.keys() & new.keys()):
         if old[k]["observation_digest"] != new[k]["observation_digest"]:
             details = _part_changes(old[k], new[k])
             changed.append({"observation_id": k[0], "direction": k[1],
                             "parts": [d.split(":")[0] for d in details], "details": details,
-                            "from_digest": old[k]["observation_digest"], "to_digest": new[k]["observation_digest"]})
+                            "from_digest": old[k]["observation_digest"], "to_digest": new[k]["observation_digest"],
+                            **_other(new[k], k[1])})
     lanes_before = {lane["lane"]: lane for lane in (before or {}).get("coverage", [])}
     coverage = []
     for lane in after["coverage"]:
@@ -157,8 +153,24 @@ def diff(before: dict | None, after: dict, accounts: dict[str, str] | None = Non
                  "context_digest": before["context_digest"] if before else None},
         "to": {"as_of": after["as_of"], "context_digest": after["context_digest"]},
         "added": added, "removed": removed, "changed": changed, "coverage": coverage, "fields": fields,
-        "field_details": field_details,
+        "field_details": field_details, "content_changed": _content(before) != _content(after),
     }
+
+
+def _other(observation: dict, direction: str) -> dict:
+    """The other paper of an observation (`other_paper`), as `diff` gives it beside the observation id: its
+    "other_id" ('arXiv:…', 'doi:…') and "title", each None when the citation does not hold it."""
+    other_id, title = other_paper(observation["citation"], direction)
+    return {"other_id": other_id, "title": title}
+
+
+def _content(record: dict | None) -> dict | None:
+    """A record without what follows its date alone: as_of, the thesis's day and so the context digest
+    (SPEC 1: the digest covers the thesis, which names the day)."""
+    if record is None:
+        return None
+    thesis = record["thesis"].replace(long_date(record["as_of"]), "", 1)
+    return {**{k: v for k, v in record.items() if k not in ("as_of", "context_digest")}, "thesis": thesis}
 
 
 class Window(NamedTuple):
@@ -218,5 +230,5 @@ def agreement(facts: Iterable[Fact], record: dict) -> Agreement:
     if rebuilt is None:
         fold.record()  # raises NotFoundError: no snapshot of the paper by as_of, today or ever
     late_seqs = {f.seq for f in changed_since} if windows and start is None else set()
-    late = [row for row in history(facts) if row["seq"] in late_seqs]
+    late = [row for row in history(facts, paper) if row["seq"] in late_seqs]
     return Agreement(windows, late, None if same else Mismatch(rebuilt, record))

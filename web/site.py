@@ -27,7 +27,7 @@ from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, NotFoundError
 from ledger.model.arxiv import is_paper_id, month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
-from ledger.model.parts import counted
+from ledger.model.parts import counted, lane_counts
 from ledger.log.signed_notes import Signer
 from ledger.services.proofs import evidence_bundle, witnessed_by
 from ledger.storage.cosigned_checkpoint import latest_cosigned
@@ -89,6 +89,7 @@ def _templates() -> Environment:
                       trim_blocks=True, lstrip_blocks=True, finalize=finalize)
     env.globals.update(csp=CSP, urls=urls)
     env.filters["counted"] = counted  # `{{ n|counted("paper") }}`: the one singular/plural rule, as in the CLI
+    env.filters["lane_counts"] = lane_counts  # a coverage lane's counts, as `ledger diff` words them
     return env
 
 
@@ -205,7 +206,7 @@ class Site:
         facts = [f for f in facts if as_of is None or f.effective_key <= as_of.key]
         if not facts:
             raise NotFoundError(f"no events of {paper} in this ledger" + (f" as of {as_of.text}" if as_of else ""))
-        return Body(canonical(views.history(facts)) + b"\n", JSON, SHORT)
+        return Body(canonical(views.history(facts, paper)) + b"\n", JSON, SHORT)
 
     def diff_json(self, paper: str, start: When, end: When, known_at: When | None = None) -> Body:
         """What `ledger diff <id> --from --to [--known-at] --json` prints."""
@@ -278,7 +279,7 @@ class Site:
                     for d, n in ordinals.items()]
         # The latest events only: every one is in history.json, and a page of thousands of rows is read by no one
         # (it was most of the site's HTML bytes).
-        history = views.history(seen)
+        history = views.history(seen, paper)
         page = render("paper.html", record=record, snapshot=snapshot_rows(record["paper"]), versions=list(versions.values()),
                       latest=history[::-1][:LATEST], events=len(history), days=days, paper=paper, timeline=timeline,
                       first_day=since[:10] if since else None,

@@ -94,18 +94,19 @@ def _bundle_fact(event: _Event, signed: Checkpoint) -> _Read:
     IntegrityError when it is not in the signed log or is not a ledger event."""
     seq, where = event.seq, f"event seq {event.seq}"
     digest = leaf_hash(event.leaf)
+    if seq > signed.size:  # said in events before a proof's leaf index could say it off by one
+        raise IntegrityError(f"{where}: not in the signed log of size {signed.size}")
     if event.path is not None:
-        if event.index != seq - 1:
-            raise IntegrityError(f"{where}: proof is for leaf {event.index}, the event is leaf {seq - 1}")
+        if event.index != seq - 1:  # the user's terms are seqs: event n is leaf index n - 1
+            raise IntegrityError(f"{where}: proof is for event {event.index + 1} (leaf index {event.index}), not "
+                                 f"event {seq}")
         if event.size != signed.size:
             raise IntegrityError(f"{where}: proof is for a tree of size {event.size}, the checkpoint's is {signed.size}")
         try:
             verify_inclusion(digest, seq - 1, signed.size, event.path, signed.root)
         except IntegrityError as exc:
             raise IntegrityError(f"{where}: not in the signed log: {exc}") from None
-    elif seq > signed.size:
-        raise IntegrityError(f"{where}: not in the signed log of size {signed.size}")
-    # The leaf is in the log; now read it, and insist it is the canonical entry it claims to be.
+    # The event's bytes are in the log; now read them, and insist they are the canonical entry they claim to be.
     try:
         entry = parse_json(event.leaf.decode("utf-8"))
         if not isinstance(entry, dict) or set(entry) != {"effective_at", "kind", "payload", "recorded_at", "seq"} \
@@ -113,7 +114,7 @@ def _bundle_fact(event: _Event, signed: Checkpoint) -> _Read:
             raise InputError("not a canonical log entry")
         made = make_event(entry["kind"], entry["payload"], entry["effective_at"])
     except (InputError, UnicodeDecodeError) as exc:
-        raise IntegrityError(f"{where}: leaf is not a ledger event: {exc}") from None
+        raise IntegrityError(f"{where}: its bytes are not a ledger event: {exc}") from None
     return _Read(Fact(seq, made.kind, made.subject, entry["effective_at"], made.effective_key, entry["recorded_at"],
                       made.payload), made, digest, event.place)
 
@@ -199,7 +200,8 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
     except LedgerError as exc:
         raise type(exc)(f"{name}: {exc}") from None
     problems, read, signed, proof = [], [], given.signed, given.index
-    if given.inclusion is not None:
+    # An event past the checkpoint is named by its seq below; the multi-leaf proof would name only a leaf index.
+    if given.inclusion is not None and all(e.seq <= signed.size for e in given.events):
         try:
             verify_multi_inclusion([(e.seq - 1, leaf_hash(e.leaf)) for e in given.events], signed.size,
                                    given.inclusion, signed.root)

@@ -27,7 +27,7 @@ from ledger.model.published import (
     timestamp,
 )
 from ledger.model.parts import UNTITLED, changed_keys, cited_label, citation_papers, latest, observed_times
-from ledger.model.parts import resolution_label, spaced
+from ledger.model.parts import resolution_label, spaced, transition
 from ledger.model.standing_notices import CHECK_FAILED, MEASURED, describe_event, describe_notice
 
 UNRESOLVED = {"observed_at": None, "resolver_source": None, "status": "unresolved"}
@@ -155,9 +155,8 @@ class CitationObserved(Kind):
 
     def account(self, old: dict | None, new: dict) -> str:
         citation = new["citation"]
-        if old is None:
-            return (f"observation added: arXiv:{citation['citing_paper']['arxiv_id']} cites "
-                    f"{cited_label(citation) or UNTITLED} (reference {citation['reference_index']}, {citation['source']})")
+        if old is None:  # the history line names the citation before it (`citation_label`)
+            return f"observation added (reference {citation['reference_index']}, {citation['source']})"
         return f"citation re-observed; changed: {changed_keys(old['citation'], citation)}"
 
     def page(self, citation: dict, direction: str) -> dict:
@@ -192,7 +191,7 @@ class ResolutionRecorded(Kind):
 
     def account(self, old: dict | None, new: dict) -> str:
         before = (old or {"resolution": UNRESOLVED})["resolution"]
-        return f"resolution {resolution_label(before)} → {resolution_label(new['resolution'])}"
+        return transition("resolution", resolution_label, before, new["resolution"], first=old is None)
 
     def page(self, resolution: dict) -> str:
         """The resolution line of an observation block."""
@@ -224,7 +223,7 @@ class NoticeChecked(Kind):
 
     def account(self, old: dict | None, new: dict) -> str:
         before = (old or {"standing_notice": NOT_CHECKED})["standing_notice"]
-        return f"standing notice {describe_notice(before)} → {describe_notice(new['standing_notice'])}"
+        return transition("standing notice", describe_notice, before, new["standing_notice"], first=old is None)
 
     def page(self, notice: dict) -> tuple[list[str], str | None]:
         """One line per source-reported event, then the closing sentence (the notice's own observation, or

@@ -1,6 +1,6 @@
 """What a payload's parts say, as plain values: the times a fact was observed at, the papers a citation
-reaches, and the labels the history and the pages give a cited work, a resolution or a change. Pure
-functions of dicts and strings, shared by the kinds table and the projections.
+reaches, and the labels the history and the pages give a cited work, an observation's other paper, a
+resolution or a change. Pure functions of dicts and strings, shared by the kinds table and the projections.
 """
 
 from __future__ import annotations
@@ -67,6 +67,93 @@ def cited_label(citation: dict) -> str | None:
 def resolution_label(resolution: dict) -> str:
     """A resolution in a history or diff line: its status, and its resolver source if any."""
     return resolution["status"] + (f" ({resolution['resolver_source']})" if resolution.get("resolver_source") else "")
+
+
+def in_quotes(text: str) -> str:
+    """Text from outside on one line of the CLI: in double quotes, a quote or backslash escaped, and every
+    character that is not printable written as its escape (\\t, \\x1b, \\u2028), so a title can break
+    neither a line nor a tab-separated column, nor send a terminal a control sequence. Raises: nothing."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(c if c.isprintable() else ascii(c)[1:-1] for c in escaped) + '"'
+
+
+def other_paper(citation: dict, direction: str) -> tuple[str | None, str | None]:
+    """The other paper of an observation seen from `direction`, as (id, title): inbound, the citing paper
+    ('arXiv:<id>'); outbound, the cited work ('arXiv:<id>' of the Pith paper or the reference, else
+    'doi:<doi>'). Either is None when the citation does not hold it (seed 003: an untitled cited work)."""
+    if direction == "inbound":
+        citing = citation["citing_paper"]
+        return f"arXiv:{citing['arxiv_id']}", citing.get("title") or None
+    cited, work = citation.get("cited_paper") or {}, citation.get("cited_work") or {}
+    arxiv, doi = cited.get("arxiv_id") or work.get("arxiv_id"), work.get("doi")
+    return (f"arXiv:{arxiv}" if arxiv else f"doi:{doi}" if doi else None), cited_label(citation)
+
+
+def _named(other: str | None, title: str | None) -> str:
+    return " ".join(part for part in (other, title and in_quotes(title)) if part) or "an " + UNTITLED
+
+
+def other_words(direction: str, other: str | None, title: str | None) -> str:
+    """An observation named on one line by its other paper (`other_paper`): 'cited by arXiv:2502.08182
+    "Memory Offloading…"' (inbound), 'cites doi:10.1/x "Title"' (outbound); the title `in_quotes`."""
+    return ("cited by " if direction == "inbound" else "cites ") + _named(other, title)
+
+
+def citation_label(citation: dict, paper: str | None = None) -> str:
+    """The citation an observation records, for a history line: seen from `paper` when given (its other
+    paper, `other_words`), else both papers: 'arXiv:A "Citing title" cites arXiv:B "Cited title"'."""
+    if paper is None:
+        citing, cited = other_paper(citation, "inbound"), other_paper(citation, "outbound")
+        return f"{_named(*citing)} {other_words('outbound', *cited)}"
+    direction = "outbound" if citation["citing_paper"]["arxiv_id"] == paper else "inbound"
+    return other_words(direction, *other_paper(citation, direction))
+
+
+def lane_counts(lane: dict | None) -> str:
+    """A coverage lane's counts on one side of a change, as `diff` and the change pages show them:
+    '12 of 12 (source, observed T)', or 'none' when the lane was not there."""
+    if lane is None:
+        return "none"
+    observed = f", observed {lane['source_observed_at']}" if lane["source_observed_at"] else ""
+    return f"{lane['records_observed']} of {lane['denominator']} ({lane['source']}{observed})"
+
+
+def transition(name: str, words, old: dict, new: dict, first: bool = False) -> str:
+    """A part's new version in a history line: `name old → new` in its state `words`; when both read the
+    same, what changed inside it (`inside`), or 're-checked, unchanged' when nothing did. `first`: `old` is
+    only the default a part has before its first fact."""
+    was, now = words(old), words(new)
+    if was != now:
+        return f"{name} {was} → {now}"
+    if first:
+        return f"{name} {now} (first recorded)"
+    return f"{name} {now}: " + ("re-checked, unchanged" if old == new else inside(old, new))
+
+
+def inside(old: dict, new: dict) -> str:
+    """What differs between two versions of a part: the receipt times that moved, then the other keys."""
+    keys, said = differing(old, new), []
+    times = times_moved(old.get("source_receipts") or [], new.get("source_receipts") or [])
+    if times and "source_receipts" in keys:
+        said.append("receipts " + ", ".join(times))
+        keys.remove("source_receipts")
+    return "; ".join(said + ([f"changed {', '.join(keys)}"] if keys else []))
+
+
+def differing(old: dict, new: dict) -> list[str]:
+    """The keys, sorted, that one of two objects lacks or whose values differ."""
+    return [k for k in sorted(set(old) | set(new)) if k not in old or k not in new or old[k] != new[k]]
+
+
+def times_moved(old: list, new: list) -> list[str]:
+    """`source A → B` for each source whose time differs between two lists of {source, observed_at}."""
+    was, now = ({r.get("source"): r.get("observed_at") for r in side if isinstance(r, dict)} for side in (old, new))
+    return [f"{source} {_when(was, source)} → {_when(now, source)}"
+            for source in sorted(set(was) | set(now), key=str) if _when(was, source) != _when(now, source)]
+
+
+def _when(times: dict, source: object) -> str:
+    return "none" if source not in times else str(times[source]) if times[source] is not None else "null"
 
 
 def changed_keys(old: dict, new: dict) -> str:

@@ -279,13 +279,14 @@ def test_a_malformed_bundle_is_bad_input_naming_file_and_field(keyed, bundle, tm
 
 FALSE_BUNDLES = {
     "leaf_index_off_by_one": (_set(["events", 3, "proof", "leaf_index"], lambda i: i + 1),
-                              "event seq 4: proof is for leaf 4, the event is leaf 3"),
+                              "event seq 4: proof is for event 5 (leaf index 4), not event 4"),
     "tree_size_of_another_tree": (_set(["events", 3, "proof", "tree_size"], lambda n: n - 1),
                                   "event seq 4: proof is for a tree of size 39, the checkpoint's is 40"),
     "path_truncated": (_set(["events", 3, "proof", "path"], lambda p: p[:-1]), "event seq 4: not in the signed log"),
     "path_bit_flipped": (_set(["events", 3, "proof", "path", 0], lambda h: ("1" if h[0] == "0" else "0") + h[1:]),
                          "event seq 4: not in the signed log: inclusion proof: the path does not lead to the root"),
-    "seq_of_another_event": (_set(["events", 3, "seq"], 5), "event seq 5: proof is for leaf 3, the event is leaf 4"),
+    "seq_of_another_event": (_set(["events", 3, "seq"], 5), "event seq 5: proof is for event 4 (leaf index 3), not event 5"),
+    "seq_past_the_checkpoint": (_set(["events", 3, "seq"], 41), "event seq 41: not in the signed log of size 40\n"),
     "checkpoint_signed_by_another_key": (_set(["checkpoint"], lambda note: note.replace("example.org/ledger", "example.org/x")),
                                          "checkpoint: signed note: no signature by the key"),
 }

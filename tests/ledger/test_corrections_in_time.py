@@ -19,6 +19,7 @@ from tests.ledger.test_capped import CAPPED_AT, everything
 from tests.ledger.test_withdrawn import OID, REASON, WITHDRAWN_AT, withdrawal, write_lines
 
 PUBLISHED_AT = "2026-08-21T00:00:00Z"  # after the withdrawal's effective time, before it was recorded
+CITING = "Memory Offloading for Large Language Model Inference with Latency SLO Guarantees"  # OID's citing paper
 
 
 def replay(cli, as_of: str, *known_at: str) -> dict:
@@ -61,7 +62,8 @@ def test_a_record_published_before_the_withdrawal_verifies_in_its_window(cli, la
                      "the ledger knew from 2026-08-10T00:00:00.000000Z until 2026-08-25T00:00:00.000000Z (its rebuild "
                      f"at the record's as_of {PUBLISHED_AT}); 1 late fact recorded since changed that rebuild:")
     assert late == (f"{late_withdrawal}: late fact: seq 41, recorded 2026-08-25T00:00:00.000000Z, effective "
-                    f"{WITHDRAWN_AT}, {OBSERVATION_WITHDRAWN} of {OID}: withdrawn on 2026-08-20: {REASON}")
+                    f"{WITHDRAWN_AT}, {OBSERVATION_WITHDRAWN} of {OID}: cited by arXiv:2502.08182 \"{CITING}\": withdrawn on "
+                    f"2026-08-20: {REASON}")
     strict = cli("verify", "--strict", str(late_withdrawal))
     assert strict.exit_code == 1
     assert f"history: observation {OID} (inbound): not in the ledger's history as of {PUBLISHED_AT}" in strict.stderr
@@ -71,10 +73,12 @@ def test_diff_says_the_observation_was_withdrawn_and_why(cli, late_withdrawal):
     result = cli("diff", PAPER_004, "--from", "2026-08-19", "--to", "2026-08-21")
     assert (result.exit_code, result.stderr) == (0, "")
     digest = next(o["observation_digest"] for o in seed_record()["inbound"] if o["observation_id"] == OID)
-    assert f"removed {OID} (inbound) {digest}: withdrawn on 2026-08-20: {REASON}" in result.stdout.splitlines()
+    assert (f'removed: cited by arXiv:2502.08182 "{CITING}": withdrawn on 2026-08-20: {REASON} (observation {OID}, {digest})'
+            in result.stdout.splitlines())
     found = json.loads(cli("diff", PAPER_004, "--from", "2026-08-19", "--to", "2026-08-21", "--json").stdout)
     assert found["removed"] == [{"account": f"withdrawn on 2026-08-20: {REASON}", "digest": digest,
-                                 "direction": "inbound", "observation_id": OID}]
+                                 "direction": "inbound", "observation_id": OID, "other_id": "arXiv:2502.08182",
+                                 "title": CITING}]
     before = cli("diff", PAPER_004, "--from", "2026-08-19", "--to", "2026-08-21", "--known-at", "2026-08-24")
     assert before.exit_code == 0 and "removed" not in before.stdout  # not yet known then
 

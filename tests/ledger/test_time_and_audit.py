@@ -21,6 +21,7 @@ OBS = "b7d1cb3d-82fc-453c-be89-0574bc0e903d"
 MEASURED = ["35de0436-c3a4-484f-9168-1ffb5cd22212", "48726fde-754e-426c-a80f-d1b89877c04d",
             "0022a8f5-28ce-4012-a5fb-decb4f70c9d3"]
 NEW_OBS = "9a0d1c52-6f0e-4c1e-9a57-3d0b8f1e2a77"
+MEMORY = "Memory Offloading for Large Language Model Inference with Latency SLO Guarantees"  # OBS's citing paper
 LATER = "2026-08-24T23:59:59.999999Z"
 
 
@@ -140,7 +141,7 @@ def test_history_of_an_observation_names_what_changed(history_ledger):
     assert lines[-1].split("\t")[2] == "2026-08-24T12:00:00.000000Z"
     rows = json.loads(cli("history", OBS, "--json").stdout)
     assert [r["effective_at"] for r in rows] == sorted([r["effective_at"] for r in rows])
-    assert set(rows[0]) == {"seq", "kind", "subject", "effective_at", "recorded_at", "account"}
+    assert set(rows[0]) == {"seq", "kind", "subject", "effective_at", "recorded_at", "account", "citation"}
     paper = json.loads(cli("history", PAPER_004, "--json").stdout)
     assert len(paper) == len(list(history_ledger.entries()))
     assert any(r["account"] == "paper v1 → v2" for r in paper)
@@ -163,7 +164,14 @@ def test_diff_lists_added_changed_coverage_and_both_digests(history_ledger, seed
     assert {c["lane"] for c in d["coverage"]} == {"standing_notices", "inbound_itemization"}
     assert d["fields"] == ["paper", "standing_sources"]
     text = cli("diff", PAPER_004, "--from", AS_OF_004, "--to", "2026-08-24")
-    assert f"added {NEW_OBS} (inbound)" in text.stdout and "coverage standing_notices: 12 of 12" in text.stdout
+    assert [(a["other_id"], a["title"]) for a in d["added"]] == [("arXiv:2608.01234", "A later paper")]
+    lines = text.stdout.splitlines()
+    assert f'added: cited by arXiv:2608.01234 "A later paper" (observation {NEW_OBS}, {d["added"][0]["digest"]})' in lines
+    assert (f'changed: cited by arXiv:2502.08182 "{MEMORY}": resolution: unresolved → verified_fuzzy (raw_fallback) '
+            f'(observation {OBS}, {changed[OBS]["from_digest"]} → {changed[OBS]["to_digest"]})') in lines
+    assert ("coverage standing_notices: 12 of 12 (scholarly_work_events, retraction_status_cache, observed "
+            "2026-08-09T06:31:02.800959+00:00) → 13 of 13 (scholarly_work_events, retraction_status_cache, observed "
+            "2026-08-23T06:31:00Z)") in lines
 
 
 def test_export_import_reproduces_the_head_and_the_log_stands_in_for_the_database(history_ledger, tmp_path, seed_bytes):

@@ -12,6 +12,7 @@ from tests.conftest import PAPER_004, SEED_004, Cli
 from tests.helpers import event_line, redigest, seed_record, write_record
 
 OBS = "b7d1cb3d-82fc-453c-be89-0574bc0e903d"  # inbound; its notice check has no receipts
+CITED_BY = 'cited by arXiv:2502.08182 "Memory Offloading for Large Language Model Inference with Latency SLO Guarantees"'
 SEED = str(SEED_004)
 T1, T2, T3, T4 = (f"2026-08-{day}T00:00:00.000000Z" for day in (10, 25, 26, 27))
 UNAVAILABLE = {"events": [], "reason": "canonical_work_link_unavailable", "source_receipts": [], "state": "unavailable"}
@@ -59,9 +60,9 @@ def test_a_late_fact_before_as_of_leaves_the_record_true_to_what_the_ledger_knew
     assert account.startswith(f"{SEED}: ok: 12 observation digests and the context digest re-check; ")
     assert f"agrees with what the ledger knew from {T1} until {T2} (its rebuild at the record's as_of " \
            "2026-08-09T16:41:00Z); 1 late fact recorded since changed that rebuild:" in account
-    assert history_account(published, 41) == "resolution unresolved → verified_exact (local_arxiv)"
+    assert history_account(published, 41) == f"{CITED_BY}: resolution unresolved → verified_exact (local_arxiv)"
     assert late == (f"{SEED}: late fact: seq 41, recorded {T2}, effective 2026-08-08T12:00:00Z, resolution.recorded "
-                    f"of {OBS}: resolution unresolved → verified_exact (local_arxiv)")
+                    f"of {OBS}: {CITED_BY}: resolution unresolved → verified_exact (local_arxiv)")
 
 
 def test_strict_asks_for_todays_history(published, tmp_path):
@@ -85,7 +86,8 @@ def test_json_gives_the_windows_and_the_late_facts(published, tmp_path):
     assert found["history"] == {
         "as_of": "2026-08-09T16:41:00Z", "agrees_now": False, "windows": [{"from": T1, "until": T2}],
         "late_facts": [{"seq": 41, "kind": "resolution.recorded", "subject": OBS, "effective_at": "2026-08-08T12:00:00Z",
-                        "recorded_at": T2, "account": "resolution unresolved → verified_exact (local_arxiv)"}]}
+                        "recorded_at": T2, "account": f"{CITED_BY}: resolution unresolved → verified_exact (local_arxiv)",
+                        "citation": CITED_BY}]}
     strict = json.loads(verify(published, "--json", "--strict", SEED).stdout)[0]
     assert strict["ok"] is False and strict["history"] == found["history"] and len(strict["problems"]) == 3
 

@@ -93,12 +93,15 @@ def test_observed_again_after_the_withdrawal_it_is_back(withdrawn, tmp_path):
 
 
 def test_history_accounts_for_the_withdrawal(withdrawn):
-    for subject in (OID, PAPER_004):
+    citing = 'arXiv:2502.08182 "Memory Offloading for Large Language Model Inference with Latency SLO Guarantees"'
+    cited = 'arXiv:2407.20018 "Efficient Training of Large Language Models on Distributed Infrastructures: A Survey"'
+    # The observation's own history names both papers; the paper's, the other one.
+    for subject, citation in ((OID, f"{citing} cites {cited}"), (PAPER_004, f"cited by {citing}")):
         result = withdrawn("history", subject)
         assert result.exit_code == 0 and result.stderr == ""
         last = result.stdout.splitlines()[-1].split("\t")
         assert (last[1], last[3], last[4]) == (WITHDRAWN_AT, OBSERVATION_WITHDRAWN,
-                                                f"withdrawn on 2026-08-20: {REASON}")
+                                                f"{citation}: withdrawn on 2026-08-20: {REASON}")
 
 
 def test_the_paper_page_and_the_record_page_show_the_withdrawal(withdrawn):
@@ -109,7 +112,8 @@ def test_the_paper_page_and_the_record_page_show_the_withdrawal(withdrawn):
 
     client = TestClient(create_app(withdrawn.location))
     paper = client.get(page_url(PAPER_004, "2026-08-21")).text
-    assert f"<td>{OBSERVATION_WITHDRAWN}</td><td>{OID}</td><td>withdrawn on 2026-08-20: {REASON}</td>" in paper
+    assert (f"<td>{OBSERVATION_WITHDRAWN}</td><td>{OID}</td><td>cited by arXiv:2502.08182 &#34;Memory Offloading for "
+            f"Large Language Model Inference with Latency SLO Guarantees&#34;: withdrawn on 2026-08-20: {REASON}</td>") in paper
     assert OID not in client.get(record_url(PAPER_004, "2026-08-21")).text
     assert OID in client.get(record_url(PAPER_004, "2026-08-19")).text
 

@@ -20,6 +20,8 @@ from tests.helpers import event_line, redigest, seed_record, write_record
 TITLE = "Software Engineering for Large Language Models: Research Status, Challenges and the Road Ahead"
 CITING = "ef5a41be-ff07-4dd8-bc1b-df9f3f17e670"  # inbound; its citing paper has TITLE
 QUIET = "48726fde-754e-426c-a80f-d1b89877c04d"  # inbound; measured, no event, by crossref and retraction_watch
+QUIET_DIGEST = "sha256:7a1082ed6bed92558de8cc32ddf0362787ce796da096599bf8df281986029db1"  # in seed 004
+HYBRID = "Hybrid JIT-CUDA Graph Optimization for Low-Latency Large Language Model Inference"  # QUIET's citing paper
 SWEPT = "2026-08-22T06:00:00Z"
 RECEIPTS = [{"observed_at": SWEPT, "source": "crossref"},
             {"observed_at": "2026-08-09T06:30:57.326959+00:00", "source": "retraction_watch"}]
@@ -149,8 +151,9 @@ def test_the_diff_command_prints_what_changed_inside(cli, tmp_path):
     result = cli("diff", PAPER_004, "--from", AS_OF_004, "--to", "2026-08-23")
     assert (result.exit_code, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
-    assert lines[2].startswith(f"changed {QUIET} (inbound) standing_notice: receipts crossref "
-                               f"2026-08-09T06:31:02.800959+00:00 → {SWEPT}; sha256:")
+    assert lines[2] == (f'changed: cited by arXiv:2604.23467 "{HYBRID}": standing_notice: receipts crossref '
+                        f"2026-08-09T06:31:02.800959+00:00 → {SWEPT} (observation {QUIET}, {QUIET_DIGEST} → "
+                        "sha256:c63e00107363c54fe93404c4d5629ae2d91a3b0263668ff48d637fc20df24faa)")
     assert lines[3:] == [
         'paper: latest_version 1 → 2; snapshot_observed_at "2026-07-06T18:53:22.585501Z" → "2026-08-20T00:00:00Z"']
     found = json.loads(cli("diff", PAPER_004, "--from", AS_OF_004, "--to", "2026-08-23", "--json").stdout)
