@@ -112,7 +112,8 @@ def test_the_paper_page_and_the_record_page_show_the_withdrawal(withdrawn):
 
     client = TestClient(create_app(withdrawn.location))
     paper = client.get(page_url(PAPER_004, "2026-08-21")).text
-    assert (f"<td>{OBSERVATION_WITHDRAWN}</td><td>{OID}</td><td>cited by arXiv:2502.08182 &#34;Memory Offloading for "
+    assert (f'<td data-label="Kind">{OBSERVATION_WITHDRAWN}</td><td data-label="Subject">{OID}</td>'
+                f'<td data-label="What changed" class="changed">cited by arXiv:2502.08182 &#34;Memory Offloading for '
             f"Large Language Model Inference with Latency SLO Guarantees&#34;: withdrawn on 2026-08-20: {REASON}</td>") in paper
     assert OID not in client.get(record_url(PAPER_004, "2026-08-21")).text
     assert OID in client.get(record_url(PAPER_004, "2026-08-19")).text
