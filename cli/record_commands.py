@@ -35,7 +35,7 @@ from ledger.core.workers import Workers
 from ledger.projections import history as views
 from ledger.projections.record import build_record
 from ledger.projections.text import render_text
-from ledger.model.parts import counted, lane_counts, other_words
+from ledger.model.parts import counted, lane_counts, one_line, other_words
 
 app = typer.Typer()
 
@@ -362,4 +362,5 @@ def history(
         return
     typer.echo("seq\teffective_at\trecorded_at\tkind\taccount")  # tab-separated, as `cut` and `sort -t` read it
     for row in rows:
-        typer.echo(f"{row['seq']}\t{row['effective_at']}\t{row['recorded_at']}\t{row['kind']}\t{row['account']}")
+        # An account carries outside text (a title, a reason): escaped, it cannot break the row or the columns.
+        typer.echo(f"{row['seq']}\t{row['effective_at']}\t{row['recorded_at']}\t{row['kind']}\t{one_line(row['account'])}")

@@ -73,8 +73,13 @@ def in_quotes(text: str) -> str:
     """Text from outside on one line of the CLI: in double quotes, a quote or backslash escaped, and every
     character that is not printable written as its escape (\\t, \\x1b, \\u2028), so a title can break
     neither a line nor a tab-separated column, nor send a terminal a control sequence. Raises: nothing."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + "".join(c if c.isprintable() else ascii(c)[1:-1] for c in escaped) + '"'
+    return '"' + one_line(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable written as its escape (\\t, \\x1b, \\u2028): one
+    line, one tab-separated column, no control sequence. Raises: nothing."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def other_paper(citation: dict, direction: str) -> tuple[str | None, str | None]:

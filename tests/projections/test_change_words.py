@@ -150,3 +150,21 @@ def test_history_json_adds_the_citation_to_each_row(later):
     assert {row["citation"] for row in own} == {
         'arXiv:2607.05439 "Design-CP: Context Parallelism for Design of Protein Nanoparticles" cites arXiv:2407.20018 '
         '"Efficient Training of Large Language Models on Distributed Infrastructures: A Survey"'}
+
+
+def test_history_rows_stay_one_line_of_five_columns_whatever_a_title_or_reason_holds(cli, tmp_path):
+    # A paper snapshot's title and a withdrawal's reason are printed as they were written, but escaped.
+    snapshot = json.loads(SEED_004.read_bytes())["paper"]
+    lines = [event_line("paper.snapshot", dict(snapshot, arxiv_id="2608.00001", title="A\ttitle\nwith a break")),
+             event_line("observation.withdrawn", {"observation_id": MEMORY["observation_id"],
+                                                  "observed_at": "2026-08-20T00:00:00Z", "reason": "bad\tcut\x1b[2J"})]
+    (tmp_path / "odd.jsonl").write_bytes(b"".join(lines))
+    assert cli("init").exit_code == 0
+    assert cli("import", str(SEED_004), str(tmp_path / "odd.jsonl")).exit_code == 0
+    for paper, account in (("2608.00001", "paper snapshot v1: A\\ttitle\\nwith a break"),
+                           (PAPER_004, "withdrawn on 2026-08-20: bad\\tcut\\x1b[2J")):
+        result = cli("history", paper)
+        assert (result.exit_code, result.stderr) == (0, "")
+        rows = [line.split("\t") for line in result.stdout.splitlines()]
+        assert [len(row) for row in rows] == [5] * len(rows) and "\x1b" not in result.stdout
+        assert [row[4] for row in rows if row[4].endswith(account)] != []
