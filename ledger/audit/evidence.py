@@ -26,11 +26,11 @@ from ledger.model.published import timestamp
 from ledger.model.parts import counted
 
 
-def _path(obj: dict, path: str = "") -> list[bytes]:
+def _path(obj: dict[str, Any], path: str = "") -> list[bytes]:
     return [sha256_field(p, f"{field_name(path, 'path')}[{i}]") for i, p in enumerate(field(obj, "path", list, path))]
 
 
-def _b64(obj: dict, key: str, path: str = "") -> bytes:
+def _b64(obj: dict[str, Any], key: str, path: str = "") -> bytes:
     value = field(obj, key, str, path)
     try:
         return base64.b64decode(value, validate=True)
@@ -131,7 +131,7 @@ class _Bundle(NamedTuple):
     inclusion: list[bytes] | None  # a compact bundle's one proof of every event
     index: IndexProof | None
     known_at: str | None
-    record: dict | None  # None in a compact bundle: it names the record by its as-of time and context digest
+    record: dict[str, Any] | None  # None in a compact bundle: it names the record by its as-of time and context digest
     as_of: str
     context: str | None
     signed: Checkpoint

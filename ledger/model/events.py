@@ -98,7 +98,7 @@ def make_event(kind: Any, payload: Any, effective_at: Any = None, checked: bool 
     return event
 
 
-def record_events(record: dict) -> list[Event]:
+def record_events(record: dict[str, Any]) -> list[Event]:
     """Take a well-formed record (see `record.check_record`) apart into the events that rebuild it.
 
     Derived fields (thesis, coverage counts, links, digests) become no event: they are re-computed.
@@ -147,7 +147,7 @@ def record_events(record: dict) -> list[Event]:
     return events
 
 
-def record_count(record: dict, force: bool = False) -> Event | None:
+def record_count(record: dict[str, Any], force: bool = False) -> Event | None:
     """The coverage.counted fact of a record that counts more observations than it lists (over its page
     cap), effective at its as_of: its lanes' numbers, as the record states them. None for a record that
     lists all it counts, unless `force` (a later record ending a count in force).

@@ -38,7 +38,7 @@ ENTRIES = ("name", "observation", "derive", "slot", "place", "account", "page")
 Derived = tuple[str, str, "str | None", tuple[str, ...]]  # effective time as written, subject, paper, papers
 
 
-def _part(payload: dict, key: str, expected: type, checked: bool, check=None):
+def _part(payload: dict[str, Any], key: str, expected: type, checked: bool, check=None):
     # payload[key]; checked only when the payload was not built from parts `check_record` accepted.
     if checked:
         return payload[key]
@@ -46,7 +46,7 @@ def _part(payload: dict, key: str, expected: type, checked: bool, check=None):
     return value if check is None else check(value, f"payload.{key}")
 
 
-def _observation_id(payload: dict, checked: bool) -> str:
+def _observation_id(payload: dict[str, Any], checked: bool) -> str:
     oid = _part(payload, "observation_id", str, checked)
     if not oid:
         raise InputError("field payload.observation_id: empty")
@@ -60,13 +60,13 @@ class Draft:
     def __init__(self, paper_id: str, newest: dict[tuple[str, str], tuple] | None = None):
         self.paper_id = paper_id
         self._newest = newest or {}  # (kind, subject) -> (effective key, ...): the fold's latest facts
-        self.paper: dict | None = None  # the snapshot's payload
-        self.citations: dict[str, dict] = {}  # observation id -> citation
-        self.resolutions: dict[str, dict] = {}  # observation id -> resolution
-        self.notices: dict[str, dict] = {}  # observation id -> standing notice
-        self.sources: list[dict] = []  # {observed_at, source}, one per standing source
-        self.measurement: dict | None = None  # the latest measurements.checked payload
-        self.counted: dict | None = None  # the latest coverage.counted payload: what a record over the cap counted
+        self.paper: dict[str, Any] | None = None  # the snapshot's payload
+        self.citations: dict[str, dict[str, Any]] = {}  # observation id -> citation
+        self.resolutions: dict[str, dict[str, Any]] = {}  # observation id -> resolution
+        self.notices: dict[str, dict[str, Any]] = {}  # observation id -> standing notice
+        self.sources: list[dict[str, Any]] = []  # {observed_at, source}, one per standing source
+        self.measurement: dict[str, Any] | None = None  # the latest measurements.checked payload
+        self.counted: dict[str, Any] | None = None  # the latest coverage.counted payload: what a record over the cap counted
         self.counted_at = ""  # its effective key: the count is read against what the ledger itemized then
 
     def effective(self, kind: str, subject: str) -> str:
@@ -82,7 +82,7 @@ class Kind:
     name: str
     observation: bool
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Check `payload` (unless `checked`: built from parts `published.check_record` accepted) and give its
         effective time as written, subject, paper (paper-level kinds) and papers (a citation's); `stated` is
         the effective time the line states, if any.
@@ -91,16 +91,16 @@ class Kind:
         """
         ...
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         """The subject under which paper `paper_id`'s record keeps its latest fact of this kind; None when
         the fact is another paper's."""
         ...
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         """Put the latest fact of this kind and subject into the draft of a record."""
         ...
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         """One line saying what a fact changed, given the previous payload of its kind and subject (or None)."""
         ...
 
@@ -116,24 +116,24 @@ class PaperSnapshot(Kind):
     name = "paper.snapshot"
     observation = False
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         paper = payload if checked else check_paper_snapshot(payload, "payload")
         return paper["snapshot_observed_at"], paper["arxiv_id"], paper["arxiv_id"], ()
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         return subject if payload["arxiv_id"] == paper_id else None
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         draft.paper = payload
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         if old is None:
             return f"paper snapshot v{new.get('latest_version')}: {new.get('title')}"
         if old.get("latest_version") != new.get("latest_version"):
             return f"paper v{old.get('latest_version')} → v{new.get('latest_version')}"
         return f"paper snapshot re-observed; changed: {changed_keys(old, new)}"
 
-    def page(self, paper: dict) -> str:
+    def page(self, paper: dict[str, Any]) -> str:
         """The paper as the page's heading names it."""
         return paper.get("title") or f"arXiv:{paper['arxiv_id']}"
 
@@ -142,24 +142,24 @@ class CitationObserved(Kind):
     name = "citation.observed"
     observation = True
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         oid = _observation_id(payload, checked)
         citation = _part(payload, "citation", dict, checked, check_citation)
         return latest(observed_times(citation)), oid, None, citation_papers(citation)
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         return subject
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         draft.citations[subject] = payload["citation"]
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         citation = new["citation"]
         if old is None:  # the history line names the citation before it (`citation_label`)
             return f"observation added (reference {citation['reference_index']}, {citation['source']})"
         return f"citation re-observed; changed: {changed_keys(old['citation'], citation)}"
 
-    def page(self, citation: dict, direction: str) -> dict:
+    def page(self, citation: dict[str, Any], direction: str) -> dict[str, Any]:
         """The sentences of an observation block that its citation gives, seen from `direction`."""
         citing = citation["citing_paper"].get("title") or f"arXiv:{citation['citing_paper']['arxiv_id']}"
         cited = cited_label(citation)
@@ -175,7 +175,7 @@ class ResolutionRecorded(Kind):
     name = "resolution.recorded"
     observation = True
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Raises: InputError naming the field, or for a resolution without a time."""
         oid = _observation_id(payload, checked)
         resolution = _part(payload, "resolution", dict, checked, check_resolution)
@@ -183,17 +183,17 @@ class ResolutionRecorded(Kind):
             raise InputError("field payload.resolution.observed_at: a recorded resolution needs a time")
         return resolution["observed_at"], oid, None, ()
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         return subject
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         draft.resolutions[subject] = payload["resolution"]
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         before = (old or {"resolution": UNRESOLVED})["resolution"]
         return transition("resolution", resolution_label, before, new["resolution"], first=old is None)
 
-    def page(self, resolution: dict) -> str:
+    def page(self, resolution: dict[str, Any]) -> str:
         """The resolution line of an observation block."""
         line = f"Resolution: {spaced(resolution['status'])}; {resolution['resolver_source'] or 'no resolver link'}"
         return line + (f", observed {resolution['observed_at']}" if resolution["observed_at"] else "")
@@ -203,7 +203,7 @@ class NoticeChecked(Kind):
     name = "notice.checked"
     observation = True
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Raises: InputError naming the field, or when neither receipts nor the line give the sweep time."""
         oid = _observation_id(payload, checked)
         notice = _part(payload, "standing_notice", dict, checked, check_notice)
@@ -215,17 +215,17 @@ class NoticeChecked(Kind):
             raise InputError("field effective_at: a notice check without source receipts needs its sweep time")
         return stated, oid, None, ()
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         return subject
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         draft.notices[subject] = payload["standing_notice"]
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         before = (old or {"standing_notice": NOT_CHECKED})["standing_notice"]
         return transition("standing notice", describe_notice, before, new["standing_notice"], first=old is None)
 
-    def page(self, notice: dict) -> tuple[list[str], str | None]:
+    def page(self, notice: dict[str, Any]) -> tuple[list[str], str | None]:
         """One line per source-reported event, then the closing sentence (the notice's own observation, or
         why there is none), if any."""
         events = [describe_event(e) for e in notice.get("events") or []]
@@ -238,7 +238,7 @@ class NoticeChecked(Kind):
         return events, None
 
 
-def _paper_source(payload: dict, checked: bool) -> tuple[str, str, str]:
+def _paper_source(payload: dict[str, Any], checked: bool) -> tuple[str, str, str]:
     paper = _part(payload, "paper", str, checked)
     source = _part(payload, "source", str, checked)
     return paper, source, payload["observed_at"] if checked else timestamp(payload, "observed_at", "payload")
@@ -249,17 +249,17 @@ class SourceChecked(Kind):
     observation = False
     page = None  # the pages show a sweep only as the standing-notices lane's time
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         paper, source, observed_at = _paper_source(payload, checked)
         return observed_at, f"{paper} {source}", paper, ()
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         return subject if payload["paper"] == paper_id else None
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         draft.sources.append({"observed_at": payload["observed_at"], "source": payload["source"]})
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         return f"{new['source']} swept" + (f" (previously {old['observed_at']})" if old else "")
 
 
@@ -267,19 +267,19 @@ class MeasurementsChecked(Kind):
     name = "measurements.checked"
     observation = False
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         paper, source, observed_at = _paper_source(payload, checked)
         _part(payload, "measurements", list, checked)
         return observed_at, f"{paper} {source}", paper, ()
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         # One measurement slot, whatever its source: the record shows one source's measurements (SPEC §4).
         return "" if payload["paper"] == paper_id else None
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         draft.measurement = payload
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         before = len(old["measurements"]) if old else 0
         return f"measurements from {new['source']}: {before} → {len(new['measurements'])}"
 
@@ -296,21 +296,21 @@ class ObservationWithdrawn(Kind):
     observation = True
     page = None  # a withdrawn observation is not in the record: the pages have nothing of it to show
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Raises: InputError naming the field."""
         oid = _observation_id(payload, checked)
         _part(payload, "reason", str, checked)
         return timestamp(payload, "observed_at", "payload"), oid, None, ()
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         return subject
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         # Listed after citation.observed: the citation stays only if observed again after the withdrawal.
         if draft.effective(CitationObserved.name, subject) <= draft.effective(self.name, subject):
             draft.citations.pop(subject, None)
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         return f"withdrawn on {instant_key(new['observed_at'])[:10]}: {new['reason']}"
 
 
@@ -319,7 +319,7 @@ COUNTED_LANES = ("inbound_itemization", "reference_resolution", "standing_notice
 COUNTING_LANE = {"inbound": "inbound_itemization", "outbound": "reference_resolution"}
 
 
-def _counted_lanes(payload: dict) -> dict:
+def _counted_lanes(payload: dict[str, Any]) -> dict[str, Any]:
     # {lane: {"denominator": n, "records_observed": m}} for exactly the lanes a count can exceed the listing in.
     lanes = field(payload, "lanes", dict, "payload")
     if sorted(lanes) != sorted(COUNTED_LANES):
@@ -339,24 +339,24 @@ class CoverageCounted(Kind):
     name = "coverage.counted"
     observation = False
 
-    def derive(self, payload: dict, checked: bool, stated: str | None) -> Derived:
+    def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Raises: InputError naming the field."""
         paper = _part(payload, "paper", str, checked)
         if not checked:
             _counted_lanes(payload)
         return timestamp(payload, "observed_at", "payload"), paper, paper, ()
 
-    def slot(self, paper_id: str, subject: str, payload: dict) -> str | None:
+    def slot(self, paper_id: str, subject: str, payload: dict[str, Any]) -> str | None:
         return "" if payload["paper"] == paper_id else None  # one count in force: the latest
 
-    def place(self, draft: Draft, subject: str, payload: dict) -> None:
+    def place(self, draft: Draft, subject: str, payload: dict[str, Any]) -> None:
         draft.counted, draft.counted_at = payload, draft.effective(self.name, subject)
 
-    def account(self, old: dict | None, new: dict) -> str:
+    def account(self, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         return f"counted on {instant_key(new['observed_at'])[:10]}: " + "; ".join(
             self.page(new["lanes"][lane], lane) for lane in COUNTED_LANES)
 
-    def page(self, lane: dict, name: str) -> str:
+    def page(self, lane: dict[str, Any], name: str) -> str:
         """What one lane counted against what it itemized (or, for notices, checked)."""
         if name == "standing_notices":
             return f"notices checked on {lane['records_observed']} of {lane['denominator']} counted"

@@ -41,7 +41,7 @@ def _collect_observed(value: Any, found: list[str]) -> None:
                 _collect_observed(item, found)
 
 
-def citation_papers(citation: dict) -> tuple[str, ...]:
+def citation_papers(citation: dict[str, Any]) -> tuple[str, ...]:
     """The papers whose records a citation appears in: the citing paper, then the cited one if any.
     Raises KeyError only for a citation `published.check_citation` would refuse."""
     papers = [citation["citing_paper"]["arxiv_id"]]
@@ -56,7 +56,7 @@ def spaced(name: str) -> str:
     return name.replace("_", " ")
 
 
-def cited_label(citation: dict) -> str | None:
+def cited_label(citation: dict[str, Any]) -> str | None:
     """The cited work as a reader knows it: the Pith paper's title, else the reference's title, else None."""
     for block in (citation.get("cited_paper"), citation.get("cited_work")):
         if block and block.get("title"):
@@ -64,7 +64,7 @@ def cited_label(citation: dict) -> str | None:
     return None
 
 
-def resolution_label(resolution: dict) -> str:
+def resolution_label(resolution: dict[str, Any]) -> str:
     """A resolution in a history or diff line: its status, and its resolver source if any."""
     return resolution["status"] + (f" ({resolution['resolver_source']})" if resolution.get("resolver_source") else "")
 
@@ -82,7 +82,7 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
-def other_paper(citation: dict, direction: str) -> tuple[str | None, str | None]:
+def other_paper(citation: dict[str, Any], direction: str) -> tuple[str | None, str | None]:
     """The other paper of an observation seen from `direction`, as (id, title): inbound, the citing paper
     ('arXiv:<id>'); outbound, the cited work ('arXiv:<id>' of the Pith paper or the reference, else
     'doi:<doi>'). Either is None when the citation does not hold it (seed 003: an untitled cited work)."""
@@ -104,7 +104,7 @@ def other_words(direction: str, other: str | None, title: str | None) -> str:
     return ("cited by " if direction == "inbound" else "cites ") + _named(other, title)
 
 
-def citation_label(citation: dict, paper: str | None = None) -> str:
+def citation_label(citation: dict[str, Any], paper: str | None = None) -> str:
     """The citation an observation records, for a history line: seen from `paper` when given (its other
     paper, `other_words`), else both papers: 'arXiv:A "Citing title" cites arXiv:B "Cited title"'."""
     if paper is None:
@@ -114,7 +114,7 @@ def citation_label(citation: dict, paper: str | None = None) -> str:
     return other_words(direction, *other_paper(citation, direction))
 
 
-def lane_counts(lane: dict | None) -> str:
+def lane_counts(lane: dict[str, Any] | None) -> str:
     """A coverage lane's counts on one side of a change, as `diff` and the change pages show them:
     '12 of 12 (source, observed T)', or 'none' when the lane was not there."""
     if lane is None:
@@ -123,7 +123,7 @@ def lane_counts(lane: dict | None) -> str:
     return f"{lane['records_observed']} of {lane['denominator']} ({lane['source']}{observed})"
 
 
-def transition(name: str, words, old: dict, new: dict, first: bool = False) -> str:
+def transition(name: str, words, old: dict[str, Any], new: dict[str, Any], first: bool = False) -> str:
     """A part's new version in a history line: `name old → new` in its state `words`; when both read the
     same, what changed inside it (`inside`), or 're-checked, unchanged' when nothing did. `first`: `old` is
     only the default a part has before its first fact."""
@@ -135,7 +135,7 @@ def transition(name: str, words, old: dict, new: dict, first: bool = False) -> s
     return f"{name} {now}: " + ("re-checked, unchanged" if old == new else inside(old, new))
 
 
-def inside(old: dict, new: dict) -> str:
+def inside(old: dict[str, Any], new: dict[str, Any]) -> str:
     """What differs between two versions of a part: the receipt times that moved, then the other keys."""
     keys, said = differing(old, new), []
     times = times_moved(old.get("source_receipts") or [], new.get("source_receipts") or [])
@@ -145,7 +145,7 @@ def inside(old: dict, new: dict) -> str:
     return "; ".join(said + ([f"changed {', '.join(keys)}"] if keys else []))
 
 
-def differing(old: dict, new: dict) -> list[str]:
+def differing(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """The keys, sorted, that one of two objects lacks or whose values differ."""
     return [k for k in sorted(set(old) | set(new)) if k not in old or k not in new or old[k] != new[k]]
 
@@ -157,11 +157,11 @@ def times_moved(old: list, new: list) -> list[str]:
             for source in sorted(set(was) | set(now), key=str) if _when(was, source) != _when(now, source)]
 
 
-def _when(times: dict, source: object) -> str:
+def _when(times: dict[str, Any], source: object) -> str:
     return "none" if source not in times else str(times[source]) if times[source] is not None else "null"
 
 
-def changed_keys(old: dict, new: dict) -> str:
+def changed_keys(old: dict[str, Any], new: dict[str, Any]) -> str:
     """The keys whose values differ between two objects, sorted and comma-separated ('nothing' if none)."""
     return ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))) or "nothing"
 

@@ -47,7 +47,7 @@ def field_name(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def field(obj: dict, key: str, kind: type | tuple, path: str, nullable: bool = False) -> Any:
+def field(obj: dict[str, Any], key: str, kind: type | tuple, path: str, nullable: bool = False) -> Any:
     """Return obj[key] after checking it exists and has the expected JSON type.
     Raises: InputError naming the field."""
     value = obj.get(key, _MISSING)
@@ -82,7 +82,7 @@ def sha256_field(value: Any, where: str) -> bytes:
     return bytes.fromhex(value)
 
 
-def count_field(obj: dict, key: str, path: str = "", below: int | None = None) -> int:
+def count_field(obj: dict[str, Any], key: str, path: str = "", below: int | None = None) -> int:
     """obj[key], a non-negative integer (below `below`, when given).
     Raises: InputError naming the field."""
     value = field(obj, key, int, path)
@@ -91,7 +91,7 @@ def count_field(obj: dict, key: str, path: str = "", below: int | None = None) -
     return value
 
 
-def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | None:
+def timestamp(obj: dict[str, Any], key: str, path: str, nullable: bool = False) -> str | None:
     """Return obj[key], a timestamp string (or None when nullable).
     Raises: InputError naming the field."""
     value = field(obj, key, str, path, nullable)
@@ -103,7 +103,7 @@ def timestamp(obj: dict, key: str, path: str, nullable: bool = False) -> str | N
     return value
 
 
-def check_paper_snapshot(paper: Any, path: str) -> dict:
+def check_paper_snapshot(paper: Any, path: str) -> dict[str, Any]:
     """Return a paper block after checking its id and snapshot time.
     Raises: InputError naming the field."""
     if not isinstance(paper, dict):
@@ -113,7 +113,7 @@ def check_paper_snapshot(paper: Any, path: str) -> dict:
     return paper
 
 
-def check_citation(citation: Any, path: str) -> dict:
+def check_citation(citation: Any, path: str) -> dict[str, Any]:
     """Return a citation after checking its shape.
     Raises: InputError naming the field."""
     if not isinstance(citation, dict):
@@ -131,7 +131,7 @@ def check_citation(citation: Any, path: str) -> dict:
     return citation
 
 
-def check_resolution(resolution: Any, path: str) -> dict:
+def check_resolution(resolution: Any, path: str) -> dict[str, Any]:
     """Return a resolution after checking its shape and state.
     Raises: InputError naming the field."""
     if not isinstance(resolution, dict):
@@ -155,7 +155,7 @@ def check_receipts(receipts: list, path: str) -> None:
         timestamp(receipt, "observed_at", where)
 
 
-def check_notice(notice: Any, path: str) -> dict:
+def check_notice(notice: Any, path: str) -> dict[str, Any]:
     """Return a standing notice after checking its shape and state.
     Raises: InputError naming the field."""
     if not isinstance(notice, dict):
@@ -176,7 +176,7 @@ def check_notice(notice: Any, path: str) -> dict:
     return notice
 
 
-def check_observation(obs: Any, path: str) -> dict:
+def check_observation(obs: Any, path: str) -> dict[str, Any]:
     """Return an observation after checking its shape.
     Raises: InputError naming the field."""
     if not isinstance(obs, dict):
@@ -193,7 +193,7 @@ def check_observation(obs: Any, path: str) -> dict:
     return obs
 
 
-def check_record(record: Any) -> dict:
+def check_record(record: Any) -> dict[str, Any]:
     """Check a record's shape, field by field.
 
     Raises: InputError naming the first field that is missing, of the wrong type, or unparsable."""
@@ -234,13 +234,13 @@ def check_record(record: Any) -> dict:
     return record
 
 
-def observation_digest(obs: dict) -> str:
+def observation_digest(obs: dict[str, Any]) -> str:
     """sha256 of the canonical observation without its `observation_digest`; `obs` is parsed JSON (see
     `canonical.canonical_parsed`). Raises: InputError (a CanonicalError) for a value with no canonical form."""
     return parsed_digest({k: v for k, v in obs.items() if k != "observation_digest"})
 
 
-def context_digest(record: dict) -> str:
+def context_digest(record: dict[str, Any]) -> str:
     """sha256 of the canonical record without `context_digest` and `as_of` (SPEC 1); `record` is parsed JSON
     or built by the fold from parsed payloads (see `canonical.canonical_parsed`).
 
@@ -248,7 +248,7 @@ def context_digest(record: dict) -> str:
     return parsed_digest({k: v for k, v in record.items() if k not in ("context_digest", "as_of")})
 
 
-def digest_mismatches(record: dict) -> list[str]:
+def digest_mismatches(record: dict[str, Any]) -> list[str]:
     """One line per digest that does not re-check; empty when all do. Takes a record `check_record` accepted,
     as `canonical.parse_json` returned it."""
     problems = []
@@ -266,7 +266,7 @@ def digest_mismatches(record: dict) -> list[str]:
     return problems
 
 
-def verify_digests(record: dict) -> None:
+def verify_digests(record: dict[str, Any]) -> None:
     """Return None when every published digest re-checks (`record` as in `digest_mismatches`).
 
     Raises: IntegrityError naming each digest that does not re-check."""

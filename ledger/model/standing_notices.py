@@ -5,6 +5,10 @@ not in this list is kept exactly as given, never dropped or mapped. A check that
 state of its own, distinct from "checked, nothing found" (measured, no events) and from "not checked".
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 NOTICE_TYPES = {
     "retraction": "Retraction",
     "partial_retraction": "Partial retraction",
@@ -40,7 +44,7 @@ def describe_event(event: object) -> str:
     return ", ".join(parts) + "."
 
 
-def describe_notice(notice: dict) -> str:
+def describe_notice(notice: dict[str, Any]) -> str:
     """A short account of a notice check, for history lines."""
     state = notice.get("state")
     if state == MEASURED:
