@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated, Callable, Optional
+from collections.abc import Callable
+from typing import Annotated
 
 import typer
 
@@ -27,14 +28,14 @@ DEFAULT_DB = "ledger.db"
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (default: text).")]  # every command's --json
 Jobs = Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (default 1: this one alone).")]
 # The verifiers' witness options (verify-proof, verify --evidence, verify --index): see `witness_check`.
-WitnessKeys = Annotated[Optional[list[str]], typer.Option(
+WitnessKeys = Annotated[list[str] | None, typer.Option(
     "--witness-key", metavar="VKEY", help="A witness's cosigner key (repeat): the checkpoint must carry its "
                                           "cosignature, as many as --quorum (default: none, no cosignature is asked for).")]
-Quorum = Annotated[Optional[int], typer.Option("--quorum", min=0, help="How many --witness-key must have cosigned "
+Quorum = Annotated[int | None, typer.Option("--quorum", min=0, help="How many --witness-key must have cosigned "
                                                                        "(default: all).")]
-PolicyFile = Annotated[Optional[str], typer.Option("--policy", help="A C2SP tlog-policy file instead of "
+PolicyFile = Annotated[str | None, typer.Option("--policy", help="A C2SP tlog-policy file instead of "
                                                                     "--witness-key and --quorum (default: none).")]
-Cosigned = Annotated[Optional[str], typer.Option(
+Cosigned = Annotated[str | None, typer.Option(
     "--cosigned", help="The cosigned checkpoint of the same tree, when the proof's is the paper index note "
                        "(default: the cosignatures are looked for on the proof's own checkpoint).")]
 

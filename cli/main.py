@@ -18,12 +18,18 @@ import typer
 from typer.core import TyperGroup
 
 from ledger import __version__
-from ledger.cli import log_commands, monitor_commands, proof_commands, publish_commands, record_commands, witness_commands
+from ledger.cli import (
+    log_commands,
+    monitor_commands,
+    proof_commands,
+    publish_commands,
+    record_commands,
+    witness_commands,
+)
 from ledger.cli.common import DEFAULT_DB, say
 from ledger.core.errors import LedgerError
 from ledger.core.redact import redact
 from ledger.services.keys import ExposedKeyWarning
-
 
 GLOBAL_FLAGS, GLOBAL_VALUED = ("-v", "--verbose"), ("--db",)
 # Click's error types as this typer has them (typer 0.28 carries its own copy of click): found from typer's own.

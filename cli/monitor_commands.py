@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ledger.model.parts import counted
 from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, write_json
 from ledger.log.cosignature import policy_of
+from ledger.model.parts import counted
 from ledger.services.keys import load_cosigner_key, load_policy, load_verifier
 from ledger.services.monitor import TIMEOUT, MisbehaviourError, UnreachableError, follow
 
@@ -24,7 +24,7 @@ def monitor(
     witness_key: WitnessKeys = None,
     quorum: Quorum = None,
     policy: PolicyFile = None,
-    paper: Annotated[Optional[str], typer.Option(
+    paper: Annotated[str | None, typer.Option(
         "--paper", callback=paper_option, help="Compare this paper's record only (default: every paper that "
                                                "changed; the whole log is checked either way).")] = None,
     timeout: Annotated[float, typer.Option(

@@ -3,28 +3,39 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ledger.model.parts import counted
-from ledger.cli.common import Cosigned, Json, PolicyFile, Quorum, WitnessKeys, open_store, paper_option, read_text
-from ledger.cli.common import say, witness_check, write_json, write_stdout
-from ledger.services.keys import load_cosigner_key, load_policy, load_signer, load_verifier
-from ledger.cli.wording import proof_account
 from ledger.audit.auditor import load_json, verify_proof
+from ledger.cli.common import (
+    Cosigned,
+    Json,
+    PolicyFile,
+    Quorum,
+    WitnessKeys,
+    open_store,
+    paper_option,
+    read_text,
+    say,
+    witness_check,
+    write_json,
+    write_stdout,
+)
+from ledger.cli.wording import proof_account
 from ledger.core.errors import InputError
 from ledger.core.files import create_new
-from ledger.core.redact import quoted
 from ledger.core.inputs import read_input
 from ledger.core.limits import PROOF
-from ledger.services.proofs import checkpoint as signed_checkpoint
-from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
+from ledger.core.redact import quoted
 from ledger.log.cosignature import CosignerKey, generate_cosigner, policy_of
 from ledger.log.signed_notes import generate_signer, verify_checkpoint
-from ledger.services.fetch import check_url
+from ledger.model.parts import counted
 from ledger.services.cosign_gathering import cosign, targets_of
+from ledger.services.fetch import check_url
+from ledger.services.keys import load_cosigner_key, load_policy, load_signer, load_verifier
+from ledger.services.proofs import checkpoint as signed_checkpoint
+from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
 from ledger.storage.cosigned_checkpoint import keep_cosigned
 
 app = typer.Typer()
@@ -34,8 +45,8 @@ COSIGNER_KEY_FILE, COSIGNER_VKEY_FILE = "witness.key", "witness.vkey"
 
 @app.command()
 def keygen(
-    origin: Annotated[Optional[str], typer.Argument(help="The log's origin, e.g. example.org/ledger (default: none, with --cosigner).")] = None,
-    cosigner: Annotated[Optional[str], typer.Option(
+    origin: Annotated[str | None, typer.Argument(help="The log's origin, e.g. example.org/ledger (default: none, with --cosigner).")] = None,
+    cosigner: Annotated[str | None, typer.Option(
         "--cosigner", metavar="NAME", help="Instead, a witness's cosigner key (C2SP cosignature/v1) named NAME, "
                                            "e.g. witness.example.org/w1: witness.key and witness.vkey (default: none, a log's key).")] = None,
 ) -> None:
@@ -91,11 +102,11 @@ def checkpoint(
     paper_index: Annotated[bool, typer.Option(
         "--paper-index", help="The paper index note instead: the same lines and the paper index root, which paper "
                               "index proofs are checked against (witnesses do not cosign it).")] = False,
-    witness: Annotated[Optional[list[str]], typer.Option(
+    witness: Annotated[list[str] | None, typer.Option(
         "--witness", metavar="URL=VKEY", help="Ask this witness to cosign (repeat); URL is its submission prefix (default: none, no witness).")] = None,
-    quorum: Annotated[Optional[int], typer.Option(
+    quorum: Annotated[int | None, typer.Option(
         "--quorum", min=0, help="How many of the --witness must cosign (default: all).")] = None,
-    policy: Annotated[Optional[str], typer.Option(
+    policy: Annotated[str | None, typer.Option(
         "--policy", help="A C2SP tlog-policy file: its witnesses (with a URL) are asked, its quorum must be met (default: none).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds asking the witnesses may take, every round and request included (default: 10); a witness still answering then is refused.")] = 10.0,
 ) -> None:
@@ -128,14 +139,14 @@ def checkpoint(
 @app.command()
 def prove(
     ctx: typer.Context,
-    seq: Annotated[Optional[int], typer.Argument(help="Sequence number of the event to prove included (none: give "
+    seq: Annotated[int | None, typer.Argument(help="Sequence number of the event to prove included (none: give "
                                                       "--consistency or --paper).")] = None,
-    consistency: Annotated[Optional[int], typer.Option("--consistency", help="Prove this older tree size is a prefix "
+    consistency: Annotated[int | None, typer.Option("--consistency", help="Prove this older tree size is a prefix "
                                                                              "(default: none, an inclusion proof).")] = None,
-    paper: Annotated[Optional[str], typer.Option(
+    paper: Annotated[str | None, typer.Option(
         "--paper", callback=paper_option,
         help="Prove how many events of this arXiv id the paper index counts (default: none, an inclusion proof).")] = None,
-    tree_size: Annotated[Optional[int], typer.Option("--tree-size", help="Prove against this size (default: now).")] = None,
+    tree_size: Annotated[int | None, typer.Option("--tree-size", help="Prove against this size (default: now).")] = None,
     json: Json = False,
 ) -> None:
     """An inclusion proof of one event, a consistency proof between two tree sizes, or a paper index proof."""

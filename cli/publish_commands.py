@@ -6,15 +6,15 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ledger.cli.common import Json, Meter, db_location, open_store, say, write_json
-from ledger.services.keys import load_signer
 from ledger.core.errors import InputError, LedgerError
 from ledger.core.redact import redact, redact_url
 from ledger.model.parts import counted
+from ledger.services.keys import load_signer
 
 # A server's default limits (`ledger.web.server`, docs/running.md), with why: this site's and a witness's request
 # heads are well under 2 KiB (web.app refuses a path or a query over 1 KiB), and 16 KiB is nginx's 2 x 8 KiB
@@ -64,7 +64,7 @@ def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.", min=0, max=65535)] = 8080,
-    key: Annotated[Optional[str], typer.Option("--key", help="Signing key file: serve /checkpoint and evidence "
+    key: Annotated[str | None, typer.Option("--key", help="Signing key file: serve /checkpoint and evidence "
                                                              "bundles (default: none, neither is served).")] = None,
     workers: Annotated[int, typer.Option("--workers", help="Worker processes.", min=1, max=64)] = 1,
     max_header_bytes: HeaderBytes = HEADER_BYTES,
@@ -100,7 +100,7 @@ def publish(
     ctx: typer.Context,
     out: Annotated[Path, typer.Argument(metavar="OUT/", help="Folder to write the site into.")],
     as_of: Annotated[str, typer.Option("--as-of", help="Effective time: a date (end of that day, UTC) or a timestamp.")],
-    key: Annotated[Optional[str], typer.Option("--key", help="Signing key file: write /checkpoint and evidence "
+    key: Annotated[str | None, typer.Option("--key", help="Signing key file: write /checkpoint and evidence "
                                                              "bundles (default: none, neither is written).")] = None,
     trust_folder: Annotated[bool, typer.Option(
         "--trust-folder", help="Do not re-check the files of papers with no new event (their size and time, one "
@@ -108,9 +108,9 @@ def publish(
     json: Json = False,
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""
+    from ledger.core.times import when
     from ledger.model.arxiv import skipped_paper
     from ledger.web.publish import publish as write_site
-    from ledger.core.times import when
 
     at = when("--as-of", as_of)
     signer = load_signer(key) if key else None

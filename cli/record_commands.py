@@ -3,44 +3,60 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from functools import partial
-
-from ledger.cli.common import Jobs, Json, Meter, db_location, open_store, progress, read_text, write_json, write_stdout
-from ledger.cli.common import Cosigned, PolicyFile, Quorum, WitnessKeys, paper_option, paper_or_other_id, say, witness_check
-from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines, store_account
 from ledger.audit.auditor import load_json, verify_index
 from ledger.audit.evidence import verify_bundle
+from ledger.cli.common import (
+    Cosigned,
+    Jobs,
+    Json,
+    Meter,
+    PolicyFile,
+    Quorum,
+    WitnessKeys,
+    db_location,
+    open_store,
+    paper_option,
+    paper_or_other_id,
+    progress,
+    read_text,
+    say,
+    witness_check,
+    write_json,
+    write_stdout,
+)
+from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines, store_account
 from ledger.core.canonical import canonical
-from ledger.log.chain import hex_hash
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.core.files import Folder, write_file
-from ledger.model.arxiv import is_paper_id, skipped_paper
-from ledger.importing.importer import import_files
 from ledger.core.inputs import input_files, read_input
 from ledger.core.limits import BUNDLE, RECORD
-from ledger.importing.logfile import is_exported_log, log_entries
-from ledger.services.proofs import evidence_bundle, latest_witnessed
-from ledger.services.replay import render_records, shared
-from ledger.storage.store import Store, sqlite_path
-from ledger.services.keys import load_signer, load_verifier
-from ledger.services.verify import compare_record, verify_chain
-from ledger.services.verify_store import verify_paper_ids, verify_store
 from ledger.core.times import when
 from ledger.core.workers import Workers
+from ledger.importing.importer import import_files
+from ledger.importing.logfile import is_exported_log, log_entries
+from ledger.log.chain import hex_hash
+from ledger.model.arxiv import is_paper_id, skipped_paper
+from ledger.model.parts import counted, lane_counts, one_line, other_words
 from ledger.projections import history as views
 from ledger.projections.record import build_record
 from ledger.projections.text import render_text
-from ledger.model.parts import counted, lane_counts, one_line, other_words
+from ledger.services.keys import load_signer, load_verifier
+from ledger.services.proofs import evidence_bundle, latest_witnessed
+from ledger.services.replay import render_records, shared
+from ledger.services.verify import compare_record, verify_chain
+from ledger.services.verify_store import verify_paper_ids, verify_store
+from ledger.storage.store import Store, sqlite_path
 
 app = typer.Typer()
 
 AsOf = Annotated[str, typer.Option("--as-of", help="Effective time: a date (end of that day, UTC) or a timestamp.")]
-KnownAt = Annotated[Optional[str], typer.Option("--known-at", help="Only events the ledger had recorded by then "
+KnownAt = Annotated[str | None, typer.Option("--known-at", help="Only events the ledger had recorded by then "
                                                                    "(default: all it holds now).")]
 
 
@@ -81,16 +97,16 @@ def _render(record: dict, fmt: str) -> bytes:
 def replay(
     ctx: typer.Context,
     as_of: AsOf,
-    paper: Annotated[Optional[str], typer.Option("--paper", callback=paper_option, help="arXiv id; default: every "
+    paper: Annotated[str | None, typer.Option("--paper", callback=paper_option, help="arXiv id; default: every "
                                                                                         "paper.")] = None,
     known_at: KnownAt = None,
     fmt: Annotated[str, typer.Option("--format", help="json or text.")] = "json",
-    out: Annotated[Optional[Path], typer.Option("--out", help="File (one paper) or folder (every paper); default: "
+    out: Annotated[Path | None, typer.Option("--out", help="File (one paper) or folder (every paper); default: "
                                                               "stdout.")] = None,
     stats: Annotated[bool, typer.Option("--stats", help="SQL statements, events read and time on stderr.")] = False,
-    evidence: Annotated[Optional[Path], typer.Option("--evidence", help="Write an evidence bundle to this file (needs "
+    evidence: Annotated[Path | None, typer.Option("--evidence", help="Write an evidence bundle to this file (needs "
                                                                         "--paper, --key); default: none.")] = None,
-    key: Annotated[Optional[str], typer.Option("--key", help="Signing key file for the bundle's checkpoint (with "
+    key: Annotated[str | None, typer.Option("--key", help="Signing key file for the bundle's checkpoint (with "
                                                              "--evidence; default: none).")] = None,
     jobs: Jobs = 1,
 ) -> None:
@@ -192,15 +208,15 @@ def _folder(path: Path) -> None:
 @app.command()
 def verify(
     ctx: typer.Context,
-    records: Annotated[Optional[list[str]], typer.Argument(help="Published records, or folders of them; none: check "
+    records: Annotated[list[str] | None, typer.Argument(help="Published records, or folders of them; none: check "
                                                                 "the whole chain.")] = None,
-    evidence: Annotated[Optional[str], typer.Option("--evidence", help="An evidence bundle: checked offline, alone; "
+    evidence: Annotated[str | None, typer.Option("--evidence", help="An evidence bundle: checked offline, alone; "
                                                                        "default: none.")] = None,
-    index: Annotated[Optional[str], typer.Option("--index", help="An exported log: re-compute its paper index "
+    index: Annotated[str | None, typer.Option("--index", help="An exported log: re-compute its paper index "
                                                  "and check it against --checkpoint (default: none).")] = None,
-    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="A signed checkpoint (with --index; "
+    checkpoint: Annotated[str | None, typer.Option("--checkpoint", help="A signed checkpoint (with --index; "
                                                                            "default: none).")] = None,
-    verifier_key: Annotated[Optional[str], typer.Option("--verifier-key", help="The log's verifier key: a .vkey file "
+    verifier_key: Annotated[str | None, typer.Option("--verifier-key", help="The log's verifier key: a .vkey file "
                                                                                "or its text (with --evidence or "
                                                                                "--index; default: none).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A record must be today's rebuild, not only what the "

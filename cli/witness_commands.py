@@ -7,13 +7,23 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import db_location
-from ledger.cli.publish_commands import (CONNECTIONS, HEADER_BYTES, HEADER_TIMEOUT, IDLE_TIMEOUT, HeaderBytes,
-                                         HeaderTimeout, IdleTimeout, MaxConnections, _can_listen, limits)
+from ledger.cli.publish_commands import (
+    CONNECTIONS,
+    HEADER_BYTES,
+    HEADER_TIMEOUT,
+    IDLE_TIMEOUT,
+    HeaderBytes,
+    HeaderTimeout,
+    IdleTimeout,
+    MaxConnections,
+    _can_listen,
+    limits,
+)
 from ledger.core.errors import InputError
 from ledger.core.redact import redact_url
 from ledger.log.signed_notes import Verifier
-from ledger.services.keys import load_cosigner, load_verifier
 from ledger.services.cosigning_witness import RATE
+from ledger.services.keys import load_cosigner, load_verifier
 
 app = typer.Typer(name="witness", help="Run a witness (C2SP tlog-witness) that cosigns logs' checkpoints.",
                   no_args_is_help=True)

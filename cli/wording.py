@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ledger.audit.results import Evidence, Included, IndexMatch, PaperCount, Prefix
 from ledger.log.chain import hex_hash
+from ledger.model.parts import counted
 from ledger.services.verify import ChainHead, RecordCheck
 from ledger.services.verify_store import StoreCheck
-from ledger.model.parts import counted
 
 
 def proof_account(proved: Included | Prefix | PaperCount) -> str:

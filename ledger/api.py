@@ -9,7 +9,7 @@ raised, never printed: nothing here prints, exits or writes a file.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from ledger.core.errors import IntegrityError, NotFoundError
 from ledger.core.inputs import read_input

@@ -5,20 +5,19 @@ rebuild of a record was exactly that record.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import groupby
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import orjson
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import NotFoundError
 from ledger.core.times import When, long_date
-
 from ledger.model.events import Fact
 from ledger.model.kinds import KIND
 from ledger.model.parts import citation_label, differing, inside, other_paper, resolution_label, times_moved
 from ledger.model.standing_notices import describe_notice
-
 from ledger.projections.record import Fold, Mismatch, build_record, counted_past_cap, shown_apart
 
 

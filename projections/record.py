@@ -7,20 +7,20 @@ It never reads storage and never shows a fact observed after `as_of`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import orjson
 
-from ledger.model.published import SCHEMA
 from ledger.core.canonical import canonical_parsed, loads_finite
 from ledger.core.errors import NotFoundError
-from ledger.model.standing_notices import CHECK_FAILED
-from ledger.model.events import Fact, latest, NO_MEASUREMENT_SOURCE, NOT_CHECKED, UNRESOLVED
+from ledger.core.times import When, long_date
+from ledger.model.events import NO_MEASUREMENT_SOURCE, NOT_CHECKED, UNRESOLVED, Fact, latest
 from ledger.model.kinds import COUNTING_LANE, KIND, Draft  # what each kind means to a record
 from ledger.model.paths import EVIDENCE, INTEGRITY, PAPER, RECORD, fill
-from ledger.model.published import RESOLUTION_STATES, context_digest, observation_digest
-from ledger.core.times import When, long_date
+from ledger.model.published import RESOLUTION_STATES, SCHEMA, context_digest, observation_digest
+from ledger.model.standing_notices import CHECK_FAILED
 
 CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
 REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."

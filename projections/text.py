@@ -6,9 +6,17 @@ out the blocks and words the record's derived parts (lanes, state counts).
 
 from __future__ import annotations
 
-from ledger.model.kinds import CITATION_OBSERVED, COVERAGE_COUNTED, KIND, MEASUREMENTS_CHECKED, NOTICE_CHECKED
-from ledger.model.kinds import PAPER_SNAPSHOT, RESOLUTION_RECORDED
-from ledger.model.parts import UNTITLED, cited_label, spaced as _words
+from ledger.model.kinds import (
+    CITATION_OBSERVED,
+    COVERAGE_COUNTED,
+    KIND,
+    MEASUREMENTS_CHECKED,
+    NOTICE_CHECKED,
+    PAPER_SNAPSHOT,
+    RESOLUTION_RECORDED,
+)
+from ledger.model.parts import UNTITLED, cited_label
+from ledger.model.parts import spaced as _words
 from ledger.model.published import RESOLUTION_STATES
 from ledger.projections.record import counted_past_cap
 

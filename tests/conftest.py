@@ -180,7 +180,7 @@ class Cli:
         self.runner = CliRunner()
 
     @classmethod
-    def of(cls, store) -> "Cli":
+    def of(cls, store) -> Cli:
         return cls(store.url[len("sqlite:///"):] if store.dialect == "sqlite" else store.url)
 
     def __call__(self, *args: str, input: bytes | str | None = None):

@@ -63,7 +63,7 @@ def test_the_readme_map_names_every_module():
 
     map_text = section("Map of the modules")
     missing = []
-    for name, path in MODULES.items():
+    for path in MODULES.values():
         relative = path.relative_to(README.parent).as_posix()
         if path.name in ("__init__.py", "__main__.py"):
             continue

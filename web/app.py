@@ -24,10 +24,11 @@ import asyncio
 import logging
 import os
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from inspect import Parameter, Signature
-from typing import Annotated, Callable
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -41,8 +42,6 @@ from ledger.core.redact import redact
 from ledger.importing.logfile import open_ledger
 from ledger.log.signed_notes import Signer
 from ledger.storage.store import Store
-
-
 from ledger.web.answers import Answers
 from ledger.web.routes import ROUTES, Render, Route, ask, guessed
 from ledger.web.site import CSP, Body, Site, error_html, error_json

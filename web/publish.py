@@ -19,25 +19,34 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from importlib.resources import files
-from typing import Callable, Iterable
+from pathlib import Path
 
+from ledger import __version__
 from ledger.core import files as written_files
 from ledger.core.errors import InputError
 from ledger.core.times import When, when
-from ledger import __version__
 from ledger.log.signed_notes import Signer
 from ledger.log.tiles import Tile, parse_tile_path, partial_tiles
-from ledger.storage.store import Store
-from ledger.services.tilestore import all_tiles
-
 from ledger.model.arxiv import is_paper_id, month_id, month_of
-from ledger.web.routes import ONCE, PER_ASSET, PER_DAY, PER_MONTH, PER_PAPER, PER_TILE, SIGNED, Question, Route, published
+from ledger.services.tilestore import all_tiles
 from ledger.storage.publish_state import PublishState
+from ledger.storage.store import Store
+from ledger.web.routes import (
+    ONCE,
+    PER_ASSET,
+    PER_DAY,
+    PER_MONTH,
+    PER_PAPER,
+    PER_TILE,
+    SIGNED,
+    Question,
+    Route,
+    published,
+)
 from ledger.web.site import ASSETS, Site
-
 
 # What the last publish wrote, so that the next rebuilds only what changed (`ledger.storage.publish_state`). Not a page:
 # no route serves it.

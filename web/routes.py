@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
+from ledger.core.times import When, now, when
 from ledger.log.tiles import Tile, parse_tile_path
 from ledger.model import arxiv, paths
 from ledger.model.events import Fact
 from ledger.web import urls
-from ledger.core.times import When, now, when
 from ledger.web.site import Body, Site
 
 # What `ledger publish` writes for a row: one file per form; one per asset; per month of papers with one that

@@ -13,33 +13,32 @@ from __future__ import annotations
 import base64
 import shlex
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
 from importlib.resources import files
 from itertools import takewhile
-from typing import Iterable
 
 import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, NotFoundError
+from ledger.core.times import When, when
+from ledger.log.signed_notes import Signer
+from ledger.log.tiles import Tile
 from ledger.model.arxiv import is_paper_id, month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
 from ledger.model.parts import counted, lane_counts
-from ledger.log.signed_notes import Signer
-from ledger.services.proofs import evidence_bundle, witnessed_by
-from ledger.storage.cosigned_checkpoint import latest_cosigned
-from ledger.storage.store import Store
-from ledger.log.tiles import Tile
-from ledger.services.proofs import checkpoint as signed_checkpoint
-from ledger.services.tilestore import read_tile
-from ledger.core.times import When, when
 from ledger.projections import history as views
 from ledger.projections.record import build_record
 from ledger.projections.text import counted_lines
-
+from ledger.services.proofs import checkpoint as signed_checkpoint
+from ledger.services.proofs import evidence_bundle, witnessed_by
+from ledger.services.tilestore import read_tile
+from ledger.storage.cosigned_checkpoint import latest_cosigned
+from ledger.storage.store import Store
 from ledger.web import urls
 from ledger.web.views import BEGINNING, effective_days, finalize, first_record, record_view, snapshot_rows, time_nav
 

@@ -5,7 +5,7 @@ a store (`web.site` does, and renders these)."""
 from __future__ import annotations
 
 import re
-from typing import Container, Iterable
+from collections.abc import Container, Iterable
 from urllib.parse import quote
 
 import orjson
@@ -20,7 +20,6 @@ from ledger.model.published import RESOLUTION_STATES
 from ledger.model.standing_notices import describe_event, notice_label
 from ledger.projections.text import capped_words, lane_words, measurement_line, observation_words, state_words
 from ledger.web import urls
-
 
 BEGINNING = "1970-01-01T00:00:00Z"  # before any record: a first change day's changes are from nothing
 

@@ -17,7 +17,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response

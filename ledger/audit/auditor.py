@@ -14,18 +14,17 @@ from __future__ import annotations
 import base64
 from typing import Any, NamedTuple
 
-from ledger.model.parts import counted
-from ledger.core.errors import InputError, IntegrityError, LedgerError
-from ledger.log.chain import Entry, verify_entries
+from ledger.audit.evidence import _b64, _checked_index_proof, _path
+from ledger.audit.results import Included, IndexMatch, PaperCount, Prefix
 from ledger.core.canonical import parse_json
+from ledger.core.errors import InputError, IntegrityError, LedgerError
 from ledger.core.inputs import decode_input
+from ledger.log.chain import Entry, verify_entries
 from ledger.log.merkle import leaf_hash, verify_consistency, verify_inclusion
 from ledger.log.paper_index import IndexProof, index_of_log, parse_proof
 from ledger.log.signed_notes import INDEX_EXTENSION, Verifier, verify_checkpoint
-from ledger.audit.evidence import _b64, _checked_index_proof, _path
-from ledger.audit.results import IndexMatch, Included, PaperCount, Prefix
+from ledger.model.parts import counted
 from ledger.model.published import _type_name, count_field, field, sha256_field
-
 
 
 class _Inclusion(NamedTuple):

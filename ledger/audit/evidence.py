@@ -11,19 +11,27 @@ import base64
 import binascii
 from typing import Any, NamedTuple
 
-from ledger.projections.record import build_record, rebuild_mismatch
-
+from ledger.audit.results import Evidence
 from ledger.core.canonical import canonical, parse_json
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
-from ledger.model.events import Event, Fact, make_event
 from ledger.core.times import When
 from ledger.log.merkle import leaf_hash, root, verify_inclusion, verify_multi_inclusion
 from ledger.log.paper_index import IndexProof, events_tree, parse_proof, verify_index_proof
 from ledger.log.signed_notes import INDEX_EXTENSION, Checkpoint, Verifier, verify_checkpoint
-from ledger.audit.results import Evidence
-from ledger.model.published import _type_name, check_record, count_field, digest_mismatches, field, field_name, sha256_field, shown
-from ledger.model.published import timestamp
+from ledger.model.events import Event, Fact, make_event
 from ledger.model.parts import counted
+from ledger.model.published import (
+    _type_name,
+    check_record,
+    count_field,
+    digest_mismatches,
+    field,
+    field_name,
+    sha256_field,
+    shown,
+    timestamp,
+)
+from ledger.projections.record import build_record, rebuild_mismatch
 
 
 def _path(obj: dict[str, Any], path: str = "") -> list[bytes]:

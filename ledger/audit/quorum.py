@@ -5,10 +5,10 @@ Lines of keys the policy does not list are ignored; a listed key's line that doe
 
 from __future__ import annotations
 
-from ledger.model.parts import counted
 from ledger.core.errors import IntegrityError, LedgerError
 from ledger.log.cosignature import Policy
 from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
+from ledger.model.parts import counted
 
 
 def witnessed(note: str, verifier: Verifier, policy: Policy, of: Checkpoint | None = None,

@@ -56,7 +56,7 @@ class Folder:
                                       exc.strerror or str(exc)) from None
         self._folders: dict[str, int] = {"": self.fd}  # open folders below, by relative path: each walked once
 
-    def __enter__(self) -> "Folder":
+    def __enter__(self) -> Folder:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -14,8 +14,9 @@ import re
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Iterator
+from typing import IO
 
 from ledger.core.errors import InputError
 from ledger.core.limits import RECORD, STREAM, Limit

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from functools import lru_cache
 
 from ledger.core.errors import InputError
@@ -40,7 +40,7 @@ def parse_instant(text: object) -> datetime:
     if not isinstance(text, str) or not _INSTANT.fullmatch(text):
         raise TimeError(f"expected an RFC 3339 timestamp with offset, found {quoted(text)}")
     try:
-        return datetime.fromisoformat(text).astimezone(timezone.utc)
+        return datetime.fromisoformat(text).astimezone(UTC)
     except (ValueError, OverflowError):  # OverflowError: the offset moves it out of years 1..9999
         raise TimeError(f"not a valid timestamp: {quoted(text)}") from None
 
@@ -73,7 +73,7 @@ def _key_of(text: str) -> str:
 def format_utc(moment: datetime) -> str:
     """An aware datetime as an ordering key: UTC, microseconds, `Z`."""
     # isoformat, not strftime: strftime writes the year 5 as "5", which sorts after "2026".
-    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def parse_when(text: str) -> tuple[str, str]:
@@ -87,7 +87,7 @@ def parse_when(text: str) -> tuple[str, str]:
             day = date.fromisoformat(text)
         except ValueError:
             raise TimeError(f"not a valid date: {quoted(text)}") from None
-        end = datetime.combine(day, time(23, 59, 59, 999999), tzinfo=timezone.utc)
+        end = datetime.combine(day, time(23, 59, 59, 999999), tzinfo=UTC)
         written = format_utc(end)
         return written, written
     if not isinstance(text, str) or not _INSTANT.fullmatch(text):
@@ -132,7 +132,7 @@ def when(option: str, value: str | None) -> When | None:
 
 def now() -> When:
     """The instant of asking, as a time no one gave (a page without `?as_of=`)."""
-    instant = format_utc(datetime.now(timezone.utc))
+    instant = format_utc(datetime.now(UTC))
     return When(instant, instant, given=False)
 
 

@@ -20,10 +20,11 @@ import multiprocessing
 import signal
 import sys
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing.context import BaseContext
 from functools import partial
-from typing import Callable, Iterable, Iterator, TypeVar
+from multiprocessing.context import BaseContext
+from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,7 +49,7 @@ class Workers:
         self.ahead = ahead or 2 * self.jobs + 2  # enough to keep every worker busy while one result waits
         self._executor: ProcessPoolExecutor | None = None
 
-    def __enter__(self) -> "Workers":
+    def __enter__(self) -> Workers:
         if self.jobs > 1:
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:

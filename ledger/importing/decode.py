@@ -14,11 +14,9 @@ whether a fact is new, and whether the ledger gives a record back, is the transa
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
-
-from ledger.projections.record import rebuild_mismatch
 
 from ledger.core.canonical import loads_finite, parse_json
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
@@ -31,6 +29,7 @@ from ledger.log.tiles import check_entry_size
 from ledger.model.arxiv import paper_id
 from ledger.model.events import PAPER_SNAPSHOT, Event, Fact, make_event, record_events
 from ledger.model.published import check_record, verify_digests
+from ledger.projections.record import rebuild_mismatch
 
 _ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
 

@@ -15,15 +15,25 @@ had been decoded first. This package never prints.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from itertools import chain, islice
-from typing import Callable, Iterator
 
 from ledger.core.inputs import STDIN, input_files
 from ledger.core.workers import Workers
 from ledger.importing.decode import Parsed, acyclic, decode_unit, parse_entry, parse_input
 from ledger.importing.transaction import Attempt, ImportResult, Progress, append_units
-from ledger.importing.units import (CHUNK_LINES, DECODE_AHEAD, STREAM_BLOCK, STREAM_BYTES, TASK_BYTES, KeptStdin,
-                                    Sizes, Unit, file_size, input_units)
+from ledger.importing.units import (
+    CHUNK_LINES,
+    DECODE_AHEAD,
+    STREAM_BLOCK,
+    STREAM_BYTES,
+    TASK_BYTES,
+    KeptStdin,
+    Sizes,
+    Unit,
+    file_size,
+    input_units,
+)
 from ledger.importing.wire import decoded_by
 from ledger.storage.store import Store
 

@@ -8,11 +8,11 @@ refused before anything is replayed.
 
 from __future__ import annotations
 
-from ledger.log.chain import Entry
 from ledger.core.errors import InputError
 from ledger.core.inputs import read_input
 from ledger.core.limits import EXPORTED_LOG
 from ledger.importing.importer import Parsed, import_inputs, parse_input
+from ledger.log.chain import Entry
 from ledger.storage.store import Store
 
 SUFFIX = ".jsonl"

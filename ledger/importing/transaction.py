@@ -15,19 +15,26 @@ This module never reads an input or decodes one (the units come decoded) and nev
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterator, NamedTuple
-
-from ledger.projections.record import missing_observations, rebuild_mismatch
+from typing import NamedTuple
 
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.core.inputs import STDIN
+from ledger.core.times import instant_key
 from ledger.importing.decode import Parsed
 from ledger.log.chain import Entry, hex_hash, seal
-from ledger.core.times import instant_key
-from ledger.model.events import CITATION_OBSERVED, COVERAGE_COUNTED, OBSERVATION_WITHDRAWN, Event, Fact
-from ledger.model.events import make_event, record_count
+from ledger.model.events import (
+    CITATION_OBSERVED,
+    COVERAGE_COUNTED,
+    OBSERVATION_WITHDRAWN,
+    Event,
+    Fact,
+    make_event,
+    record_count,
+)
+from ledger.projections.record import missing_observations, rebuild_mismatch
 from ledger.storage.store import Store
 from ledger.storage.writer import DuplicateFactError, Writer
 

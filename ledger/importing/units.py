@@ -16,17 +16,26 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from itertools import chain, islice
-from typing import IO, Callable, Iterator, NamedTuple
+from typing import IO, NamedTuple
 
 import orjson
 
 from ledger.core.canonical import parse_json
 from ledger.core.errors import InputError, LedgerError
-from ledger.core.inputs import (STDIN, decode_input, file_lines, is_stream, keep_stdin, read_input, scan_file,
-                                split_lines)
+from ledger.core.inputs import (
+    STDIN,
+    decode_input,
+    file_lines,
+    is_stream,
+    keep_stdin,
+    read_input,
+    scan_file,
+    split_lines,
+)
 from ledger.core.limits import RECORD
 
 CHUNK_LINES = 2000  # event lines per unit: large enough that a worker's round trip costs little

@@ -11,8 +11,8 @@ raised by the writer in input order.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import partial
-from typing import Iterator
 
 from ledger.core.canonical import canonical_parsed
 from ledger.core.errors import LedgerError

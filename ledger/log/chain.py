@@ -11,7 +11,8 @@ raises IntegrityError naming the first sequence number that does not re-compute.
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import orjson
 from blake3 import blake3

@@ -235,7 +235,7 @@ def parse_policy(text: str) -> Policy:
             continue
 
         def bad(why: str) -> InputError:
-            return InputError(f"policy line {number}: {why}")
+            return InputError(f"policy line {number}: {why}")  # noqa: B023 (called within this iteration)
 
         kind, args = words[0], words[1:]
         if kind == "log" and len(args) in (1, 2):

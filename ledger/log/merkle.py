@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ledger.core.errors import IntegrityError
 

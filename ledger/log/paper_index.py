@@ -26,15 +26,14 @@ in an extension line signed with it (`ledger.signed_notes`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import orjson
 
-from ledger.log.chain import Entry, entry_bytes
 from ledger.core.errors import InputError, IntegrityError
-from ledger.model.events import CITATION_OBSERVED, OBSERVATION_KINDS, Event, make_event
-from ledger.model.published import count_field, field, sha256_field
+from ledger.log.chain import Entry, entry_bytes
 from ledger.log.merkle import (
     EMPTY_ROOT,
     NodeSource,
@@ -42,6 +41,8 @@ from ledger.log.merkle import (
 )
 from ledger.log.merkle import leaf_hash as log_leaf_hash
 from ledger.log.merkle import node_hash as log_node_hash
+from ledger.model.events import CITATION_OBSERVED, OBSERVATION_KINDS, Event, make_event
+from ledger.model.published import count_field, field, sha256_field
 
 ZERO = bytes(32)  # the hash of an empty subtree
 LEAF_PREFIX, NODE_PREFIX = b"\x02", b"\x03"  # RFC 9162 uses 0x00 and 0x01: no index hash can pass for a log hash

@@ -183,7 +183,7 @@ class Checkpoint:
     index_root: bytes | None = None  # the paper index at this size, when the note carries it
     extensions: tuple[str, ...] = ()  # other extension lines, kept as read
 
-    def same_tree(self, other: "Checkpoint") -> bool:
+    def same_tree(self, other: Checkpoint) -> bool:
         """Whether both are of one tree (origin, size and root), whatever else their notes say."""
         return (self.origin, self.size, self.root) == (other.origin, other.size, other.root)
 

@@ -17,11 +17,11 @@ Pure: strings and bytes in, values or exceptions out. Reading a tile's hashes or
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
-from ledger.log.chain import entry_bytes
 from ledger.core.errors import InputError, StoreError
+from ledger.log.chain import entry_bytes
 
 HEIGHT = 8  # a tile is a subtree of height 8
 WIDTH = 1 << HEIGHT  # 256 hashes in a full tile

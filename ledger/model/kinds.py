@@ -18,6 +18,17 @@ from typing import Any
 
 from ledger.core.errors import InputError
 from ledger.core.times import instant_key
+from ledger.model.parts import (
+    UNTITLED,
+    changed_keys,
+    citation_papers,
+    cited_label,
+    latest,
+    observed_times,
+    resolution_label,
+    spaced,
+    transition,
+)
 from ledger.model.published import (
     check_citation,
     check_notice,
@@ -26,8 +37,6 @@ from ledger.model.published import (
     field,
     timestamp,
 )
-from ledger.model.parts import UNTITLED, changed_keys, cited_label, citation_papers, latest, observed_times
-from ledger.model.parts import resolution_label, spaced, transition
 from ledger.model.standing_notices import CHECK_FAILED, MEASURED, describe_event, describe_notice
 
 UNRESOLVED = {"observed_at": None, "resolver_source": None, "status": "unresolved"}

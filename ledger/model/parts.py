@@ -5,7 +5,8 @@ resolution or a change. Pure functions of dicts and strings, shared by the kinds
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ledger.core.times import instant_key
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from ledger.core.canonical import parsed_digest
 from ledger.core.errors import InputError, IntegrityError
-from ledger.model.standing_notices import NOTICE_STATES
 from ledger.core.times import instant_key
+from ledger.model.standing_notices import NOTICE_STATES
 
 SCHEMA = "pith.paper-citation-record.v1"
 

@@ -11,17 +11,17 @@ stale. Every request goes through the one client (`ledger.services.fetch`), all 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
 
-from ledger.model.parts import counted
 from ledger.core.errors import IntegrityError
 from ledger.core.redact import quoted
 from ledger.log.cosignature import CosignerKey, Policy
 from ledger.log.signed_notes import Checkpoint
-from ledger.services.fetch import Deadline, DeadlineError, UnreachableError, post
+from ledger.model.parts import counted
 from ledger.services.cosigning_witness import SIZE_TYPE, submission
+from ledger.services.fetch import Deadline, DeadlineError, UnreachableError, post
 
 ROUNDS = 3  # old 0, then the size the 409 named, then once more if a push from elsewhere moved it meanwhile
 

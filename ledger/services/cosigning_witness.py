@@ -29,8 +29,8 @@ import binascii
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ledger.core.errors import InputError, IntegrityError
 from ledger.log.cosignature import Cosigner

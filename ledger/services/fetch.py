@@ -72,7 +72,7 @@ def _parts(url: str) -> SplitResult:
     parts = urlsplit(url)  # ValueError for a bad IPv6 literal ("http://[x")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("not an http:// or https:// URL")
-    parts.port  # ValueError for a port out of range or not a number
+    parts.port  # noqa: B018 (read for its check) ValueError for a port out of range or not a number
     return parts
 
 
@@ -237,7 +237,7 @@ def _request(method: str, url: str, body: bytes | None, kind: str, deadline: Dea
         return response.status, response.headers, b"".join(chunks)
     except UnreachableError:
         raise
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         raise DeadlineError(f"{what}: no whole answer within the run's deadline of {deadline.seconds:g} s "
                    f"(--timeout)") from None
     except http.client.IncompleteRead as exc:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import stat
 import warnings
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from ledger.core.errors import InputError
 from ledger.core.inputs import decode_input, read_input

@@ -21,10 +21,10 @@ import base64
 import hashlib
 import os
 import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator
 from urllib.parse import quote
 
 from blake3 import blake3

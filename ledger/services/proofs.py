@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import base64
 
-from ledger.model.parts import counted
-from ledger.projections.record import build_record
-
 from ledger.core.canonical import parse_json
-from ledger.log.chain import entry_bytes
 from ledger.core.errors import InputError, IntegrityError, LedgerError
-from ledger.storage.index_reads import prove as index_proof, root_at
+from ledger.core.times import When
+from ledger.log.chain import entry_bytes
 from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, multi_inclusion_path, root
 from ledger.log.paper_index import events_tree
 from ledger.log.signed_notes import Checkpoint, Signer, Verifier, verify_checkpoint
-from ledger.core.times import When
+from ledger.model.parts import counted
+from ledger.projections.record import build_record
 from ledger.storage.cosigned_checkpoint import latest_cosigned
+from ledger.storage.index_reads import prove as index_proof
+from ledger.storage.index_reads import root_at
 from ledger.storage.store import Store
 
 

@@ -7,13 +7,13 @@ the workers too); the parent lists the papers, a page at a time, and gets the re
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, TypeVar
-
-from ledger.projections.record import build_record
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from ledger.core.times import When
-from ledger.storage.store import Store, sqlite_path
 from ledger.core.workers import Workers
+from ledger.projections.record import build_record
+from ledger.storage.store import Store, sqlite_path
 
 R = TypeVar("R")
 BATCH = 16  # papers sent to a worker at once: a round trip costs little beside 16 rebuilds

@@ -9,12 +9,12 @@ subtree of 16 or more leaves, so every hash of a tile of level 1 and up is store
 
 from __future__ import annotations
 
-from ledger.log.chain import entry_bytes
 from ledger.core.errors import IntegrityError, NotFoundError
+from ledger.log.chain import entry_bytes
 from ledger.log.merkle import leaf_hash
+from ledger.log.tiles import Tile, bundle, hash_tile, in_tree, tiles_of
 from ledger.storage.cursor import Cursor
 from ledger.storage.store import Store
-from ledger.log.tiles import Tile, bundle, hash_tile, in_tree, tiles_of
 
 
 def read_entries(cursor: Cursor, first: int, count: int) -> list[tuple[int, bytes]]:

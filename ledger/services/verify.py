@@ -15,16 +15,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ledger.projections.history import agreement
-from ledger.projections.text import counted_lines
-
 from ledger.core.canonical import parse_json
-from ledger.log.chain import verify_entries
 from ledger.core.errors import InputError, NotFoundError
 from ledger.core.inputs import decode_input
-from ledger.model.published import check_record, digest_mismatches
-from ledger.storage.store import Store
+from ledger.log.chain import verify_entries
 from ledger.model.parts import counted
+from ledger.model.published import check_record, digest_mismatches
+from ledger.projections.history import agreement
+from ledger.projections.text import counted_lines
+from ledger.storage.store import Store
 
 
 def load_record(name: str, data: bytes) -> dict:

@@ -19,19 +19,21 @@ writes, and never trusts a derived row to check another: each is compared with w
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import orjson
 
-from ledger.model.parts import counted
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.times import instant_key
 from ledger.log.chain import Entry, entry_bytes
 from ledger.log.merkle import grow, leaf_hash
-from ledger.log.paper_index import ZERO, Membership, edge_root, index_root, leaf_hash as index_leaf_hash, paper_key
+from ledger.log.paper_index import ZERO, Membership, edge_root, index_root, paper_key
+from ledger.log.paper_index import leaf_hash as index_leaf_hash
+from ledger.model.arxiv import paper_id
 from ledger.model.events import Event
 from ledger.model.kinds import KIND
-from ledger.model.arxiv import paper_id
+from ledger.model.parts import counted
 from ledger.model.published import shown
 from ledger.services.verify import ChainHead, verify_chain
 from ledger.storage.cursor import STORED_FROM_LEVEL, Cursor

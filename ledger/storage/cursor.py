@@ -9,7 +9,8 @@ never writes a row (`ledger.storage.writer` does), and never decides what a fact
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import orjson
 

@@ -13,7 +13,8 @@ Appends never call this module. It never decides what an event means (`ledger.lo
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from ledger.core.errors import IntegrityError
 from ledger.log.chain import entry_bytes

@@ -14,8 +14,9 @@ arithmetic only: it never reads or writes a row, and never decides what an event
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from struct import Struct
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from ledger.core.errors import IntegrityError
 from ledger.log.paper_index import ZERO, edge_root, extend, leaf_hash, node_hash
@@ -102,7 +103,7 @@ class Node:
         else:
             self.inner[position] = node_hash(self.inner[2 * position], self.inner[2 * position + 1])
 
-    def changed(self, slots: dict[int, Child | Leaf]) -> "Node":
+    def changed(self, slots: dict[int, Child | Leaf]) -> Node:
         """A copy with some slots replaced; only the inner hashes above them are computed again."""
         if self.inner[1] is None:
             self.fill()

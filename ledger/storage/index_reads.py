@@ -10,7 +10,7 @@ the store's cursor.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ledger.core.errors import InputError, IntegrityError
 from ledger.log.chain import entry_bytes

@@ -16,16 +16,25 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from ledger.core.errors import InputError, StoreError
 from ledger.log.chain import Entry
 from ledger.log.paper_index import log_event
 from ledger.model.events import Fact
-from ledger.storage.backends import LOCK_TIMEOUT_SECONDS, Backend, backend_for, database_url, shown_location, sqlite_path
+from ledger.storage.backends import (
+    LOCK_TIMEOUT_SECONDS,
+    Backend,
+    backend_for,
+    database_url,
+    shown_location,
+    sqlite_path,
+)
 from ledger.storage.cursor import Cursor
-from ledger.storage.index_keeping import CHUNK, Edge as IndexEdge, catch_up
+from ledger.storage.index_keeping import CHUNK, catch_up
+from ledger.storage.index_keeping import Edge as IndexEdge
 from ledger.storage.index_reads import CACHE_LIMIT, Nodes, root_at
 from ledger.storage.schema import SCHEMA_VERSION
 from ledger.storage.writer import Recent, Writer
@@ -67,14 +76,14 @@ class Store:
 
     # -- opening -------------------------------------------------------------------------------------
     @classmethod
-    def _connect(cls, url: str) -> "Store":
+    def _connect(cls, url: str) -> Store:
         store = cls(url, backend_for(url))
         if not store.backend.connects_without_engine(url):
-            store.engine  # made now: a bad URL or a missing driver is named before anything runs
+            store.engine  # noqa: B018 (made now) -: a bad URL or a missing driver is named before anything runs
         return store
 
     @property
-    def engine(self) -> "Engine":
+    def engine(self) -> Engine:
         """The SQLAlchemy engine, made on first use: creating the tables needs it, and a database the backend
         does not open itself (PostgreSQL, SQLite in memory) is reached through it; a SQLite file is opened
         without it, which spares every command the ~0.3 s SQLAlchemy takes to load.
@@ -92,7 +101,7 @@ class Store:
         return self._engine
 
     @classmethod
-    def create(cls, location: str) -> "Store":
+    def create(cls, location: str) -> Store:
         """Create an empty ledger at `location`.
         Raises: InputError when one (or a file) is already there, StoreError when the database cannot be reached."""
         path = _sqlite_file(location)
@@ -114,7 +123,7 @@ class Store:
         return store
 
     @classmethod
-    def open(cls, location: str) -> "Store":
+    def open(cls, location: str) -> Store:
         """Open an existing ledger; never creates one (a typo in --db must not make a new database).
         Raises: InputError when there is no ledger of this version there, StoreError when it cannot be read."""
         store = cls._existing(location)
@@ -122,7 +131,7 @@ class Store:
         return store
 
     @classmethod
-    def _existing(cls, location: str) -> "Store":
+    def _existing(cls, location: str) -> Store:
         """A store on a database that must exist already (a SQLite file is never created here).
         Raises: InputError when there is no such file or the location cannot be opened."""
         path = _sqlite_file(location)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from typing import Callable, Iterator
 
 from ledger.core.errors import InputError
 from ledger.log.signed_notes import split_note

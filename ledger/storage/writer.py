@@ -8,8 +8,8 @@ paper index (appends cost it nothing; `Store.keep_index` keeps it), and never de
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from ledger.core.errors import StoreError
 from ledger.core.times import format_utc
@@ -25,7 +25,7 @@ Recent = tuple[int, list[tuple[int, Event, bytes]]]  # the size they follow, and
 
 def now_utc() -> str:
     """The current instant in the ledger's recorded-time form."""
-    return format_utc(datetime.now(timezone.utc))
+    return format_utc(datetime.now(UTC))
 
 
 class DuplicateFactError(StoreError):

@@ -154,7 +154,7 @@ def test_an_exported_log_over_its_limit_is_refused_unread(tmp_path, monkeypatch)
 @pytest.mark.parametrize("digits", [21, 4301, 5000])
 def test_an_integer_of_thousands_of_digits_is_an_input_error_not_an_internal_one(seeded, tmp_path, digits):
     record = tmp_path / "big.json"
-    record.write_text('{"arxiv_id": "%s", "n": %s}' % (PAPER_004, "9" * digits))
+    record.write_text(f'{{"arxiv_id": "{PAPER_004}", "n": {"9" * digits}}}')
     ran = seeded("import", str(record))
     assert (ran.exit_code, ran.stdout) == (2, "")
     assert ran.stderr == f"ledger: {record}: an integer of {digits:,} digits exceeds the 64-bit range\n"

@@ -396,10 +396,8 @@ def test_progress_goes_to_a_terminal_only(ready, tmp_path):
 
 def test_import_and_verify_report_progress_to_a_callback(store):
     from ledger.core.errors import IntegrityError
-    from ledger.importing.importer import import_files
+    from ledger.importing.importer import Progress, import_files
     from ledger.services.verify import verify_chain
-
-    from ledger.importing.importer import Progress
 
     lines = []
     import_files(store, [str(SEED_004)], lines.append)

@@ -10,8 +10,8 @@ import gzip
 import shutil
 import socket
 import ssl
-import subprocess
 import struct
+import subprocess
 import threading
 import time
 

@@ -272,8 +272,8 @@ for size in plan["sizes"]:
 
 
 def test_two_logs_pushing_one_origin_at_once_never_roll_the_witness_back(keyed, witnesses, tmp_path):
-    from ledger.services.proofs import checkpoint, prove_consistency
     from ledger.services.keys import load_signer
+    from ledger.services.proofs import checkpoint, prove_consistency
     from ledger.storage.store import Store
 
     [url] = witnesses.start(1, "example.org/ledger", "--rate", "0")  # two pushers on one address, as fast as they go

@@ -209,7 +209,7 @@ def test_the_pages_say_what_is_past_the_cap(cli, capped):
     assert f"Past the page cap: {words}." in client.get(integrity_url(PAPER_004, CAPPED_AT)).text
     assert client.get(integrity_url(PAPER_004, AS_OF_004, html=False)).json()["counted"] == []
     paper = client.get(page_url(PAPER_004, CAPPED_AT)).text  # its history table has the count's line
-    assert f"<td>counted on 2026-08-24: {words}; outbound 0 counted, 0 itemized; notices checked on 61 of 110 counted</td>" in paper
+    assert f"<td data-label=\"What changed\" class=\"changed\">counted on 2026-08-24: {words}; outbound 0 counted, 0 itemized; notices checked on 61 of 110 counted</td>" in paper
 
 
 def test_a_bundle_holds_the_count_and_one_without_it_is_incomplete(cli, capped, tmp_path, monkeypatch):

@@ -3,18 +3,18 @@
 import pytest
 from blake3 import blake3
 
-from ledger.log.chain import GENESIS, Entry, entry_bytes, entry_hash, link, verify_entries
 from ledger.core.errors import IntegrityError
+from ledger.log.chain import GENESIS, Entry, entry_bytes, entry_hash, link, verify_entries
 
 
 def build(n: int) -> list[Entry]:
     entries, chain = [], GENESIS
     for seq in range(1, n + 1):
         payload = b'{"observation_id":"o%d","n":%d}' % (seq, seq)
-        digest = entry_hash(seq, "citation.observed", "2026-08-0%dT00:00:00Z" % (seq % 9 + 1),
+        digest = entry_hash(seq, "citation.observed", f"2026-08-0{seq % 9 + 1}T00:00:00Z",
                             "2026-11-29T00:00:00.000000Z", payload)
         chain = link(chain, digest)
-        entries.append(Entry(seq, "citation.observed", "2026-08-0%dT00:00:00Z" % (seq % 9 + 1),
+        entries.append(Entry(seq, "citation.observed", f"2026-08-0{seq % 9 + 1}T00:00:00Z",
                              "2026-11-29T00:00:00.000000Z", payload, digest, chain))
     return entries
 

@@ -10,8 +10,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ledger.core.errors import InputError, IntegrityError
-from ledger.log.cosignature import (Cosigner, cosigned_message, cosignatures, generate_cosigner, parse_cosigner,
-                                    parse_cosigner_key, parse_policy, quorum_policy)
+from ledger.log.cosignature import (
+    Cosigner,
+    cosignatures,
+    cosigned_message,
+    generate_cosigner,
+    parse_cosigner,
+    parse_cosigner_key,
+    parse_policy,
+    quorum_policy,
+)
 from ledger.log.signed_notes import generate_signer
 
 # tlog-cosignature's example: the checkpoint, and the cosignature line of witness.example.com/w1.

@@ -14,17 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.core.errors import LedgerError
+from ledger.core.workers import Workers
 from ledger.importing import importer, transaction
 from ledger.importing import units as cutting
-from ledger.log.chain import verify_entries
-from ledger.core.errors import LedgerError
-from ledger.log.export import export_line
 from ledger.importing.decode import decode_unit
 from ledger.importing.importer import Parsed, Sizes, import_files
 from ledger.importing.transaction import Attempt
 from ledger.importing.units import Part, input_units
+from ledger.log.chain import verify_entries
+from ledger.log.export import export_line
 from ledger.storage.store import Store
-from ledger.core.workers import Workers
 from tests.conftest import AS_OF_004, SEED_004, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_concurrency import stream
@@ -41,7 +41,7 @@ MODES = {"whole files, one job": (1, Sizes(chunk_lines=10**9)),
          "chunks, two jobs, a task each": (2, Sizes(chunk_lines=7, task_bytes=0))}
 
 
-def import_with(location: str, paths, jobs: int, sizes: Sizes = Sizes()) -> tuple:
+def import_with(location: str, paths, jobs: int, sizes: Sizes = Sizes()) -> tuple:  # noqa: B008 (frozen)
     """The outcome of one import: its counts, or its error's family and message."""
     with Workers(jobs) as workers:  # entered before the store connects, as the command does
         store = Store.open(location)

@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from ledger.log.chain import verify_entries
-from ledger.core.errors import InputError, IntegrityError
-from ledger.log.export import export_line
-from ledger.importing.importer import import_files
 from ledger.core.canonical import canonical
+from ledger.core.errors import InputError, IntegrityError
 from ledger.core.times import When
+from ledger.importing.importer import import_files
+from ledger.log.chain import verify_entries
+from ledger.log.export import export_line
 from ledger.projections.record import build_record
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import event_line, redigest, seed_record, write_record
@@ -128,8 +128,8 @@ def test_the_same_file_twice_in_one_invocation_appends_once(store):
 
 def rehashed_log(lines: list[dict]) -> bytes:
     """Log lines with their entry and chain hashes re-computed, as a forger who knows the layout would."""
-    from ledger.log.chain import GENESIS, entry_hash, hex_hash, link
     from ledger.core.canonical import canonical
+    from ledger.log.chain import GENESIS, entry_hash, hex_hash, link
 
     chain, out = GENESIS, b""
     for line in lines:

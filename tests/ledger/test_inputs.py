@@ -15,10 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.core.errors import InputError
-from ledger.importing.units import SEQ_KEY
-from ledger.core.inputs import (decode_input, file_lines, input_files, is_stream, keep_stdin, read_input, scan_file,
-                               split_lines)
+from ledger.core.inputs import (
+    decode_input,
+    file_lines,
+    input_files,
+    is_stream,
+    keep_stdin,
+    read_input,
+    scan_file,
+    split_lines,
+)
 from ledger.core.limits import KEY, RECORD, Limit, size_text
+from ledger.importing.units import SEQ_KEY
 
 # Line breaks of every kind str.splitlines knows (only "\n" and "\r\n" end a line), multi-byte characters,
 # the key seq plain and escaped.

@@ -104,7 +104,7 @@ def _python_files() -> list[Path]:
 
 @pytest.mark.parametrize("name", list(KIND))
 def test_each_kind_name_is_written_in_one_module(name):
-    literal = re.compile(r"""(["'])%s\1""" % re.escape(name))
+    literal = re.compile(r"""(["'])""" + re.escape(name) + r"\1")
     holders = {p.relative_to(ROOT).as_posix() for p in _python_files() if literal.search(p.read_text())}
     assert holders == {"ledger/model/kinds.py"}
 

@@ -8,17 +8,26 @@ import random
 
 import pytest
 
-from ledger.log.chain import entry_bytes
-from ledger.core.errors import IntegrityError
-from ledger.model.events import make_event
-from ledger.log.merkle import (consistency_path, frontier_nodes, grow, inclusion_path, leaf_hash, perfect_subtrees, root,
-                           verify_consistency, verify_inclusion)
-from ledger.log.signed_notes import Checkpoint, generate_signer, verify_checkpoint
 from ledger.audit.auditor import verify_proof
 from ledger.audit.results import Included, Prefix
 from ledger.cli.wording import proof_account
-from ledger.services.proofs import prove_consistency, prove_inclusion
+from ledger.core.errors import IntegrityError
+from ledger.log.chain import entry_bytes
+from ledger.log.merkle import (
+    consistency_path,
+    frontier_nodes,
+    grow,
+    inclusion_path,
+    leaf_hash,
+    perfect_subtrees,
+    root,
+    verify_consistency,
+    verify_inclusion,
+)
+from ledger.log.signed_notes import Checkpoint, generate_signer, verify_checkpoint
+from ledger.model.events import make_event
 from ledger.services.proofs import checkpoint as make_checkpoint
+from ledger.services.proofs import prove_consistency, prove_inclusion
 
 
 # -- RFC 9162 section 2.1, written from the text ---------------------------------------------------------

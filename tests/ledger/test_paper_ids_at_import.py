@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError

@@ -15,12 +15,12 @@ import pytest
 
 from benchmarks.generate import generate
 from ledger.core.errors import InputError, IntegrityError
-from ledger.model.events import make_event
 from ledger.log.export import export_line
-from ledger.storage.index_nodes import Node, child, decode, encode, make_leaf
-from ledger.storage.index_reads import prove, root_at
 from ledger.log.paper_index import IndexProof, Neighbour, index_of_log, parse_proof, verify_index_proof
 from ledger.log.signed_notes import Checkpoint, generate_signer, parse_checkpoint, verify_checkpoint
+from ledger.model.events import make_event
+from ledger.storage.index_nodes import Node, child, decode, encode, make_leaf
+from ledger.storage.index_reads import prove, root_at
 
 
 # -- the oracle: README, "Completeness: the paper index, byte for byte" ----------------------------------
@@ -244,7 +244,7 @@ def test_a_ledger_with_events_missing_cannot_be_caught_up(ledger_location):
 
 
 def test_the_pure_recomputation_is_the_oracle():
-    from ledger.log.chain import Entry, GENESIS, seal
+    from ledger.log.chain import GENESIS, Entry, seal
 
     events = late_links(generate(300, seed=9))
     entries, chain = [], GENESIS

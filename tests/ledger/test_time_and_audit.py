@@ -2,18 +2,18 @@
 the database. The recorded clock is driven with freezegun."""
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.importing.importer import import_files
-from ledger.storage.store import Store
 from ledger.core.canonical import canonical
 from ledger.core.times import When
+from ledger.importing.importer import import_files
 from ledger.projections.record import build_record
+from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004, Cli
 from tests.helpers import event_line
 
@@ -243,7 +243,7 @@ def test_instants_outside_the_calendar_are_refused(text):
         instant_key(text)
 
 
-@given(st.datetimes(min_value=datetime(1, 1, 2), timezones=st.just(timezone.utc)), st.sampled_from(["Z", "+00:00"]),
+@given(st.datetimes(min_value=datetime(1, 1, 2), timezones=st.just(UTC)), st.sampled_from(["Z", "+00:00"]),
        st.sampled_from(["seconds", "milliseconds", "microseconds"]))
 def test_a_key_is_the_instant_in_utc_with_microseconds_whatever_form_it_was_written_in(moment, zone, spec):
     # Written in the key's own form, an instant is its own key; in any other form it is parsed and formatted:

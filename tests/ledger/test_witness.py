@@ -16,8 +16,8 @@ from ledger.core.errors import InputError
 from ledger.importing.importer import import_files
 from ledger.log.cosignature import generate_cosigner
 from ledger.log.signed_notes import Checkpoint, generate_signer
-from ledger.services.proofs import checkpoint, prove_consistency
 from ledger.services.cosigning_witness import EMPTY_ROOT, MAX_BODY, Witness, submission
+from ledger.services.proofs import checkpoint, prove_consistency
 from ledger.storage.store import Store
 from ledger.web.witness_app import create_witness_app
 from tests.conftest import SEED_004

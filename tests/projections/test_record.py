@@ -1,18 +1,18 @@
 """The record as of a date: smaller and consistent at earlier dates, never showing a later fact."""
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.core.canonical import canonical
 from ledger.core.errors import NotFoundError
+from ledger.core.times import When, format_utc, instant_key, parse_instant
 from ledger.model.events import observed_times
 from ledger.model.published import RESOLUTION_STATES, digest_mismatches
-from ledger.core.times import When, format_utc, instant_key, parse_instant
-from ledger.core.canonical import canonical
 from ledger.projections.record import build_record
 from tests.conftest import AS_OF_004, FIXTURES, PAPER_004
 
@@ -79,7 +79,7 @@ def test_replay_at_every_instant_is_consistent_and_only_grows(facts):
        st.datetimes(min_value=datetime(2026, 7, 1), max_value=datetime(2026, 9, 1)))
 def test_as_of_monotonicity(facts, a, b):
     early, late = sorted([a, b])
-    early_key, late_key = (format_utc(early.replace(tzinfo=timezone.utc)), format_utc(late.replace(tzinfo=timezone.utc)))
+    early_key, late_key = (format_utc(early.replace(tzinfo=UTC)), format_utc(late.replace(tzinfo=UTC)))
     try:
         first = build_record(PAPER_004, facts, When.at(early_key))
     except NotFoundError:
@@ -87,7 +87,8 @@ def test_as_of_monotonicity(facts, a, b):
     second = build_record(PAPER_004, facts, When.at(late_key))
     check_consistent(first, early_key)
     check_consistent(second, late_key)
-    ids = lambda r: {o["observation_id"] for o in r["inbound"] + r["outbound"]}
+    def ids(r):
+        return {o["observation_id"] for o in r["inbound"] + r["outbound"]}
     assert ids(first) <= ids(second)
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ledger.importing.importer import import_files
 from ledger.core.times import When
+from ledger.importing.importer import import_files
 from ledger.projections.record import build_record
 from ledger.projections.text import render_text
 from tests.conftest import SEED_000, SEED_003

@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.importing.importer import import_files
 from ledger.log.cosignature import generate_cosigner
 from ledger.log.signed_notes import generate_signer
 from ledger.services.proofs import checkpoint
 from ledger.storage.cosigned_checkpoint import keep_cosigned
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004
-from ledger.importing.importer import import_files
 from tests.helpers import event_line, stop_process
 from tests.web.conftest import SCRIPT_PAPER, SCRIPT_TITLE, fill
 
@@ -230,7 +230,7 @@ def test_what_the_page_shows_is_checked_not_only_the_json(watched, server, tampe
             assert html.count(shown) >= 1
             html = html.replace(shown, shown.replace(title, title + " (edited)"))
         elif tamper == "card removed":
-            start = html.index(f'<li id="inbound-4"')
+            start = html.index('<li id="inbound-4"')
             html = html[:start] + html[html.index("</li>\n<li", start) + 6:]
         else:
             shown = f'data-record-field="context_digest">{record["context_digest"]}<'

@@ -3,10 +3,10 @@ headers a cache and a browser rely on, and one-line errors for everything a clie
 
 import base64
 import hashlib
-from collections import Counter
 import re
 import subprocess
 import sys
+from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -427,7 +427,7 @@ def test_a_record_page_links_the_change_days_either_side_and_what_changed_that_d
     assert "<dt>Data last observed</dt><dd><time datetime=\"2026-08-20T12:00:00Z\">" in html
     latest = client.get(f"/paper/{PAPER_004}/citation-record", params={"as_of": "2026-08-21"}).text
     assert 'rel="next"' not in client.get(f"/paper/{PAPER_004}/citation-record").text
-    assert f'/as-of/2026-08-20/citation-record" rel="prev">' in latest  # the change day before the 21st's end
+    assert '/as-of/2026-08-20/citation-record" rel="prev">' in latest  # the change day before the 21st's end
     # The day's changes are `ledger diff` from the change day before it to its end, as HTML.
     changes = client.get(f"/paper/{PAPER_004}/as-of/2026-08-20/changes")
     assert changes.status_code == 200 and "What changed on 2026-08-20" in changes.text

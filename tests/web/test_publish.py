@@ -9,12 +9,11 @@ import pytest
 
 from ledger.core.errors import InputError
 from ledger.log.signed_notes import generate_signer, parse_signer, verify_checkpoint
+from ledger.storage.publish_state import PublishState
+from ledger.web.publish import STATE, STATE_FILE, Folder
+from ledger.web.routes import file_for
 from tests.conftest import PAPER_004, Cli
 from tests.helpers import event_line
-from ledger.web.publish import STATE, STATE_FILE, Folder
-from ledger.storage.publish_state import PublishState
-from ledger.web.routes import file_for
-
 
 AS_OF = "2026-09-02"  # every paper of the ledger has a record by then
 
@@ -290,8 +289,8 @@ def test_a_run_that_stops_before_saving_its_state_is_made_whole_by_the_next(rich
     with monkeypatch.context() as patched:
         patched.setattr(PublishState, "save", stop)
         with pytest.raises(KeyboardInterrupt):
-            from ledger.web.publish import publish as write_site
             from ledger.core.times import when
+            from ledger.web.publish import publish as write_site
             write_site(store, out, when("as_of", AS_OF))
     # The state is the last run's (its transaction rolled back): the new files are not in it.
     assert (saved_settings(out), state_sql(out, "SELECT * FROM papers ORDER BY paper")) == saved

@@ -3,19 +3,18 @@ of the table that `serve` answers with the same bytes, and every GET route of th
 that publish writes files for, or a row that says why it is live only."""
 
 import os
-import sqlite3
 import re
+import sqlite3
 from collections import Counter
 
 import orjson
-
 import pytest
 from fastapi.responses import Response
 
+from ledger.core.times import when
 from ledger.model import paths
 from ledger.web.publish import STATE_FILE, publish
 from ledger.web.routes import ROUTES, Route
-from ledger.core.times import when
 from tests.conftest import PAPER_004
 
 AS_OF = "2026-09-02"  # every paper of the ledger has a record by then

@@ -189,7 +189,7 @@ def test_a_request_sent_drop_by_drop_is_cut_at_the_header_timeout_from_its_first
             send_all(conn, bytes([byte]))
             try:
                 answer = conn.recv(4096)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except ConnectionResetError:
                 break

@@ -15,10 +15,21 @@ from hypothesis import strategies as st
 from benchmarks.generate import generate
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError
+from ledger.log.tiles import (
+    MAX_ENTRY,
+    EntryTooLongError,
+    Tile,
+    bundle,
+    format_index,
+    in_tree,
+    longest_entry,
+    parse_tile_path,
+    partial_tiles,
+    read_bundle,
+    tiles_of,
+)
 from ledger.model.events import make_event
 from ledger.services.proofs import prove_inclusion
-from ledger.log.tiles import (MAX_ENTRY, EntryTooLongError, Tile, bundle, format_index, in_tree, longest_entry,
-                              parse_tile_path, partial_tiles, read_bundle, tiles_of)
 from tests.conftest import Cli, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
 from tests.ledger.test_merkle import rfc_verify_inclusion

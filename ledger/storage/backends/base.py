@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made: it is most of a command's start-up
     from sqlalchemy.engine import Engine
@@ -30,7 +31,7 @@ class Backend(ABC):
     dbapi: Any  # the driver module: its Error and IntegrityError are what statements raise
 
     @abstractmethod
-    def engine(self, url: str) -> "Engine":
+    def engine(self, url: str) -> Engine:
         """A SQLAlchemy engine for `url` (creating a ledger's tables needs one); a setting the user got wrong
         raises InputError."""
 
@@ -43,7 +44,7 @@ class Backend(ABC):
         database is reached through the engine. Raises the driver's errors."""
         return None
 
-    def connected(self, connection: Any, cursor: Any) -> None:
+    def connected(self, connection: Any, cursor: Any) -> None:  # noqa: B027 (a hook: nothing by default)
         """Prepare a newly opened DBAPI connection (through the statement-counting `cursor`). Raises the
         driver's errors."""
 

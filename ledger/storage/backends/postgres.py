@@ -8,7 +8,8 @@ server's language.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ledger.storage.backends.base import LOCK_TIMEOUT_SECONDS, Backend
 
@@ -83,7 +84,7 @@ class PostgreSQL(Backend):
 
         return psycopg
 
-    def engine(self, url: str) -> "Engine":
+    def engine(self, url: str) -> Engine:
         from sqlalchemy import create_engine
 
         return create_engine(url)

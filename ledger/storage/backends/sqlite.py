@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ledger.core.errors import InputError
@@ -125,7 +126,7 @@ class SQLite(Backend):
         # index rows, which the next catch-up writes again. Set outside a transaction, as SQLite requires.
         self.index_durability = ("PRAGMA synchronous=OFF", f"PRAGMA synchronous={self.synchronous}")
 
-    def engine(self, url: str) -> "Engine":
+    def engine(self, url: str) -> Engine:
         from sqlalchemy import create_engine, event
 
         engine = create_engine(url, connect_args={"timeout": LOCK_TIMEOUT_SECONDS})
@@ -147,7 +148,7 @@ class SQLite(Backend):
         self._prepare(connection, path)
         return connection
 
-    def watch(self, url: str) -> "Commits | None":
+    def watch(self, url: str) -> Commits | None:
         path = file_of(url)
         try:
             return None if path is None else Commits(path)
