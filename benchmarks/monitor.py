@@ -26,9 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.common import command, compiled, gate, replace_section, run_main
 from benchmarks.publish import AS_OF, ledger_of, one_fact
-from benchmarks.run import gate, replace_section, run_main
-from benchmarks.whole import command, compiled
 
 HERE = Path(__file__).parent
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.monitor: begin -->", "<!-- benchmarks.monitor: end -->"

@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,9 +29,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from benchmarks.common import command, compiled, gate, replace_section, run_main
 from benchmarks.generate import PROBE, generate_papers
-from benchmarks.run import gate, replace_section, run_main
-from benchmarks.whole import command, compiled
 from ledger.core.canonical import canonical
 from ledger.importing.importer import Parsed, import_inputs
 from ledger.model.events import RESOLUTION_RECORDED, make_event

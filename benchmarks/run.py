@@ -28,63 +28,25 @@ import time
 import uuid
 from pathlib import Path
 
+from benchmarks.common import (HERE, SYNCHRONOUS, build_ledger, compiled, gate, import_batch, kept_section, percentile,
+                               replace_section, run_main)
 from benchmarks.generate import PROBE, generate
+from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN
+from benchmarks.monitor import SECTION_END as MONITOR_END
+from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
+from benchmarks.publish import SECTION_END as PUBLISH_END
+from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; kept
+from benchmarks.whole import (ceiling, corpus, growing_imports, import_command, in_process, leaves_of, peer_job, peer_pair,
+                              peer_recorder, profile_import, proof_rates, replay_command, startup, stored_events)
 from ledger.log.chain import GENESIS, entry_hash, link, verify_entries
-from ledger.importing.importer import Parsed, import_inputs
 from ledger.storage.store import Store
 from ledger.core.times import When
 from ledger.projections.record import build_record
 
-HERE = Path(__file__).parent
-SYNCHRONOUS = "FULL"
 AS_OF = "2027-06-01T00:00:00Z"
 
 
-class GateError(RuntimeError):
-    """A correctness gate failed: the run's figures cannot be trusted."""
-
-
-def gate(condition: bool, message: str) -> None:
-    if not condition:
-        raise GateError(message)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The value below which a share q of `values` lies (nearest rank). Raises IndexError for no values."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def kept_section(path: str | Path, begin: str, end: str) -> str:
-    """The section of a results file between `begin` and `end` (markers included), to keep when a benchmark
-    rewrites the file; empty when there is none."""
-    text = Path(path).read_text() if Path(path).exists() else ""
-    if begin in text and end in text:
-        return "\n" + text[text.index(begin):text.index(end) + len(end)] + "\n"
-    return ""
-
-
-def replace_section(path: Path, section: str, begin: str, end: str) -> None:
-    """Put `section` (its text from the line `begin` to the line `end`) into the file at `path`: in place of
-    the section there, or at its end; the rest of the file is kept."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    if begin in text and end in text:
-        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
-def median_of(reps: int, run) -> float:
-    return statistics.median(run() for _ in range(reps))
-
-
 # -- appends -------------------------------------------------------------------------------------------
-def import_batch(store: Store, events) -> int:
-    """One import of generated events: one transaction, through the real import path; events appended."""
-    return import_inputs(store, [Parsed("bench", events=[(0, e) for e in events])]).appended
-
-
 def ours_append(events, batch: int, folder: Path, again: bool = False) -> float:
     """Events/s of the import path. `again`: of importing the same batches a second time, every fact present
     (each transaction is refused by the unique fact key, then runs again looking its facts up)."""
@@ -263,8 +225,6 @@ def proof_shapes(papers: int, sample: int = 2000) -> dict[str, float]:
 
 
 def peer_append(events, batch: int, folder: Path) -> float:
-    from benchmarks.whole import peer_recorder, stored_events  # whole.py imports this module: not at the top
-
     datastore, recorder, _ = peer_recorder(folder)  # the same synchronous setting as ours (a gate)
     stored = stored_events(events)  # the same pre-encoded payloads; one aggregate per subject
     started = time.perf_counter()
@@ -357,13 +317,6 @@ def footprint(events, folder: Path) -> dict[str, float]:
 
 
 # -- ledgers of several sizes ----------------------------------------------------------------------------
-def build_ledger(events, path: Path) -> Store:
-    store = Store.create(str(path))
-    for i in range(0, len(events), 5000):
-        import_batch(store, events[i:i + 5000])
-    return store
-
-
 def rebuild(store: Store) -> tuple[float, int, int]:
     """Seconds to read and fold the probe record once; the statements it sent and the events it read."""
     store.statements = 0
@@ -434,7 +387,7 @@ def peak_memory(path: Path) -> tuple[int, int, int, int]:
 # -- PostgreSQL ------------------------------------------------------------------------------------------
 PG_WRITER = """
 import pickle, sys, time
-from benchmarks.run import import_batch
+from benchmarks.common import import_batch
 from ledger.storage.store import Store
 store = Store.open(sys.argv[1])
 events = pickle.load(open(sys.argv[2], "rb"))
@@ -494,9 +447,6 @@ def postgres_writers(url: str, events, writers: int, folder: Path) -> float:
 def whole_commands(args, folder: Path, say, target) -> None:
     """`ledger import` and `ledger replay` as a user runs them, against the in-process append path on the same
     events and against the peers (benchmarks/whole.py), interleaved, paired ratios of medians."""
-    from benchmarks.whole import (ceiling, compiled, corpus, growing_imports, import_command, in_process, leaves_of,
-                                  peer_job, peer_pair, profile_import, proof_rates, replay_command, startup)
-
     compiled()
     c = corpus(folder / "corpus", args.papers, args.records)
     lines, records = len(c.line_events), len(c.record_events)
@@ -615,8 +565,6 @@ def whole_commands(args, folder: Path, say, target) -> None:
 def corpus_scale(ledger: Path, size: int, papers: int, reps: int, folder: Path, say, target) -> None:
     """`replay --out` of every paper of the largest ledger with 1 and 2 jobs, paired in each repetition, beside
     the machine's own ceiling measured in the same repetitions."""
-    from benchmarks.whole import ceiling, replay_command
-
     runs = []
     for _ in range(reps):
         one, _, rss1 = replay_command(ledger, 1, folder, papers)
@@ -734,8 +682,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", action="store_true", help="only the paper index's figures, written as their own "
                         "section of --out (the rest of the file is kept)")
     args = parser.parse_args(argv)
-    from benchmarks.whole import replay_command  # whole.py imports this module: here, not at the top
-
     gate(args.reps >= 5, "--reps must be at least 5")
     os.environ["LEDGER_SQLITE_SYNCHRONOUS"] = SYNCHRONOUS
     folder = Path(tempfile.mkdtemp(prefix="ledger-bench-", dir=HERE.parent))
@@ -886,23 +832,10 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(index_section(args.reps, folder).rstrip("\n"))  # it printed its lines itself
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN, SECTION_END as PUBLISH_END
-    from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN, SECTION_END as MONITOR_END
-    from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; keep them
-
     kept = (kept_section(args.out, SECTION_BEGIN, SECTION_END) + kept_section(args.out, PUBLISH_BEGIN, PUBLISH_END)
             + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, *ARCHIVE))
     Path(args.out).write_text("\n".join(lines) + "\n" + kept)
     return 0
-
-
-def run_main(main) -> None:
-    """A benchmark's entry point: its exit code, or 1 with one line when a correctness gate fails."""
-    try:
-        sys.exit(main())
-    except GateError as exc:
-        print(f"benchmark: correctness gate failed: {exc}", file=sys.stderr)
-        sys.exit(1)
 
 
 if __name__ == "__main__":

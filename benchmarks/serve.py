@@ -30,8 +30,8 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.common import GateError, gate, import_batch, percentile, replace_section, run_main
 from benchmarks.generate import PROBE, generate
-from benchmarks.run import GateError, gate, import_batch, percentile, replace_section, run_main
 from ledger.log.signed_notes import generate_signer
 from ledger.storage.store import Store
 from ledger.core.canonical import canonical

@@ -19,9 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common import build_ledger, command, compiled, gate, replace_section, run_main
 from benchmarks.generate import generate
-from benchmarks.run import build_ledger, gate, replace_section, run_main
-from benchmarks.whole import command, compiled
 from ledger.storage.store import Store
 
 HERE = Path(__file__).parent

@@ -20,8 +20,8 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple
 
+from benchmarks.common import HERE, command, gate, new_ledger, remove
 from benchmarks.corpus import AS_OF, write_corpus
-from benchmarks.run import HERE, gate  # run.py imports this module inside its main only: no cycle at load
 from ledger.log.chain import entry_bytes, verify_entries
 from ledger.model.events import Event
 from ledger.importing.importer import Parsed, import_inputs, parse_input
@@ -47,18 +47,6 @@ def corpus(folder: Path, papers: int, records: int) -> Corpus:
     return Corpus(lines, files, ledger, line_events, record_events)
 
 
-def remove(path: Path) -> None:
-    """A database file and its SQLite companions: a run makes dozens, some of 100 MB."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def new_ledger(folder: Path) -> Path:
-    path = folder / f"ledger-{uuid.uuid4().hex}.db"
-    Store.create(str(path)).close()
-    return path
-
-
 def in_process(events: list[Event], folder: Path) -> float:
     """Events/s of the append path alone (dedupe, chain, tree, SQL), in one transaction as a command runs it,
     from events already decoded and checked in memory."""
@@ -71,37 +59,6 @@ def in_process(events: list[Event], folder: Path) -> float:
     remove(path)
     gate(appended == len(events), f"in process: {appended} of {len(events)} appended")
     return len(events) / elapsed
-
-
-def command(args: list[str], stdin: Path | None = None) -> tuple[float, bytes, int]:
-    """Seconds from process start to exit, stdout, and the largest process's peak RSS (bytes) of a
-    `ledger` command (a fresh interpreter, as a user starts it; `stdin` a file piped into it), run from a
-    small wrapper so that the RSS is the command's and its workers', not this process's."""
-    wrapper = ("import resource, subprocess, sys, time\n"
-               "started = time.perf_counter()\n"
-               "done = subprocess.run(sys.argv[1:], capture_output=True)\n"
-               "elapsed = time.perf_counter() - started\n"
-               "sys.stderr.buffer.write(done.stderr)\n"
-               "sys.stdout.buffer.write(done.stdout)\n"
-               "print(elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, done.returncode,\n"
-               "      file=sys.stderr)\n")
-    with open(stdin or "/dev/null", "rb") as given:
-        done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "ledger.cli", *args], capture_output=True,
-                              cwd=HERE.parent, stdin=given)
-    *errors, summary = done.stderr.decode().strip().splitlines()
-    elapsed, rss, code = summary.split()
-    gate(code == "0" and not errors, f"ledger {' '.join(args[:4])}...: exit {code}: {errors}")
-    return float(elapsed), done.stdout, int(rss)
-
-
-def compiled() -> None:
-    """The project's modules compiled to bytecode before any command is timed, as an installed package has
-    them (pip compiles a wheel's modules; an editable install, run with PYTHONDONTWRITEBYTECODE set as on
-    this machine, would compile every changed module again in every command)."""
-    import compileall
-
-    for package in ("cli", "ledger", "projections", "web"):
-        gate(compileall.compile_dir(str(HERE.parent / package), quiet=1), f"compileall {package}: failed")
 
 
 def startup(folder: Path) -> float:

@@ -4,7 +4,8 @@
 import pytest
 
 from benchmarks.generate import PROBE, generate
-from benchmarks.run import GateError, floor_append, gate, ours_append, postgres_writers, sql_alone, without_tree
+from benchmarks.common import GateError, gate
+from benchmarks.run import floor_append, ours_append, postgres_writers, sql_alone, without_tree
 from ledger.storage.store import Store
 from tests.conftest import POSTGRES
 
@@ -75,7 +76,8 @@ def test_concurrent_postgres_writers_build_one_verifiable_chain(tmp_path):
 def test_the_index_proof_sizes_from_the_trees_shape_are_the_real_proofs_sizes(tmp_path):
     # The 1M-paper figure comes from proof_shape; here it must equal, byte for byte, the length of what
     # `prove --paper --json` prints for every paper of a real ledger (each with one event).
-    from benchmarks.run import import_batch, proof_shape, snapshots
+    from benchmarks.common import import_batch
+    from benchmarks.run import proof_shape, snapshots
     from ledger.core.canonical import canonical
     from ledger.log.paper_index import paper_key
     from ledger.services.proofs import prove_paper
@@ -110,7 +112,8 @@ def test_interleaved_appends_build_both_ledgers_one_with_the_index_kept(tmp_path
 
 
 def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
-    from benchmarks.run import ARCHIVE, import_batch, kept_section
+    from benchmarks.common import import_batch, kept_section
+    from benchmarks.run import ARCHIVE
     from benchmarks.serve import SECTION_BEGIN, SECTION_END, Server, load, write_section
     from ledger.log.signed_notes import generate_signer
     from ledger.web.site import Site
