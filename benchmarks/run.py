@@ -36,8 +36,9 @@ from benchmarks.monitor import SECTION_END as MONITOR_END
 from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
 from benchmarks.publish import SECTION_END as PUBLISH_END
 from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; kept
-from benchmarks.whole import (ceiling, corpus, growing_imports, import_command, in_process, leaves_of, peer_job, peer_pair,
-                              peer_recorder, profile_import, proof_rates, replay_command, startup, stored_events)
+from benchmarks.peers import peer_job, peer_pair, peer_recorder, proof_rates, stored_events
+from benchmarks.whole import (ceiling, corpus, growing_imports, import_command, in_process, leaves_of, profile_import,
+                              replay_command, startup)
 from ledger.log.chain import GENESIS, entry_hash, link, verify_entries
 from ledger.storage.store import Store
 from ledger.core.times import When

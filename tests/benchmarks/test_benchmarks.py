@@ -194,7 +194,8 @@ def test_the_growing_imports_append_every_copy_as_new_facts(tmp_path):
 def test_the_peers_get_the_same_leaves_and_agree_on_every_root(tmp_path):
     pytest.importorskip("pymerkle")
     pytest.importorskip("eventsourcing")
-    from benchmarks.whole import leaves_of, peer_pair, proof_rates
+    from benchmarks.peers import peer_pair, proof_rates
+    from benchmarks.whole import leaves_of
 
     events = generate(700, seed=3)
     leaves, ledger = leaves_of(events, tmp_path)
