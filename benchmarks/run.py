@@ -28,6 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
+from benchmarks.appends import floor_append, footprint, ours_append, peer_append, sql_alone, without_tree
 from benchmarks.common import (HERE, SYNCHRONOUS, build_ledger, compiled, gate, import_batch, kept_section, percentile,
                                replace_section, run_main)
 from benchmarks.generate import PROBE, generate
@@ -36,7 +37,7 @@ from benchmarks.monitor import SECTION_END as MONITOR_END
 from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
 from benchmarks.publish import SECTION_END as PUBLISH_END
 from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; kept
-from benchmarks.peers import peer_job, peer_pair, peer_recorder, proof_rates, stored_events
+from benchmarks.peers import peer_job, peer_pair, proof_rates
 from benchmarks.whole import (ceiling, corpus, growing_imports, import_command, in_process, leaves_of, profile_import,
                               replay_command, startup)
 from ledger.log.chain import GENESIS, entry_hash, link, verify_entries
@@ -45,41 +46,6 @@ from ledger.core.times import When
 from ledger.projections.record import build_record
 
 AS_OF = "2027-06-01T00:00:00Z"
-
-
-# -- appends -------------------------------------------------------------------------------------------
-def ours_append(events, batch: int, folder: Path, again: bool = False) -> float:
-    """Events/s of the import path. `again`: of importing the same batches a second time, every fact present
-    (each transaction is refused by the unique fact key, then runs again looking its facts up)."""
-    store = Store.create(str(folder / f"ours-{uuid.uuid4().hex}.db"))
-    for _ in range(2 if again else 1):  # only the last round is timed
-        started, appended = time.perf_counter(), 0
-        for i in range(0, len(events), batch):
-            appended += import_batch(store, events[i:i + batch])
-        elapsed = time.perf_counter() - started
-    gate(appended == (0 if again else len(events)), f"ours: {appended} events appended")
-    entries = list(store.entries())
-    gate([e.seq for e in entries] == list(range(1, len(events) + 1)), "ours: sequence numbers not contiguous")
-    gate(verify_entries(entries)[0] == len(events), "ours: chain does not verify")
-    store.close()
-    return len(events) / elapsed
-
-
-class without_tree:
-    """The same append path with the Merkle tree switched off, to price keeping the tree (benchmark only)."""
-
-    def __enter__(self):
-        import ledger.storage.writer as store_module
-
-        self.saved = (store_module.grow, store_module.leaf_hash, store_module.frontier_nodes)
-        store_module.grow = lambda *args: None
-        store_module.leaf_hash = lambda data: b""
-        store_module.frontier_nodes = lambda size: []
-
-    def __exit__(self, *exc):
-        import ledger.storage.writer as store_module
-
-        store_module.grow, store_module.leaf_hash, store_module.frontier_nodes = self.saved
 
 
 # -- the paper index: its cost where it is kept, proofs at 100k papers, their size at 1M --------------------
@@ -223,98 +189,6 @@ def proof_shapes(papers: int, sample: int = 2000) -> dict[str, float]:
     return {"json_median": statistics.median(s[0] for s in shapes), "json_max": max(s[0] for s in shapes),
             "binary_median": statistics.median(s[1] for s in shapes), "binary_max": max(s[1] for s in shapes),
             "depth_median": statistics.median(s[2] for s in shapes), "depth_max": max(s[2] for s in shapes)}
-
-
-def peer_append(events, batch: int, folder: Path) -> float:
-    datastore, recorder, _ = peer_recorder(folder)  # the same synchronous setting as ours (a gate)
-    stored = stored_events(events)  # the same pre-encoded payloads; one aggregate per subject
-    started = time.perf_counter()
-    for i in range(0, len(stored), batch):
-        recorder.insert_events(stored[i:i + batch])
-    elapsed = time.perf_counter() - started
-    count = len(recorder.select_notifications(start=1, limit=len(events) + 1))
-    gate(count == len(events), f"peer: {count} rows, expected {len(events)}")
-    datastore.close()
-    return len(events) / elapsed
-
-
-def floor_append(events, batch: int, folder: Path) -> float:
-    """The same rows into the same table with plain sqlite3.executemany: no hashing, no dedupe, no guards."""
-    path = folder / f"floor-{uuid.uuid4().hex}.db"
-    Store.create(str(path)).close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
-    conn.execute("DROP TRIGGER events_gap_free")
-    rows = [(n, e.kind, e.subject, e.paper, e.effective_at, e.effective_key, "2026-11-29T00:00:00.000000Z",
-             e.payload, b"\0" * 32, b"\0" * 32) for n, e in enumerate(events, start=1)]
-    started = time.perf_counter()
-    for i in range(0, len(rows), batch):
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, "
-                         "payload, entry_hash, chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[i:i + batch])
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - started
-    gate(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == len(events), "floor: rows missing")
-    conn.close()
-    return len(events) / elapsed
-
-
-class _Recording:
-    """A cursor that keeps every executemany (statement, rows) sent through it."""
-
-    def __init__(self, cursor):
-        self.cursor, self.calls = cursor, []
-
-    def executemany(self, sql, rows):
-        self.calls.append((sql, list(rows)))
-        return self.cursor.executemany(sql, rows)
-
-    def __getattr__(self, name):
-        return getattr(self.cursor, name)
-
-
-def sql_alone(events, batch: int, folder: Path) -> float:
-    """Events/s of our transactions' SQL alone: the inserts an import sends (recorded from a real one) replayed
-    into a new ledger with every row precomputed, guards on: no hashing, no tree, no Python building rows.
-    What the database work of an append costs, against the peer's whole append."""
-    source = Store.create(str(folder / f"recorded-{uuid.uuid4().hex}.db"))
-    source.head()  # opens the connection the imports use
-    source._cursor.raw = recording = _Recording(source._cursor.raw)
-    transactions = []
-    for i in range(0, len(events), batch):
-        import_batch(source, events[i:i + batch])
-        transactions.append(recording.calls)
-        recording.calls = []
-    source.close()
-    path = folder / f"sql-{uuid.uuid4().hex}.db"
-    Store.create(str(path)).close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
-    started = time.perf_counter()
-    for calls in transactions:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        for sql, rows in calls:
-            conn.executemany(sql, rows)
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - started
-    conn.close()
-    store = Store.open(str(path))
-    entries = list(store.entries())
-    gate(verify_entries(entries)[0] == len(events), "SQL alone: the replayed rows are not the chain")
-    store.close()
-    return len(events) / elapsed
-
-
-def footprint(events, folder: Path) -> dict[str, float]:
-    """Bytes on disk per event after 100-event transactions (the file after its last connection closed)."""
-    sizes = {}
-    for name, append in (("ours", ours_append), ("peer", peer_append), ("floor", floor_append)):
-        where = folder / f"footprint-{name}"
-        where.mkdir()
-        append(events, 100, where)
-        sizes[name] = sum(path.stat().st_size for path in where.iterdir()) / len(events)
-    return sizes
 
 
 # -- ledgers of several sizes ----------------------------------------------------------------------------
