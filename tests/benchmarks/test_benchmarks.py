@@ -78,7 +78,7 @@ def test_the_index_proof_sizes_from_the_trees_shape_are_the_real_proofs_sizes(tm
     # The 1M-paper figure comes from proof_shape; here it must equal, byte for byte, the length of what
     # `prove --paper --json` prints for every paper of a real ledger (each with one event).
     from benchmarks.common import import_batch
-    from benchmarks.run import proof_shape, snapshots
+    from benchmarks.index_costs import proof_shape, snapshots
     from ledger.core.canonical import canonical
     from ledger.log.paper_index import paper_key
     from ledger.services.proofs import prove_paper
@@ -95,7 +95,7 @@ def test_the_index_proof_sizes_from_the_trees_shape_are_the_real_proofs_sizes(tm
 
 
 def test_index_proofs_are_timed_on_a_ledger_of_many_papers(tmp_path):
-    from benchmarks.run import index_proofs
+    from benchmarks.index_costs import index_proofs
 
     figures = index_proofs(tmp_path / "papers.db", 2_000, 5)
     assert 0 < figures["present_median"] < 1 and 0 < figures["absent_median"] < 1
@@ -104,7 +104,7 @@ def test_index_proofs_are_timed_on_a_ledger_of_many_papers(tmp_path):
 
 @pytest.mark.parametrize("every", [1, 2, 10])
 def test_interleaved_appends_build_both_ledgers_one_with_the_index_kept(tmp_path, every):
-    from benchmarks.run import interleaved_appends
+    from benchmarks.index_costs import interleaved_appends
 
     # Its gates: both chains, the roots kept (after every `every`th of 5 transactions, and at the end), the
     # kept root equal to the log's re-computation.
