@@ -20,16 +20,14 @@ import os
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from benchmarks.appends import floor_append, footprint, ours_append, peer_append, sql_alone, without_tree
 from benchmarks.common import HERE, SYNCHRONOUS, build_ledger, compiled, gate, kept_section, replace_section, run_main
-from benchmarks.generate import PROBE, generate
+from benchmarks.generate import generate
 from benchmarks.index_costs import INDEX_BEGIN, INDEX_END, index_section
 from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN
 from benchmarks.monitor import SECTION_END as MONITOR_END
@@ -37,141 +35,12 @@ from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
 from benchmarks.publish import SECTION_END as PUBLISH_END
 from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; kept
 from benchmarks.peers import peer_job, peer_pair, proof_rates
+from benchmarks.pg_writers import postgres_writers
+from benchmarks.sizes import corpus_scale, peak_memory, rebuild_latencies, verify_speed
 from benchmarks.whole import (ceiling, corpus, growing_imports, import_command, in_process, leaves_of, profile_import,
                               replay_command, startup)
-from ledger.log.chain import GENESIS, entry_hash, link, verify_entries
-from ledger.storage.store import Store
-from ledger.core.times import When
-from ledger.projections.record import build_record
 
 AS_OF = "2027-06-01T00:00:00Z"
-
-
-# -- ledgers of several sizes ----------------------------------------------------------------------------
-def rebuild(store: Store) -> tuple[float, int, int]:
-    """Seconds to read and fold the probe record once; the statements it sent and the events it read."""
-    store.statements = 0
-    started = time.perf_counter()
-    facts = store.paper_facts(PROBE)
-    record = build_record(PROBE, facts, When.at(AS_OF))
-    elapsed = time.perf_counter() - started
-    gate(len(record["inbound"]) == 60 and len(record["outbound"]) == 40, "probe record has the wrong shape")
-    return elapsed, store.statements, len(facts)
-
-
-def rebuild_latencies(paths: dict[int, Path], reps: int) -> dict[int, list[tuple[float, int, int]]]:
-    """The probe record rebuilt from every ledger in turn, at least 30 times: each round is one pairing."""
-    stores = {size: Store.open(str(path)) for size, path in paths.items()}
-    rounds = {size: [] for size in paths}
-    for _ in range(max(reps, 30)):
-        for size, store in stores.items():
-            rounds[size].append(rebuild(store))
-    for store in stores.values():
-        store.close()
-    return rounds
-
-
-def verify_speed(store: Store, n: int, reps: int) -> tuple[float, float, float]:
-    """Events/s of `verify` from the store and of the tight recompute loop over rows already in memory
-    (medians), and the median of their ratio, each repetition running both."""
-    rows = [(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in store.entries()]
-    verify_rates, tight_rates = [], []
-    for _ in range(reps):
-        started = time.perf_counter()
-        head = verify_entries(store.entries())
-        verify_rates.append(n / (time.perf_counter() - started))
-        gate(head[0] == n, "verify: wrong head")
-        started = time.perf_counter()
-        chain = GENESIS
-        for row in rows:
-            chain = link(chain, entry_hash(*row))
-        tight_rates.append(n / (time.perf_counter() - started))
-        gate(chain == head[1], "tight loop disagrees with verify")
-    ratio = statistics.median(v / t for v, t in zip(verify_rates, tight_rates))
-    return statistics.median(verify_rates), statistics.median(tight_rates), ratio
-
-
-PEAK_SCRIPT = """
-import sys, tracemalloc
-from ledger.log.chain import verify_entries
-from ledger.core.times import When
-from ledger.services.replay import records_as_of
-from ledger.storage.store import Store
-store = Store.open(sys.argv[1])
-tracemalloc.start()
-papers = sum(1 for _ in records_as_of(store, When(sys.argv[2], sys.argv[3])))
-n = verify_entries(store.entries())[0]
-# VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec from the (large) parent process.
-hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
-print(papers, n, tracemalloc.get_traced_memory()[1], hwm)
-"""
-
-
-def peak_memory(path: Path) -> tuple[int, int, int, int]:
-    """Replay every paper and verify the chain in a fresh process: (papers, events, traced peak, max RSS)."""
-    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(path), AS_OF, "2027-06-01T00:00:00.000000Z"],
-                         capture_output=True, text=True, check=True, cwd=HERE.parent)
-    papers, n, traced, rss = map(int, out.stdout.split())
-    return papers, n, traced, rss
-
-
-# -- PostgreSQL ------------------------------------------------------------------------------------------
-PG_WRITER = """
-import pickle, sys, time
-from benchmarks.common import import_batch
-from ledger.storage.store import Store
-store = Store.open(sys.argv[1])
-events = pickle.load(open(sys.argv[2], "rb"))
-store.head()  # connected
-print("ready", flush=True)
-sys.stdin.readline()  # the clock starts when every writer is ready: interpreter start-up is not measured
-for i in range(0, len(events), 100):
-    import_batch(store, events[i:i + 100])
-print(time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)  # and stops at the last append, not at exit
-"""
-
-
-def postgres_writers(url: str, events, writers: int, folder: Path) -> float:
-    import pickle
-
-    import psycopg
-
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    plain = url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(plain, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    location = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
-    try:
-        Store.create(location).close()
-        share = len(events) // writers
-        files = []
-        for w in range(writers):
-            path = folder / f"pg-{w}.pickle"
-            path.write_bytes(pickle.dumps(events[w * share:(w + 1) * share]))
-            files.append(path)
-        procs = [subprocess.Popen([sys.executable, "-c", PG_WRITER, location, str(f)], cwd=HERE.parent,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                 for f in files]
-        gate(all(p.stdout.readline() == b"ready\n" for p in procs), "PostgreSQL writer did not start")
-        # One clock for every process (CLOCK_MONOTONIC is system-wide): from the first "go" to the last writer's
-        # last append. Timing until the processes exit counted their interpreters' teardown, 0.16 s for one
-        # writer and 0.9 s for eight on 2 cores: more writers looked slower than they append.
-        started = time.clock_gettime(time.CLOCK_MONOTONIC)
-        for p in procs:
-            p.stdin.write(b"go\n")
-            p.stdin.flush()
-        outcomes = [p.communicate() for p in procs]
-        gate(all(p.returncode == 0 for p in procs), f"PostgreSQL writer failed: {[e for _, e in outcomes]}")
-        elapsed = max(float(out) for out, _ in outcomes) - started
-        store = Store.open(location)
-        entries = list(store.entries())
-        gate([e.seq for e in entries] == list(range(1, share * writers + 1)), "PostgreSQL: sequence not contiguous")
-        gate(verify_entries(entries)[0] == share * writers, "PostgreSQL: chain does not verify")
-        store.close()
-        return share * writers / elapsed
-    finally:
-        with psycopg.connect(plain, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 # -- whole commands ----------------------------------------------------------------------------------------
@@ -291,28 +160,6 @@ def whole_commands(args, folder: Path, say, target) -> None:
     say()
     target("import memory, the corpus 4 times as large vs as it is, one job (reported)", None,
            f"{runs[1][3] / runs[0][3]:.2f}")
-
-
-def corpus_scale(ledger: Path, size: int, papers: int, reps: int, folder: Path, say, target) -> None:
-    """`replay --out` of every paper of the largest ledger with 1 and 2 jobs, paired in each repetition, beside
-    the machine's own ceiling measured in the same repetitions."""
-    runs = []
-    for _ in range(reps):
-        one, _, rss1 = replay_command(ledger, 1, folder, papers)
-        two, _, rss2 = replay_command(ledger, 2, folder, papers)
-        runs.append((one, two, ceiling(), rss1, rss2))
-    ratios = [two / one for one, two, *_ in runs]
-    say(f"`ledger replay --as-of D --out DIR`, every paper ({papers:,}) of the {size:,}-event ledger (start-up, rebuild, "
-        "digests, files), 1 and 2 jobs in turn in each repetition, and in the same repetitions the machine's own "
-        "ceiling (2 processes of pure Python arithmetic vs 1):\n")
-    say("| jobs | records/s (median) | largest process, max RSS MB |\n|---|---|---|")
-    for jobs, index in ((1, 0), (2, 1)):
-        say(f"| {jobs} | {statistics.median(r[index] for r in runs):,.0f} | {max(r[3 + index] for r in runs) / 1e6:,.0f} |")
-    say(f"\n2 jobs vs 1, each repetition: {', '.join(f'{x:.2f}' for x in ratios)}; the ceiling: "
-        f"{', '.join(f'{r[2]:.2f}' for r in runs)}.\n")
-    ratio = statistics.median(ratios)
-    target(f"replay --out --jobs 2 vs --jobs 1, every paper ({papers:,}) of the {size:,}-event ledger (>= 1.6)",
-           ratio >= 1.6, f"{ratio:.2f}")
 
 
 # -- the report ------------------------------------------------------------------------------------------

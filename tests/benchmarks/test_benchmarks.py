@@ -5,7 +5,7 @@ import pytest
 
 from benchmarks.generate import PROBE, generate
 from benchmarks.common import GateError, gate
-from benchmarks.run import postgres_writers
+from benchmarks.pg_writers import postgres_writers
 from benchmarks.appends import floor_append, ours_append, sql_alone, without_tree
 from ledger.storage.store import Store
 from tests.conftest import POSTGRES
