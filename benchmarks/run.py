@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from benchmarks.appends import floor_append, footprint, ours_append, peer_append, sql_alone, without_tree
-from benchmarks.common import HERE, SYNCHRONOUS, build_ledger, compiled, gate, kept_section, replace_section, run_main
+from benchmarks.common import HERE, SYNCHRONOUS, build_ledger, gate, kept_section, replace_section, run_main
 from benchmarks.generate import generate
 from benchmarks.index_costs import INDEX_BEGIN, INDEX_END, index_section
 from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN
@@ -34,132 +34,9 @@ from benchmarks.monitor import SECTION_END as MONITOR_END
 from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
 from benchmarks.publish import SECTION_END as PUBLISH_END
 from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; kept
-from benchmarks.peers import peer_job, peer_pair, proof_rates
 from benchmarks.pg_writers import postgres_writers
 from benchmarks.sizes import corpus_scale, peak_memory, rebuild_latencies, verify_speed
-from benchmarks.whole import (ceiling, corpus, growing_imports, import_command, in_process, leaves_of, profile_import,
-                              replay_command, startup)
-
-AS_OF = "2027-06-01T00:00:00Z"
-
-
-# -- whole commands ----------------------------------------------------------------------------------------
-def whole_commands(args, folder: Path, say, target) -> None:
-    """`ledger import` and `ledger replay` as a user runs them, against the in-process append path on the same
-    events and against the peers (benchmarks/whole.py), interleaved, paired ratios of medians."""
-    compiled()
-    c = corpus(folder / "corpus", args.papers, args.records)
-    lines, records = len(c.line_events), len(c.record_events)
-    leaves, leaves_ledger = leaves_of(c.line_events, folder)
-    figures: dict[str, list[float]] = {}
-    rss: dict[str, int] = {}
-
-    def add(key: str, value) -> None:
-        if isinstance(value, tuple):
-            value, rss[key] = value[0], value[-1]
-        figures.setdefault(key, []).append(value)
-
-    for _ in range(args.reps):  # interleaved, so a slow moment hurts every contender alike
-        add("inproc lines", in_process(c.line_events, folder))
-        add("import lines 1", import_command([c.lines], 1, lines, folder))
-        add("import lines 2", import_command([c.lines], 2, lines, folder))
-        add("inproc records", in_process(c.record_events, folder))
-        add("import records 1", import_command(c.records, 1, records, folder))
-        add("import records 2", import_command(c.records, 2, records, folder))
-        add("peer pair", peer_pair(c.line_events, leaves, folder))
-        add("peer job", peer_job(c.lines, lines, folder))
-        add("replay 1", replay_command(c.ledger, 1, folder, args.papers))
-        add("replay 2", replay_command(c.ledger, 2, folder, args.papers))
-        for name, rate in proof_rates(leaves_ledger, leaves, folder).items():
-            add(name, rate)
-        add("startup", startup(folder))
-        add("ceiling", ceiling())
-
-    def paired(ours: str, theirs: str) -> float:
-        return statistics.median(a / b for a, b in zip(figures[ours], figures[theirs]))
-
-    def mb(key: str) -> str:
-        return f"{rss[key] / 1e6:,.0f}" if key in rss else ""
-
-    say(f"## Whole commands (SQLite file, process start to exit) against the append path and the peers\n\n"
-        f"Corpus: the generator's first {args.papers:,} papers. Event lines: their ledger's export with the hashes "
-        f"stripped, {lines:,} lines (every fact with its history). Records: {len(c.records):,} of their published "
-        f"records as of {AS_OF} ({records:,} events), one file each.\n")
-    say("| what (includes) | rate (median) | largest process, max RSS MB |\n|---|---|---|")
-    rows = (
-        ("inproc lines", f"in-process append path, the {lines:,} events decoded beforehand, one transaction (append, tree; "
-                         "no start-up, no decoding, no checks)", "events/s"),
-        ("import lines 1", "`ledger import events.jsonl`, 1 job (start-up, decoding, checks, append, tree)", "events/s"),
-        ("import lines 2", "the same, `--jobs 2`", "events/s"),
-        ("inproc records", f"in-process append path, the records' {records:,} events decoded beforehand (append, tree; "
-                           "no decoding, no checks, no rebuild)", "events/s"),
-        ("import records 1", f"`ledger import` of the {len(c.records):,} records, 1 job (start-up, decoding, checks, "
-                             "every digest, the byte-for-byte rebuild, append, tree)", "events/s"),
-        ("import records 2", "the same, `--jobs 2`", "events/s"),
-        ("peer pair", "eventsourcing recorder + pymerkle SQLite tree, the same events and leaves encoded beforehand, "
-                      "one transaction each (append, tree; no start-up, no decoding, no checks)", "events/s"),
-        ("peer job", "the peer's whole job: the same event lines decoded with orjson, appended by the eventsourcing "
-                     "recorder, process start to exit (start-up, decoding, append; no checks, no tree)", "events/s"),
-        ("replay 1", f"`ledger replay --as-of D --out DIR`, every paper ({args.papers:,}), 1 job (start-up, rebuild, "
-                     "digests, files)", "records/s"),
-        ("replay 2", "the same, `--jobs 2`", "records/s"),
-        ("ours inclusion", f"inclusion proofs, ours, from the store (tree of {len(leaves):,} leaves and two smaller sizes)",
-         "proofs/s"),
-        ("pymerkle inclusion", "inclusion proofs, pymerkle's SQLite tree, the same leaves and sizes", "proofs/s"),
-        ("ours consistency", "consistency proofs, ours, the same sizes", "proofs/s"),
-        ("pymerkle consistency", "consistency proofs, pymerkle", "proofs/s"),
-    )
-    for key, name, unit in rows:
-        say(f"| {name} | {statistics.median(figures[key]):,.0f} {unit} | {mb(key)} |")
-    say()
-    for what, files in (("event lines", [c.lines]), (f"{len(c.records):,} records", c.records)):
-        say(f"Where `ledger import` of the {what} spends its time (cProfile, one job; own time, top 12):\n")
-        say("| function | calls | own s | with callees s | share of own time |\n|---|---|---|---|---|")
-        for row in profile_import(files, folder):
-            say(row)
-        say()
-    for name, ours, theirs, least in (
-            ("import of event lines, whole command, vs the in-process append path", "import lines 1", "inproc lines", 0.5),
-            ("import of published records, whole command (digests, rebuild), vs the in-process append path",
-             "import records 1", "inproc records", 0.4),
-            (f"import --jobs 2 vs --jobs 1, {len(c.records):,} records", "import records 2", "import records 1", 1.6),
-            ("in-process append path vs eventsourcing recorder + pymerkle", "inproc lines", "peer pair", 1.0),
-            ("inclusion proofs vs pymerkle", "ours inclusion", "pymerkle inclusion", 10.0),
-            ("consistency proofs vs pymerkle", "ours consistency", "pymerkle consistency", 10.0)):
-        ratio = paired(ours, theirs)
-        target(f"{name} (>= {least:g})", ratio >= least, f"{ratio:.2f}")
-    for name, ours, theirs in (("import --jobs 2 vs --jobs 1, event lines", "import lines 2", "import lines 1"),
-                               (f"replay --out --jobs 2 vs --jobs 1, {args.papers:,} papers (start-up "
-                                f"{statistics.median(figures['startup']) * statistics.median(figures['replay 1']) / args.papers:.0%} "
-                                "of the one-job command; the target is judged at corpus scale, with the ledger sizes)",
-                                "replay 2", "replay 1"),
-                               ("import of event lines, whole command, vs the peer's whole job", "import lines 1",
-                                "peer job")):
-        target(f"{name} (reported)", None, f"{paired(ours, theirs):.2f}")
-    # What one writer allows: start-up and the append path run in the writer alone, whatever the jobs; of one
-    # job's time they are the share s. The workers decode while the writer appends, so 2 jobs take at least
-    # s of one job's time, and at least 1 / c of it on a machine whose ceiling is c: at best min(1 / s, c).
-    shares = [(start + records / inproc) / (records / whole) for start, inproc, whole in
-              zip(figures["startup"], figures["inproc records"], figures["import records 1"])]
-    bounds = [min(1 / share, top) for share, top in zip(shares, figures["ceiling"])]
-    say(f"Start-up (`ledger head` on an empty ledger, process start to exit): {statistics.median(figures['startup']):.2f} s "
-        f"(median). Of the one-job import of the {len(c.records):,} records, start-up and the append path (which one "
-        f"writer runs, whatever the jobs) take {statistics.median(shares):.0%} (median; each repetition "
-        f"{', '.join(f'{x:.0%}' for x in shares)}).\n")
-    target(f"import --jobs 2 vs --jobs 1, {len(c.records):,} records: the most one writer allows beside workers "
-           "that decode while it appends, min(1 / s, the machine's ceiling), with s that share (reported)", None,
-           f"{statistics.median(bounds):.2f} ({', '.join(f'{x:.2f}' for x in bounds)})")
-    target("the machine's own ceiling: 2 processes of pure Python arithmetic vs 1, nothing shared (reported)", None,
-           f"{statistics.median(figures['ceiling']):.2f} ({', '.join(f'{x:.2f}' for x in figures['ceiling'])})")
-    runs = growing_imports(c.lines, lines, folder)
-    say("\nMemory of `ledger import` as its input grows (one run each; the larger corpus is the event lines with "
-        "each further copy's papers renamed, every fact new; start-up, decoding, checks, append, tree):\n")
-    say("| import | seconds | lines/s | largest process, max RSS MB |\n|---|---|---|---|")
-    for what, read, elapsed, peak in runs:
-        say(f"| {what} | {elapsed:.1f} | {read / elapsed:,.0f} | {peak / 1e6:,.0f} |")
-    say()
-    target("import memory, the corpus 4 times as large vs as it is, one job (reported)", None,
-           f"{runs[1][3] / runs[0][3]:.2f}")
+from benchmarks.whole import replay_command, whole_commands
 
 
 # -- the report ------------------------------------------------------------------------------------------
