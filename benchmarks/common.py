@@ -6,6 +6,7 @@ The benchmark modules import this one; it imports none of them, so the benchmark
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 import sys
 import uuid
@@ -16,6 +17,7 @@ from ledger.storage.store import Store
 
 HERE = Path(__file__).parent
 SYNCHRONOUS = "FULL"
+AS_OF = "2027-06-01T00:00:00Z"  # every record rebuilt or published is as of this date: later than any generated event
 
 
 class GateError(RuntimeError):
@@ -51,6 +53,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def paired(figures: dict[str, list[float]], ours: str, theirs: str) -> float:
+    """The median of the ratios measured side by side in each repetition: steadier than a ratio of medians when
+    the machine's speed drifts during the run."""
+    return statistics.median(a / b for a, b in zip(figures[ours], figures[theirs]))
+
+
 # -- the results file: one section per benchmark, each rewritten alone ---------------------------------------
 def kept_section(path: str | Path, begin: str, end: str) -> str:
     """The section of a results file between `begin` and `end` (markers included), to keep when a benchmark
@@ -70,6 +78,22 @@ def replace_section(path: Path, section: str, begin: str, end: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(text)
+
+
+class Report:
+    """A run's lines, each printed as it is said (a long run shows its progress) and kept for the results file,
+    and its verdicts on the targets (None: reported, not judged)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.verdicts: list[tuple[str, bool | None, str]] = []
+
+    def __call__(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def target(self, name: str, ok: bool | None, detail: str) -> None:
+        self.verdicts.append((name, ok, detail))
 
 
 # -- ledgers, through the real import path -------------------------------------------------------------------

@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from benchmarks.common import SYNCHRONOUS, gate, import_batch, percentile
+from benchmarks.common import SYNCHRONOUS, Report, gate, import_batch, percentile
 from benchmarks.generate import generate
 from ledger.log.chain import verify_entries
 from ledger.storage.store import Store
@@ -173,12 +173,7 @@ def index_section(reps: int, folder: Path) -> str:
     """`--index`: what keeping the paper index costs (appends alone, and appends with the index kept at every
     head or every 10th, paired transaction by transaction; the catch-up after a bulk import), proof latency
     at 100k papers and proof sizes at 100k and 1M papers, as one section."""
-    lines: list[str] = []
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        lines.append(line)
-
+    say = Report()
     workload = generate(10_000, seed=11)
     cases = ((100, 10, workload), (100, 1, workload), (1, 100, workload[:1_000]), (1, 1, workload[:1_000]))
     figures: dict[tuple[int, int], list[tuple[float, float]]] = {(b, e): [] for b, e, _ in cases}
@@ -212,6 +207,14 @@ def index_section(reps: int, folder: Path) -> str:
             f"{statistics.median(r[0] for r in runs):,.0f} | {statistics.median(r[1] for r in runs):,.0f} | "
             f"{statistics.median(paired[(batch, every)]):.2f} ({', '.join(f'{r:.2f}' for r in paired[(batch, every)])}) |")
     say()
+    proofs_table(proofs, shapes, say)
+    index_targets(cases, paired, proofs, shapes, say)
+    say(INDEX_END)
+    return "\n".join(say.lines) + "\n"
+
+
+def proofs_table(proofs: dict[str, float], shapes: dict[int, dict[str, float]], say) -> None:
+    """The table of the index's proofs: the catch-up, latency at 100,000 papers, sizes at 100,000 and 1M."""
     say("| the index's proofs | figure |\n|---|---|")
     say(f"| the first checkpoint after a bulk import: the index kept at once for a log of "
         f"{proofs['catch_up_events']:,} events (100,000 papers) | {proofs['catch_up_s']:.1f} s, "
@@ -229,6 +232,10 @@ def index_section(reps: int, folder: Path) -> str:
             f"{shape['json_max']:,.0f} bytes; {shape['binary_median']:,.0f} / {shape['binary_max']:,.0f} bytes; "
             f"{shape['depth_median']:.0f} / {shape['depth_max']} |")
     say()
+
+
+def index_targets(cases, paired: dict, proofs: dict[str, float], shapes: dict[int, dict[str, float]], say) -> None:
+    """The table of the index's targets: appends with the index kept, proof latency and size."""
     say("| target | figure | met |\n|---|---|---|")
     rows = [(f"appends with the paper index kept after every {every}th transaction vs appends alone, {batch} "
              f"event{'s' if batch > 1 else ''}/transaction (>= 0.8)", statistics.median(paired[(batch, every)]), True)
@@ -244,6 +251,3 @@ def index_section(reps: int, folder: Path) -> str:
             ("index proof at 1,000,000 papers, JSON, median (< 2 KB)", f"{shapes[1_000_000]['json_median']:,.0f} bytes",
              shapes[1_000_000]["json_median"] < 2048)):
         say(f"| {name} | {value} | {'yes' if ok else 'NO'} |")
-    say(INDEX_END)
-    return "\n".join(lines) + "\n"
-

@@ -1,6 +1,8 @@
 """Ledgers of several sizes (10k, 100k, optionally 1M events): the probe record's rebuild latency and the
 statements it sends, `verify` against a tight recompute loop, peak memory of replaying every paper, and
 `replay --out` with 1 and 2 jobs at corpus scale beside the machine's own ceiling.
+
+Written by `python -m benchmarks.run` as the section "Ledgers of several sizes" of benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -11,15 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import HERE, gate
-from benchmarks.generate import PROBE
+from benchmarks.common import AS_OF, HERE, build_ledger, gate
+from benchmarks.generate import PROBE, generate
 from benchmarks.whole import ceiling, replay_command
 from ledger.core.times import When
 from ledger.log.chain import GENESIS, entry_hash, link, verify_entries
 from ledger.projections.record import build_record
 from ledger.storage.store import Store
-
-AS_OF = "2027-06-01T00:00:00Z"
 
 
 def rebuild(store: Store) -> tuple[float, int, int]:
@@ -110,3 +110,62 @@ def corpus_scale(ledger: Path, size: int, papers: int, reps: int, folder: Path, 
     target(f"replay --out --jobs 2 vs --jobs 1, every paper ({papers:,}) of the {size:,}-event ledger (>= 1.6)",
            ratio >= 1.6, f"{ratio:.2f}")
 
+
+
+def measured(size: int, reps: int, folder: Path) -> tuple[Path, dict]:
+    """A ledger of `size` generated events, built in `folder`, and its figures but the rebuild's."""
+    events = generate(size, seed=size)
+    started = time.perf_counter()
+    path = folder / f"ledger-{size}.db"
+    store = build_ledger(events, path)
+    built = time.perf_counter() - started
+    del events
+    verify_rate, tight_rate, verify_ratio = verify_speed(store, size, reps)
+    store.close()
+    papers, n, traced, rss = peak_memory(path)
+    gate(n == size, "peak run: wrong event count")
+    replay_rate, _, replay_rss = replay_command(path, 2, folder, papers)
+    return path, dict(built=built, verify=verify_rate, tight=tight_rate, verify_ratio=verify_ratio, traced=traced,
+                      rss=rss, papers=papers, replay=replay_rate, replay_rss=replay_rss)
+
+
+def sizes_section(million: bool, reps: int, folder: Path, say, target) -> None:
+    """The sizes table, `replay --out` at corpus scale on the largest ledger, and their targets."""
+    sizes = [10_000, 100_000] + ([1_000_000] if million else [])
+    say("## Ledgers of several sizes\n")
+    say("| events | build s | probe rebuild ms (median) | SQL statements | events read | verify events/s "
+        "| tight loop events/s | replay-all + verify: traced peak MB | max RSS MB | `replay --out --jobs 2` records/s "
+        "| its largest process, max RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    results, paths = {}, {}
+    for size in sizes:
+        paths[size], results[size] = measured(size, reps, folder)
+    rounds = rebuild_latencies(paths, reps)  # after every ledger is built: interleaved, paired
+    for size, result in results.items():
+        latency = statistics.median(t for t, _, _ in rounds[size])
+        statements, read = max(s for _, s, _ in rounds[size]), rounds[size][0][2]
+        result.update(latency=latency, statements=statements)
+        say(f"| {size:,} | {result['built']:.1f} | {latency * 1000:.2f} | {statements} | {read} | "
+            f"{result['verify']:,.0f} | {result['tight']:,.0f} | {result['traced'] / 1e6:.1f} | {result['rss'] / 1e6:.0f} | "
+            f"{result['replay']:,.0f} | {result['replay_rss'] / 1e6:.0f} |")
+    say()
+    corpus_scale(paths[sizes[-1]], sizes[-1], results[sizes[-1]]["papers"], reps, folder, say, target)
+    sizes_targets(results, rounds, target)
+
+
+def sizes_targets(results: dict[int, dict], rounds: dict[int, list], target) -> None:
+    """The verdicts on the statements, latency, verify and memory targets, the largest ledger against the others."""
+    sizes = list(results)
+    large, ref = results[sizes[-1]], results[100_000]
+    target("rebuild statements (<= 6)", all(r["statements"] <= 6 for r in results.values()),
+           str(max(r["statements"] for r in results.values())))
+    latency_ratio = statistics.median(a[0] / b[0] for a, b in zip(rounds[sizes[-1]], rounds[sizes[0]]))
+    target(f"rebuild latency {sizes[-1]:,} vs {sizes[0]:,} events (<= 1.3)", latency_ratio <= 1.3,
+           f"{latency_ratio:.2f}")
+    target("verify vs tight recompute loop (>= 0.5)", min(r["verify_ratio"] for r in results.values()) >= 0.5,
+           f"{min(r['verify_ratio'] for r in results.values()):.2f}")
+    target(f"peak memory {sizes[-1]:,} vs 100,000 events (<= 1.3), traced",
+           large["traced"] / ref["traced"] <= 1.3, f"{large['traced'] / ref['traced']:.2f}")
+    target(f"peak memory {sizes[-1]:,} vs 100,000 events (<= 1.3), RSS",
+           large["rss"] / ref["rss"] <= 1.3, f"{large['rss'] / ref['rss']:.2f}")
+    target(f"peak memory of `replay --out --jobs 2` {sizes[-1]:,} vs 100,000 events (<= 1.3), RSS",
+           large["replay_rss"] / ref["replay_rss"] <= 1.3, f"{large['replay_rss'] / ref['replay_rss']:.2f}")

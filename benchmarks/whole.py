@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmarks.common import HERE, command, compiled, gate, new_ledger, remove
+from benchmarks.common import HERE, command, compiled, gate, new_ledger, paired, remove
 from benchmarks.corpus import AS_OF, write_corpus
 from benchmarks.peers import peer_job, peer_pair, proof_rates
 from ledger.log.chain import entry_bytes, verify_entries
@@ -179,13 +179,11 @@ def profile_import(files: list[Path], folder: Path, top: int = 12) -> list[str]:
     return rows
 
 
-def whole_commands(args, folder: Path, say, target) -> None:
-    """`ledger import` and `ledger replay` as a user runs them, against the in-process append path on the same
-    events and against the peers (benchmarks/peers.py), interleaved, paired ratios of medians."""
-    compiled()
-    c = corpus(folder / "corpus", args.papers, args.records)
+def whole_figures(c: Corpus, leaves: list[bytes], leaves_ledger: Path, reps: int, papers: int,
+                  folder: Path) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Every whole-command contender's rate, `reps` times each, interleaved so a slow moment hurts every
+    contender alike; and the peak RSS of those that report one."""
     lines, records = len(c.line_events), len(c.record_events)
-    leaves, leaves_ledger = leaves_of(c.line_events, folder)
     figures: dict[str, list[float]] = {}
     rss: dict[str, int] = {}
 
@@ -194,7 +192,7 @@ def whole_commands(args, folder: Path, say, target) -> None:
             value, rss[key] = value[0], value[-1]
         figures.setdefault(key, []).append(value)
 
-    for _ in range(args.reps):  # interleaved, so a slow moment hurts every contender alike
+    for _ in range(reps):
         add("inproc lines", in_process(c.line_events, folder))
         add("import lines 1", import_command([c.lines], 1, lines, folder))
         add("import lines 2", import_command([c.lines], 2, lines, folder))
@@ -203,25 +201,19 @@ def whole_commands(args, folder: Path, say, target) -> None:
         add("import records 2", import_command(c.records, 2, records, folder))
         add("peer pair", peer_pair(c.line_events, leaves, folder))
         add("peer job", peer_job(c.lines, lines, folder))
-        add("replay 1", replay_command(c.ledger, 1, folder, args.papers))
-        add("replay 2", replay_command(c.ledger, 2, folder, args.papers))
+        add("replay 1", replay_command(c.ledger, 1, folder, papers))
+        add("replay 2", replay_command(c.ledger, 2, folder, papers))
         for name, rate in proof_rates(leaves_ledger, leaves, folder).items():
             add(name, rate)
         add("startup", startup(folder))
         add("ceiling", ceiling())
+    return figures, rss
 
-    def paired(ours: str, theirs: str) -> float:
-        return statistics.median(a / b for a, b in zip(figures[ours], figures[theirs]))
 
-    def mb(key: str) -> str:
-        return f"{rss[key] / 1e6:,.0f}" if key in rss else ""
-
-    say(f"## Whole commands (SQLite file, process start to exit) against the append path and the peers\n\n"
-        f"Corpus: the generator's first {args.papers:,} papers. Event lines: their ledger's export with the hashes "
-        f"stripped, {lines:,} lines (every fact with its history). Records: {len(c.records):,} of their published "
-        f"records as of {AS_OF} ({records:,} events), one file each.\n")
-    say("| what (includes) | rate (median) | largest process, max RSS MB |\n|---|---|---|")
-    rows = (
+def whole_rows(c: Corpus, papers: int, leaves: int) -> tuple[tuple[str, str, str], ...]:
+    """(figure, what it includes, unit) of each row of the whole-commands table."""
+    lines, records = len(c.line_events), len(c.record_events)
+    return (
         ("inproc lines", f"in-process append path, the {lines:,} events decoded beforehand, one transaction (append, tree; "
                          "no start-up, no decoding, no checks)", "events/s"),
         ("import lines 1", "`ledger import events.jsonl`, 1 job (start-up, decoding, checks, append, tree)", "events/s"),
@@ -235,17 +227,31 @@ def whole_commands(args, folder: Path, say, target) -> None:
                       "one transaction each (append, tree; no start-up, no decoding, no checks)", "events/s"),
         ("peer job", "the peer's whole job: the same event lines decoded with orjson, appended by the eventsourcing "
                      "recorder, process start to exit (start-up, decoding, append; no checks, no tree)", "events/s"),
-        ("replay 1", f"`ledger replay --as-of D --out DIR`, every paper ({args.papers:,}), 1 job (start-up, rebuild, "
+        ("replay 1", f"`ledger replay --as-of D --out DIR`, every paper ({papers:,}), 1 job (start-up, rebuild, "
                      "digests, files)", "records/s"),
         ("replay 2", "the same, `--jobs 2`", "records/s"),
-        ("ours inclusion", f"inclusion proofs, ours, from the store (tree of {len(leaves):,} leaves and two smaller sizes)",
+        ("ours inclusion", f"inclusion proofs, ours, from the store (tree of {leaves:,} leaves and two smaller sizes)",
          "proofs/s"),
         ("pymerkle inclusion", "inclusion proofs, pymerkle's SQLite tree, the same leaves and sizes", "proofs/s"),
         ("ours consistency", "consistency proofs, ours, the same sizes", "proofs/s"),
         ("pymerkle consistency", "consistency proofs, pymerkle", "proofs/s"),
     )
-    for key, name, unit in rows:
-        say(f"| {name} | {statistics.median(figures[key]):,.0f} {unit} | {mb(key)} |")
+
+
+def whole_commands(args, folder: Path, say, target) -> None:
+    """`ledger import` and `ledger replay` as a user runs them, against the in-process append path on the same
+    events and against the peers (benchmarks/peers.py), interleaved, paired ratios of medians."""
+    compiled()
+    c = corpus(folder / "corpus", args.papers, args.records)
+    leaves, leaves_ledger = leaves_of(c.line_events, folder)
+    figures, rss = whole_figures(c, leaves, leaves_ledger, args.reps, args.papers, folder)
+    say(f"## Whole commands (SQLite file, process start to exit) against the append path and the peers\n\n"
+        f"Corpus: the generator's first {args.papers:,} papers. Event lines: their ledger's export with the hashes "
+        f"stripped, {len(c.line_events):,} lines (every fact with its history). Records: {len(c.records):,} of their "
+        f"published records as of {AS_OF} ({len(c.record_events):,} events), one file each.\n")
+    say("| what (includes) | rate (median) | largest process, max RSS MB |\n|---|---|---|")
+    for key, name, unit in whole_rows(c, args.papers, len(leaves)):
+        say(f"| {name} | {statistics.median(figures[key]):,.0f} {unit} | {f'{rss[key] / 1e6:,.0f}' if key in rss else ''} |")
     say()
     for what, files in (("event lines", [c.lines]), (f"{len(c.records):,} records", c.records)):
         say(f"Where `ledger import` of the {what} spends its time (cProfile, one job; own time, top 12):\n")
@@ -253,6 +259,21 @@ def whole_commands(args, folder: Path, say, target) -> None:
         for row in profile_import(files, folder):
             say(row)
         say()
+    whole_targets(figures, c, args.papers, say, target)
+    runs = growing_imports(c.lines, len(c.line_events), folder)
+    say("\nMemory of `ledger import` as its input grows (one run each; the larger corpus is the event lines with "
+        "each further copy's papers renamed, every fact new; start-up, decoding, checks, append, tree):\n")
+    say("| import | seconds | lines/s | largest process, max RSS MB |\n|---|---|---|---|")
+    for what, read, elapsed, peak in runs:
+        say(f"| {what} | {elapsed:.1f} | {read / elapsed:,.0f} | {peak / 1e6:,.0f} |")
+    say()
+    target("import memory, the corpus 4 times as large vs as it is, one job (reported)", None,
+           f"{runs[1][3] / runs[0][3]:.2f}")
+
+
+def whole_targets(figures: dict[str, list[float]], c: Corpus, papers: int, say, target) -> None:
+    """The whole commands' verdicts, and the start-up's share of a one-job import beside the most two jobs allow."""
+    records = len(c.record_events)
     for name, ours, theirs, least in (
             ("import of event lines, whole command, vs the in-process append path", "import lines 1", "inproc lines", 0.5),
             ("import of published records, whole command (digests, rebuild), vs the in-process append path",
@@ -261,16 +282,16 @@ def whole_commands(args, folder: Path, say, target) -> None:
             ("in-process append path vs eventsourcing recorder + pymerkle", "inproc lines", "peer pair", 1.0),
             ("inclusion proofs vs pymerkle", "ours inclusion", "pymerkle inclusion", 10.0),
             ("consistency proofs vs pymerkle", "ours consistency", "pymerkle consistency", 10.0)):
-        ratio = paired(ours, theirs)
+        ratio = paired(figures, ours, theirs)
         target(f"{name} (>= {least:g})", ratio >= least, f"{ratio:.2f}")
     for name, ours, theirs in (("import --jobs 2 vs --jobs 1, event lines", "import lines 2", "import lines 1"),
-                               (f"replay --out --jobs 2 vs --jobs 1, {args.papers:,} papers (start-up "
-                                f"{statistics.median(figures['startup']) * statistics.median(figures['replay 1']) / args.papers:.0%} "
+                               (f"replay --out --jobs 2 vs --jobs 1, {papers:,} papers (start-up "
+                                f"{statistics.median(figures['startup']) * statistics.median(figures['replay 1']) / papers:.0%} "
                                 "of the one-job command; the target is judged at corpus scale, with the ledger sizes)",
                                 "replay 2", "replay 1"),
                                ("import of event lines, whole command, vs the peer's whole job", "import lines 1",
                                 "peer job")):
-        target(f"{name} (reported)", None, f"{paired(ours, theirs):.2f}")
+        target(f"{name} (reported)", None, f"{paired(figures, ours, theirs):.2f}")
     # What one writer allows: start-up and the append path run in the writer alone, whatever the jobs; of one
     # job's time they are the share s. The workers decode while the writer appends, so 2 jobs take at least
     # s of one job's time, and at least 1 / c of it on a machine whose ceiling is c: at best min(1 / s, c).
@@ -286,13 +307,3 @@ def whole_commands(args, folder: Path, say, target) -> None:
            f"{statistics.median(bounds):.2f} ({', '.join(f'{x:.2f}' for x in bounds)})")
     target("the machine's own ceiling: 2 processes of pure Python arithmetic vs 1, nothing shared (reported)", None,
            f"{statistics.median(figures['ceiling']):.2f} ({', '.join(f'{x:.2f}' for x in figures['ceiling'])})")
-    runs = growing_imports(c.lines, lines, folder)
-    say("\nMemory of `ledger import` as its input grows (one run each; the larger corpus is the event lines with "
-        "each further copy's papers renamed, every fact new; start-up, decoding, checks, append, tree):\n")
-    say("| import | seconds | lines/s | largest process, max RSS MB |\n|---|---|---|---|")
-    for what, read, elapsed, peak in runs:
-        say(f"| {what} | {elapsed:.1f} | {read / elapsed:,.0f} | {peak / 1e6:,.0f} |")
-    say()
-    target("import memory, the corpus 4 times as large vs as it is, one job (reported)", None,
-           f"{runs[1][3] / runs[0][3]:.2f}")
-
