@@ -115,7 +115,8 @@ def test_interleaved_appends_build_both_ledgers_one_with_the_index_kept(tmp_path
 def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
     from benchmarks.common import import_batch, kept_section
     from benchmarks.run import ARCHIVE
-    from benchmarks.serve import SECTION_BEGIN, SECTION_END, Server, load, write_section
+    from benchmarks.http_load import Server, load
+    from benchmarks.serve import SECTION_BEGIN, SECTION_END, write_section
     from ledger.log.signed_notes import generate_signer
     from ledger.web.site import Site
 
