@@ -29,15 +29,14 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmarks.common import command, compiled, gate, replace_section, run_main
+from benchmarks.common import AS_OF, HERE, command, compiled, gate, replace_section, run_main
 from benchmarks.generate import PROBE, generate_papers
 from ledger.core.canonical import canonical
 from ledger.importing.importer import Parsed, import_inputs
 from ledger.model.events import RESOLUTION_RECORDED, make_event
 from ledger.storage.store import Store
 
-HERE = Path(__file__).parent
-AS_OF, NEXT_DAY = "2027-06-01T00:00:00Z", "2027-06-02T00:00:00Z"
+NEXT_DAY = "2027-06-02T00:00:00Z"
 FACT_AT = "2027-05-15T12:00:00.000000Z"  # the new fact's day: after every generated event, before AS_OF
 EDITED = "2000.00001"  # the first generated paper after the probe: its paper page is edited by hand
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.publish: begin -->", "<!-- benchmarks.publish: end -->"

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from benchmarks.common import AS_OF, Report, gate, import_batch, percentile, replace_section, run_main
+from benchmarks.common import AS_OF, HERE, Report, gate, import_batch, percentile, replace_section, run_main
 from benchmarks.generate import PROBE, generate
 from benchmarks.http_load import Nginx, Server, load, timed, wrk
 from ledger.log.signed_notes import generate_signer
@@ -36,7 +36,6 @@ from ledger.web.publish import publish
 from ledger.core.times import when
 from ledger.web.site import Site
 
-HERE = Path(__file__).parent
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.serve: begin -->", "<!-- benchmarks.serve: end -->"
 
 

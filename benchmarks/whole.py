@@ -18,8 +18,8 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmarks.common import HERE, command, compiled, gate, new_ledger, paired, remove
-from benchmarks.corpus import AS_OF, write_corpus
+from benchmarks.common import AS_OF, HERE, command, compiled, gate, new_ledger, paired, remove
+from benchmarks.corpus import write_corpus
 from benchmarks.peers import peer_job, peer_pair, proof_rates
 from ledger.log.chain import entry_bytes, verify_entries
 from ledger.model.events import Event
