@@ -175,9 +175,9 @@ def contenders(workload, reps: int, folder: Path) -> dict[str, list[float]]:
     return figures
 
 
-def appends_section(reps: int, folder: Path, say, target) -> None:
-    """The appends table, the bytes on disk per event, and the appends' targets."""
-    workload = generate(10_000, seed=11)
+def appends_section(reps: int, folder: Path, say, target, events: int = 10_000) -> None:
+    """The appends table, the bytes on disk per event, and the appends' targets, on `events` generated events."""
+    workload = generate(events, seed=11)
     say("## Appends (SQLite file, same file system, same synchronous setting)\n")
     say("| path | events/s (median) |\n|---|---|")
     figures = contenders(workload, reps, folder)

@@ -95,7 +95,7 @@ def sections(args: argparse.Namespace, folder: Path, say: Report) -> None:
     whole_commands(args, folder, say, say.target)
     if not args.only_whole:
         appends_section(args.reps, folder, say, say.target)
-        sizes_section(args.million, args.reps, folder, say, say.target)
+        sizes_section([10_000, 100_000] + ([1_000_000] if args.million else []), args.reps, folder, say, say.target)
         if args.postgres:
             postgres_section(args.postgres, args.reps, folder, say, say.target)
     say("## Targets\n")
