@@ -43,7 +43,7 @@ from benchmarks.whole import whole_commands
 ARCHIVE = ("<!-- figures formerly in the README: begin -->", "<!-- figures formerly in the README: end -->")
 
 
-def parser() -> argparse.ArgumentParser:
+def command_line() -> argparse.ArgumentParser:
     """The command line of `python -m benchmarks.run`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     Raises:
         GateError: when a correctness gate fails (run_main prints it as one line).
     """
-    args = parser().parse_args(argv)
+    args = command_line().parse_args(argv)
     gate(args.reps >= 5, "--reps must be at least 5")
     os.environ["LEDGER_SQLITE_SYNCHRONOUS"] = SYNCHRONOUS
     folder = Path(tempfile.mkdtemp(prefix="ledger-bench-", dir=HERE.parent))
