@@ -16,6 +16,7 @@ from pathlib import Path
 
 import orjson
 
+from benchmarks.common import AS_OF
 from benchmarks.generate import generate_papers
 from ledger.core.canonical import canonical
 from ledger.model.events import Event
@@ -24,8 +25,6 @@ from ledger.importing.importer import Parsed, import_inputs
 from ledger.services.replay import records_as_of
 from ledger.storage.store import Store
 from ledger.core.times import When
-
-AS_OF = "2027-06-01T00:00:00Z"
 
 
 def event_line(entry_line: bytes) -> bytes:

@@ -178,7 +178,7 @@ def target_tiles(data: bytes) -> None:
 def target_witness(data: bytes) -> None:
     """An add-checkpoint request, parsed and then answered by a witness whose state holds the context's
     checkpoint of HELD entries. Only a `CosignRefusedError` of status 4xx may come out."""
-    from ledger.services.cosigning_witness import CosignRefusedError, Witness, parse_submission
+    from ledger.services.cosigning_witness import CosignRefusedError, parse_submission
 
     for call in (parse_submission, _witness().add_checkpoint):
         try:
@@ -245,14 +245,11 @@ def seed_corpus() -> dict[str, int]:
     """Write benchmarks/fuzz_corpus/ afresh: the context notes and each target's seed inputs. Returns the
     number of files per target."""
     from ledger.core.canonical import canonical
-    from ledger.core.times import When
     from ledger.importing.importer import import_inputs, parse_input
     from ledger.log.chain import entry_bytes
     from ledger.log.export import export_line
-    from ledger.log.signed_notes import Checkpoint
     from ledger.log.tiles import bundle
-    from ledger.services.proofs import checkpoint, evidence_bundle, prove_consistency, prove_inclusion
-    from ledger.services.proofs import prove_paper
+    from ledger.services.proofs import checkpoint, prove_consistency
     from ledger.services.cosigning_witness import submission
     from ledger.storage.store import Store
 
@@ -271,8 +268,6 @@ def seed_corpus() -> dict[str, int]:
         text = note.split("\n\n")[0] + "\n"
         cosigned = note + "".join(c.cosign(text, 1_800_000_000 + n) for n, c in enumerate(cosigners))
         held_note, _ = checkpoint(store, signer, size=HELD)
-        as_of = When.at("2026-08-09T16:41:00Z")
-        dumps = lambda value: json.dumps(value, indent=1).encode()  # noqa: E731
         events_lines = b"".join(canonical({"kind": e.kind, "payload": json.loads(e.payload),
                                           "effective_at": e.effective_at}) + b"\n" for _, e in parsed.events[:6])
         exported = b"".join(export_line(entry) for entry in entries[:8])
@@ -283,12 +278,7 @@ def seed_corpus() -> dict[str, int]:
             "notes": {"checkpoint.txt": note.encode(), "index-checkpoint.txt": index_note.encode(),
                       "cosigned.txt": cosigned.encode(), "policy.txt": policy.encode(),
                       "verifier.vkey": f"{verifier}\n".encode(), "witness.vkey": f"{cosigners[0].key}\n".encode()},
-            "proofs": {"inclusion.json": dumps(prove_inclusion(store, 7, size)),
-                       "consistency.json": dumps(prove_consistency(store, 5, size)),
-                       "paper.json": dumps(prove_paper(store, paper, size)),
-                       "absent.json": dumps(prove_paper(store, "2407.99999", size)),
-                       "bundle.json": dumps(evidence_bundle(store, paper, as_of, signer)),
-                       "compact.json": dumps(evidence_bundle(store, paper, as_of, signer, compact=True))},
+            "proofs": proof_seeds(store, paper, size, signer),
             "tiles": {"bundle.bin": bundle([(e.seq, entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at,
                                                                  e.payload)) for e in entries[:4]]),
                       "path-entries.txt": b"tile/entries/x001/234.p/5", "path-level.txt": b"tile/0/000"},
@@ -301,18 +291,42 @@ def seed_corpus() -> dict[str, int]:
         store.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    context_notes = {"checkpoint.txt": note, "index-checkpoint.txt": index_note, "cosigned.txt": cosigned,
+                     "held.txt": held_note}
+    write_seeds(context_notes, seeds)
+    context.cache_clear()
+    return {target: len(files) for target, files in seeds.items()}
+
+
+def proof_seeds(store, paper: str, size: int, signer) -> dict[str, bytes]:
+    """The proofs target's seeds, as `ledger prove` and `ledger bundle` print them for the seed ledger."""
+    from ledger.core.times import When
+    from ledger.services.proofs import evidence_bundle, prove_consistency, prove_inclusion, prove_paper
+
+    as_of = When.at("2026-08-09T16:41:00Z")
+
+    def dumps(value) -> bytes:
+        return json.dumps(value, indent=1).encode()
+
+    return {"inclusion.json": dumps(prove_inclusion(store, 7, size)),
+            "consistency.json": dumps(prove_consistency(store, 5, size)),
+            "paper.json": dumps(prove_paper(store, paper, size)),
+            "absent.json": dumps(prove_paper(store, "2407.99999", size)),
+            "bundle.json": dumps(evidence_bundle(store, paper, as_of, signer)),
+            "compact.json": dumps(evidence_bundle(store, paper, as_of, signer, compact=True))}
+
+
+def write_seeds(context_notes: dict[str, str], seeds: dict[str, dict[str, bytes]]) -> None:
+    """benchmarks/fuzz_corpus/ afresh: the context notes, and each target's seed inputs in a folder of its own."""
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
     (CORPUS / "context").mkdir(parents=True)
-    for name, value in (("checkpoint.txt", note), ("index-checkpoint.txt", index_note), ("cosigned.txt", cosigned),
-                        ("held.txt", held_note)):
+    for name, value in context_notes.items():
         (CORPUS / "context" / name).write_text(value, encoding="utf-8")
     for target, files in seeds.items():
         (CORPUS / target).mkdir()
         for name, value in files.items():
             (CORPUS / target / name).write_bytes(value)
-    context.cache_clear()
-    return {target: len(files) for target, files in seeds.items()}
 
 
 # -- the job ---------------------------------------------------------------------------------------------------

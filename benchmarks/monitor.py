@@ -26,11 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.publish import AS_OF, ledger_of, one_fact
-from benchmarks.run import gate, replace_section, run_main
-from benchmarks.whole import command, compiled
+from benchmarks.common import AS_OF, HERE, command, compiled, gate, replace_section, run_main
+from benchmarks.publish import ledger_of, one_fact
 
-HERE = Path(__file__).parent
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.monitor: begin -->", "<!-- benchmarks.monitor: end -->"
 SECTION_TITLE = "## Following a published log (`benchmarks.monitor`)"
 LARGE_BEGIN, LARGE_END = "<!-- benchmarks.monitor large: begin -->", "<!-- benchmarks.monitor large: end -->"

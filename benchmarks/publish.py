@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,16 +29,14 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from benchmarks.common import AS_OF, HERE, command, compiled, gate, replace_section, run_main
 from benchmarks.generate import PROBE, generate_papers
-from benchmarks.run import gate, replace_section, run_main
-from benchmarks.whole import command, compiled
 from ledger.core.canonical import canonical
 from ledger.importing.importer import Parsed, import_inputs
 from ledger.model.events import RESOLUTION_RECORDED, make_event
 from ledger.storage.store import Store
 
-HERE = Path(__file__).parent
-AS_OF, NEXT_DAY = "2027-06-01T00:00:00Z", "2027-06-02T00:00:00Z"
+NEXT_DAY = "2027-06-02T00:00:00Z"
 FACT_AT = "2027-05-15T12:00:00.000000Z"  # the new fact's day: after every generated event, before AS_OF
 EDITED = "2000.00001"  # the first generated paper after the probe: its paper page is edited by hand
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.publish: begin -->", "<!-- benchmarks.publish: end -->"
@@ -267,6 +264,15 @@ def report(sizes: list[Size], args, say) -> None:
             f"{verdict(trusted[large.papers] / trusted[small.papers], 1.5)}")
         say(f"- max RSS (of steps a to e) at {large.papers:,} / at {small.papers:,} papers: "
             f"{verdict(rss[large.papers] / rss[small.papers], 1.3)}{scale}")
+    site_table(sizes, say)
+    say("\nCorrectness gates passed: each publish printed `written` and `unchanged`; the first left nothing alone and "
+        "wrote every file in OUT/, each re-run wrote none; the fact changed its paper's record and wrote its day's; "
+        "the runs with `--trust-folder` the same; a day later wrote files as of that day; the deleted and the edited "
+        "file came back byte for byte.")
+
+
+def site_table(sizes: list[Size], say) -> None:
+    """The site the first publish wrote, per kind of file, and its bytes against the record JSON's (a target)."""
     say("\nThe site the first publish wrote (step a), per kind of file (files / bytes):\n")
     say("| kind | " + " | ".join(f"{s.papers:,} papers" for s in sizes) + " |\n|---|" + "---|" * len(sizes))
     for kind in KIND_NAMES:
@@ -278,10 +284,6 @@ def report(sizes: list[Size], args, say) -> None:
     say("| the site / its record JSON (current and per day) | " + " | ".join(f"{r:.1f}" for r in ratios) + " |")
     say("\nTarget (issue 29), the whole site at most 4 times the bytes of the record JSON it publishes: "
         + "; ".join(f"{s.papers:,} papers {verdict(r, 4)}" for s, r in zip(sizes, ratios)) + ".")
-    say("\nCorrectness gates passed: each publish printed `written` and `unchanged`; the first left nothing alone and "
-        "wrote every file in OUT/, each re-run wrote none; the fact changed its paper's record and wrote its day's; "
-        "the runs with `--trust-folder` the same; a day later wrote files as of that day; the deleted and the edited "
-        "file came back byte for byte.")
 
 
 def write_section(path: Path, lines: list[str]) -> None:

@@ -11,718 +11,40 @@ within each repetition: these machines are noisy, absolute numbers from another 
 Correctness gates (the chain verifies, sequence numbers are contiguous, every row is there, no lock error)
 fail the run; performance targets are reported as met or missed. The latest output is kept in
 benchmarks/RESULTS.md.
+
+This module only dispatches: each section is measured and written by the module of its job (whole.py,
+appends.py, sizes.py, pg_writers.py, index_costs.py), and the sections other benchmarks wrote are kept.
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
 import os
 import shutil
 import sqlite3
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-from benchmarks.generate import PROBE, generate
-from ledger.log.chain import GENESIS, entry_hash, link, verify_entries
-from ledger.importing.importer import Parsed, import_inputs
-from ledger.storage.store import Store
-from ledger.core.times import When
-from ledger.projections.record import build_record
+from benchmarks.appends import appends_section
+from benchmarks.common import HERE, SYNCHRONOUS, Report, gate, kept_section, replace_section, run_main
+from benchmarks.index_costs import INDEX_BEGIN, INDEX_END, index_section
+from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN
+from benchmarks.monitor import SECTION_END as MONITOR_END
+from benchmarks.pg_writers import postgres_section
+from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
+from benchmarks.publish import SECTION_END as PUBLISH_END
+from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; kept
+from benchmarks.sizes import sizes_section
+from benchmarks.whole import whole_commands
 
-HERE = Path(__file__).parent
-SYNCHRONOUS = "FULL"
-AS_OF = "2027-06-01T00:00:00Z"
-
-
-class GateError(RuntimeError):
-    """A correctness gate failed: the run's figures cannot be trusted."""
-
-
-def gate(condition: bool, message: str) -> None:
-    if not condition:
-        raise GateError(message)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The value below which a share q of `values` lies (nearest rank). Raises IndexError for no values."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def kept_section(path: str | Path, begin: str, end: str) -> str:
-    """The section of a results file between `begin` and `end` (markers included), to keep when a benchmark
-    rewrites the file; empty when there is none."""
-    text = Path(path).read_text() if Path(path).exists() else ""
-    if begin in text and end in text:
-        return "\n" + text[text.index(begin):text.index(end) + len(end)] + "\n"
-    return ""
-
-
-def replace_section(path: Path, section: str, begin: str, end: str) -> None:
-    """Put `section` (its text from the line `begin` to the line `end`) into the file at `path`: in place of
-    the section there, or at its end; the rest of the file is kept."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    if begin in text and end in text:
-        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
-def median_of(reps: int, run) -> float:
-    return statistics.median(run() for _ in range(reps))
-
-
-# -- appends -------------------------------------------------------------------------------------------
-def import_batch(store: Store, events) -> int:
-    """One import of generated events: one transaction, through the real import path; events appended."""
-    return import_inputs(store, [Parsed("bench", events=[(0, e) for e in events])]).appended
-
-
-def ours_append(events, batch: int, folder: Path, again: bool = False) -> float:
-    """Events/s of the import path. `again`: of importing the same batches a second time, every fact present
-    (each transaction is refused by the unique fact key, then runs again looking its facts up)."""
-    store = Store.create(str(folder / f"ours-{uuid.uuid4().hex}.db"))
-    for _ in range(2 if again else 1):  # only the last round is timed
-        started, appended = time.perf_counter(), 0
-        for i in range(0, len(events), batch):
-            appended += import_batch(store, events[i:i + batch])
-        elapsed = time.perf_counter() - started
-    gate(appended == (0 if again else len(events)), f"ours: {appended} events appended")
-    entries = list(store.entries())
-    gate([e.seq for e in entries] == list(range(1, len(events) + 1)), "ours: sequence numbers not contiguous")
-    gate(verify_entries(entries)[0] == len(events), "ours: chain does not verify")
-    store.close()
-    return len(events) / elapsed
-
-
-class without_tree:
-    """The same append path with the Merkle tree switched off, to price keeping the tree (benchmark only)."""
-
-    def __enter__(self):
-        import ledger.storage.writer as store_module
-
-        self.saved = (store_module.grow, store_module.leaf_hash, store_module.frontier_nodes)
-        store_module.grow = lambda *args: None
-        store_module.leaf_hash = lambda data: b""
-        store_module.frontier_nodes = lambda size: []
-
-    def __exit__(self, *exc):
-        import ledger.storage.writer as store_module
-
-        store_module.grow, store_module.leaf_hash, store_module.frontier_nodes = self.saved
-
-
-# -- the paper index: its cost where it is kept, proofs at 100k papers, their size at 1M --------------------
-def interleaved_appends(events, batch: int, every: int, folder: Path) -> tuple[float, float]:
-    """Events/s of two ledgers fed the same events: one where the paper index is also kept at the head after
-    every `every`-th transaction (`Store.keep_index`, as a server signing a checkpoint then would; timed with
-    the appends), one with appends alone (appends never write the index). Their transactions interleave:
-    transaction i of one ledger, then of the other, alternating which goes first, so a busy neighbour slows
-    both alike. Each ledger's chain and sequence are checked afterwards, and the kept index root against its
-    re-computation from the log."""
-    from ledger.storage.index_reads import root_at
-    from ledger.log.paper_index import index_of_log
-
-    stores = {True: Store.create(str(folder / f"kept-{uuid.uuid4().hex}.db")),
-              False: Store.create(str(folder / f"appends-{uuid.uuid4().hex}.db"))}
-    spent = {True: 0.0, False: 0.0}
-    for n, i in enumerate(range(0, len(events), batch)):
-        for keep in ((True, False) if n % 2 == 0 else (False, True)):
-            started = time.perf_counter()
-            import_batch(stores[keep], events[i:i + batch])
-            if keep and (n + 1) % every == 0:
-                stores[True].keep_index(min(i + batch, len(events)))
-            spent[keep] += time.perf_counter() - started
-    stores[True].keep_index(len(events))  # untimed: the gate below checks the index of the whole log
-    for keep, store in stores.items():
-        entries = list(store.entries())
-        gate([e.seq for e in entries] == list(range(1, len(events) + 1)), "interleaved: sequence not contiguous")
-        gate(verify_entries(entries)[0] == len(events), "interleaved: chain does not verify")
-        with store.reading() as cursor:
-            roots = cursor.execute("SELECT COUNT(*) FROM index_roots").fetchone()[0]
-            if keep:
-                gate(root_at(cursor, len(events))[1] == index_of_log(entries, len(events)).root,
-                     "interleaved: the kept index is not the log's")
-        transactions = -(-len(events) // batch)
-        gate(roots == (-(-transactions // every) if keep else 0), "interleaved: index roots")
-        store.close()
-    return len(events) / spent[True], len(events) / spent[False]
-
-
-def _paper_id(n: int) -> str:
-    """The arXiv-style id of generated paper number n (snapshots, and the proofs that look them up)."""
-    return f"1{n // 100000:03d}.{n % 100000:05d}"
-
-
-def snapshots(count: int, first: int = 0) -> list:
-    """A paper.snapshot each for `count` papers: the cheapest way to a ledger of many papers."""
-    from ledger.model.events import PAPER_SNAPSHOT, make_event
-
-    return [make_event(PAPER_SNAPSHOT, {"arxiv_id": _paper_id(n), "latest_version": 1,
-                                        "primary_category": "cs.DC", "snapshot_observed_at": _stamp(n),
-                                        "title": f"Paper {n}"}) for n in range(first, first + count)]
-
-
-def _stamp(n: int) -> str:
-    return f"2026-{1 + n % 12:02d}-{1 + n % 28:02d}T{n % 24:02d}:{n % 60:02d}:{n // 60 % 60:02d}.{n % 1000000:06d}Z"
-
-
-def index_proofs(path: Path, papers: int, reps: int) -> dict[str, float]:
-    """A ledger of `papers` papers (one snapshot each, then the generated workload on top): the median and
-    99th percentile latency of `prove --paper` (ledger.proofs.prove_paper: a snapshot, one statement per level
-    of the index, the proof built) for papers in the index and papers not in it, each on a store opened
-    afresh for the run, and the sizes of those proofs as `prove --paper --json` prints them."""
-    import random
-
-    from ledger.core.canonical import canonical
-    from ledger.log.paper_index import index_root
-    from ledger.services.proofs import prove_paper
-
-    store = Store.create(str(path))
-    events = snapshots(papers) + generate(10_000, seed=13)
-    for i in range(0, len(events), 5000):
-        import_batch(store, events[i:i + 5000])
-    store.close()
-    store = Store.open(str(path))  # the first checkpoint after a bulk import: the whole log into the index
-    started = time.perf_counter()
-    store.keep_index(len(events))
-    catch_up = time.perf_counter() - started
-    store.close()
-    rng = random.Random(5)
-    present = [_paper_id(n) for n in rng.sample(range(papers), 200)]
-    absent = [f"7{n:03d}.{n:05d}" for n in range(200)]
-    timings, sizes, depths = {"present": [], "absent": []}, [], []
-    for _ in range(max(1, reps // 5)):
-        store = Store.open(str(path))
-        for kind, names in (("present", present), ("absent", absent)):
-            for paper in names:
-                started = time.perf_counter()
-                proof = prove_paper(store, paper)
-                timings[kind].append(time.perf_counter() - started)
-                sizes.append(len(canonical(proof)) + 1)
-                depths.append(len(proof["siblings"]))
-                gate((proof["count"] > 0) == (kind == "present"), f"index proof of {paper}: wrong membership")
-        store.close()
-    gate(index_root({}) == bytes(32), "empty index root")
-    return {"catch_up_events": len(events), "catch_up_s": catch_up,
-            "present_median": statistics.median(timings["present"]), "present_p99": percentile(timings["present"], 0.99),
-            "absent_median": statistics.median(timings["absent"]), "absent_p99": percentile(timings["absent"], 0.99),
-            "size_median": statistics.median(sizes), "size_max": max(sizes), "depth_median": statistics.median(depths)}
-
-
-def proof_shape(keys: list[bytes], name: str, tree_size: int) -> tuple[int, int, int]:
-    """The exact size of a paper's index proof from the index's shape (its sorted keys): the proof's
-    siblings are the subtrees beside the key's path down to where the key is alone (null where a subtree is
-    empty), and hashes' values do not change a proof's length. (JSON bytes as `prove --paper --json` prints
-    it for a paper with one event, binary bytes: 32 a non-empty sibling, a bit each for empty or not, the
-    leaf's count and root; depth.)"""
-    from ledger.core.canonical import canonical
-    from ledger.log.paper_index import paper_key
-
-    key = paper_key(name)
-    value = int.from_bytes(key, "big")
-    at = bisect.bisect_left(keys, key)
-    shared = -1  # the longest prefix the key shares with another key: its neighbours in sorted order
-    for other in (keys[at - 1] if at else None, keys[at + 1] if at + 1 < len(keys) else None):
-        if other is not None:
-            shared = max(shared, 256 - (value ^ int.from_bytes(other, "big")).bit_length())
-    depth = shared + 1
-    siblings = [None if not _beside(keys, value, d) else "ab" * 32 for d in range(depth)]
-    proof = {"count": 1, "events_root": "ab" * 32, "index_root": "ab" * 32, "key": key.hex(), "neighbour": None,
-             "paper": name, "siblings": siblings, "tree_size": tree_size}
-    return len(canonical(proof)) + 1, 32 * sum(1 for s in siblings if s) + (depth + 7) // 8 + 8 + 32, depth
-
-
-def _beside(keys: list[bytes], value: int, depth: int) -> bool:
-    """Whether some key shares the first `depth` bits of the key `value` and differs from it at bit `depth`."""
-    prefix = (value >> (255 - depth)) ^ 1
-    lo, hi = prefix << (255 - depth), ((prefix + 1) << (255 - depth)) - 1
-    at = bisect.bisect_left(keys, lo.to_bytes(32, "big"))
-    return at < len(keys) and keys[at] <= hi.to_bytes(32, "big")
-
-
-def proof_shapes(papers: int, sample: int = 2000) -> dict[str, float]:
-    """Index proof sizes in an index of `papers` papers (`proof_shape`), over a sample of them."""
-    import random
-
-    from ledger.log.paper_index import paper_key
-
-    names = [_paper_id(n) for n in range(papers)]
-    keys = sorted(paper_key(name) for name in names)
-    shapes = [proof_shape(keys, name, papers) for name in random.Random(9).sample(names, min(sample, papers))]
-    return {"json_median": statistics.median(s[0] for s in shapes), "json_max": max(s[0] for s in shapes),
-            "binary_median": statistics.median(s[1] for s in shapes), "binary_max": max(s[1] for s in shapes),
-            "depth_median": statistics.median(s[2] for s in shapes), "depth_max": max(s[2] for s in shapes)}
-
-
-def peer_append(events, batch: int, folder: Path) -> float:
-    from benchmarks.whole import peer_recorder, stored_events  # whole.py imports this module: not at the top
-
-    datastore, recorder, _ = peer_recorder(folder)  # the same synchronous setting as ours (a gate)
-    stored = stored_events(events)  # the same pre-encoded payloads; one aggregate per subject
-    started = time.perf_counter()
-    for i in range(0, len(stored), batch):
-        recorder.insert_events(stored[i:i + batch])
-    elapsed = time.perf_counter() - started
-    count = len(recorder.select_notifications(start=1, limit=len(events) + 1))
-    gate(count == len(events), f"peer: {count} rows, expected {len(events)}")
-    datastore.close()
-    return len(events) / elapsed
-
-
-def floor_append(events, batch: int, folder: Path) -> float:
-    """The same rows into the same table with plain sqlite3.executemany: no hashing, no dedupe, no guards."""
-    path = folder / f"floor-{uuid.uuid4().hex}.db"
-    Store.create(str(path)).close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
-    conn.execute("DROP TRIGGER events_gap_free")
-    rows = [(n, e.kind, e.subject, e.paper, e.effective_at, e.effective_key, "2026-11-29T00:00:00.000000Z",
-             e.payload, b"\0" * 32, b"\0" * 32) for n, e in enumerate(events, start=1)]
-    started = time.perf_counter()
-    for i in range(0, len(rows), batch):
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT INTO events (seq, kind, subject, paper, effective_at, effective_key, recorded_at, "
-                         "payload, entry_hash, chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[i:i + batch])
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - started
-    gate(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == len(events), "floor: rows missing")
-    conn.close()
-    return len(events) / elapsed
-
-
-class _Recording:
-    """A cursor that keeps every executemany (statement, rows) sent through it."""
-
-    def __init__(self, cursor):
-        self.cursor, self.calls = cursor, []
-
-    def executemany(self, sql, rows):
-        self.calls.append((sql, list(rows)))
-        return self.cursor.executemany(sql, rows)
-
-    def __getattr__(self, name):
-        return getattr(self.cursor, name)
-
-
-def sql_alone(events, batch: int, folder: Path) -> float:
-    """Events/s of our transactions' SQL alone: the inserts an import sends (recorded from a real one) replayed
-    into a new ledger with every row precomputed, guards on: no hashing, no tree, no Python building rows.
-    What the database work of an append costs, against the peer's whole append."""
-    source = Store.create(str(folder / f"recorded-{uuid.uuid4().hex}.db"))
-    source.head()  # opens the connection the imports use
-    source._cursor.raw = recording = _Recording(source._cursor.raw)
-    transactions = []
-    for i in range(0, len(events), batch):
-        import_batch(source, events[i:i + batch])
-        transactions.append(recording.calls)
-        recording.calls = []
-    source.close()
-    path = folder / f"sql-{uuid.uuid4().hex}.db"
-    Store.create(str(path)).close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
-    started = time.perf_counter()
-    for calls in transactions:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("SELECT seq, chain_hash, recorded_at FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        for sql, rows in calls:
-            conn.executemany(sql, rows)
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - started
-    conn.close()
-    store = Store.open(str(path))
-    entries = list(store.entries())
-    gate(verify_entries(entries)[0] == len(events), "SQL alone: the replayed rows are not the chain")
-    store.close()
-    return len(events) / elapsed
-
-
-def footprint(events, folder: Path) -> dict[str, float]:
-    """Bytes on disk per event after 100-event transactions (the file after its last connection closed)."""
-    sizes = {}
-    for name, append in (("ours", ours_append), ("peer", peer_append), ("floor", floor_append)):
-        where = folder / f"footprint-{name}"
-        where.mkdir()
-        append(events, 100, where)
-        sizes[name] = sum(path.stat().st_size for path in where.iterdir()) / len(events)
-    return sizes
-
-
-# -- ledgers of several sizes ----------------------------------------------------------------------------
-def build_ledger(events, path: Path) -> Store:
-    store = Store.create(str(path))
-    for i in range(0, len(events), 5000):
-        import_batch(store, events[i:i + 5000])
-    return store
-
-
-def rebuild(store: Store) -> tuple[float, int, int]:
-    """Seconds to read and fold the probe record once; the statements it sent and the events it read."""
-    store.statements = 0
-    started = time.perf_counter()
-    facts = store.paper_facts(PROBE)
-    record = build_record(PROBE, facts, When.at(AS_OF))
-    elapsed = time.perf_counter() - started
-    gate(len(record["inbound"]) == 60 and len(record["outbound"]) == 40, "probe record has the wrong shape")
-    return elapsed, store.statements, len(facts)
-
-
-def rebuild_latencies(paths: dict[int, Path], reps: int) -> dict[int, list[tuple[float, int, int]]]:
-    """The probe record rebuilt from every ledger in turn, at least 30 times: each round is one pairing."""
-    stores = {size: Store.open(str(path)) for size, path in paths.items()}
-    rounds = {size: [] for size in paths}
-    for _ in range(max(reps, 30)):
-        for size, store in stores.items():
-            rounds[size].append(rebuild(store))
-    for store in stores.values():
-        store.close()
-    return rounds
-
-
-def verify_speed(store: Store, n: int, reps: int) -> tuple[float, float, float]:
-    """Events/s of `verify` from the store and of the tight recompute loop over rows already in memory
-    (medians), and the median of their ratio, each repetition running both."""
-    rows = [(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in store.entries()]
-    verify_rates, tight_rates = [], []
-    for _ in range(reps):
-        started = time.perf_counter()
-        head = verify_entries(store.entries())
-        verify_rates.append(n / (time.perf_counter() - started))
-        gate(head[0] == n, "verify: wrong head")
-        started = time.perf_counter()
-        chain = GENESIS
-        for row in rows:
-            chain = link(chain, entry_hash(*row))
-        tight_rates.append(n / (time.perf_counter() - started))
-        gate(chain == head[1], "tight loop disagrees with verify")
-    ratio = statistics.median(v / t for v, t in zip(verify_rates, tight_rates))
-    return statistics.median(verify_rates), statistics.median(tight_rates), ratio
-
-
-PEAK_SCRIPT = """
-import sys, tracemalloc
-from ledger.log.chain import verify_entries
-from ledger.core.times import When
-from ledger.services.replay import records_as_of
-from ledger.storage.store import Store
-store = Store.open(sys.argv[1])
-tracemalloc.start()
-papers = sum(1 for _ in records_as_of(store, When(sys.argv[2], sys.argv[3])))
-n = verify_entries(store.entries())[0]
-# VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec from the (large) parent process.
-hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
-print(papers, n, tracemalloc.get_traced_memory()[1], hwm)
-"""
-
-
-def peak_memory(path: Path) -> tuple[int, int, int, int]:
-    """Replay every paper and verify the chain in a fresh process: (papers, events, traced peak, max RSS)."""
-    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(path), AS_OF, "2027-06-01T00:00:00.000000Z"],
-                         capture_output=True, text=True, check=True, cwd=HERE.parent)
-    papers, n, traced, rss = map(int, out.stdout.split())
-    return papers, n, traced, rss
-
-
-# -- PostgreSQL ------------------------------------------------------------------------------------------
-PG_WRITER = """
-import pickle, sys, time
-from benchmarks.run import import_batch
-from ledger.storage.store import Store
-store = Store.open(sys.argv[1])
-events = pickle.load(open(sys.argv[2], "rb"))
-store.head()  # connected
-print("ready", flush=True)
-sys.stdin.readline()  # the clock starts when every writer is ready: interpreter start-up is not measured
-for i in range(0, len(events), 100):
-    import_batch(store, events[i:i + 100])
-print(time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)  # and stops at the last append, not at exit
-"""
-
-
-def postgres_writers(url: str, events, writers: int, folder: Path) -> float:
-    import pickle
-
-    import psycopg
-
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    plain = url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(plain, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    location = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
-    try:
-        Store.create(location).close()
-        share = len(events) // writers
-        files = []
-        for w in range(writers):
-            path = folder / f"pg-{w}.pickle"
-            path.write_bytes(pickle.dumps(events[w * share:(w + 1) * share]))
-            files.append(path)
-        procs = [subprocess.Popen([sys.executable, "-c", PG_WRITER, location, str(f)], cwd=HERE.parent,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                 for f in files]
-        gate(all(p.stdout.readline() == b"ready\n" for p in procs), "PostgreSQL writer did not start")
-        # One clock for every process (CLOCK_MONOTONIC is system-wide): from the first "go" to the last writer's
-        # last append. Timing until the processes exit counted their interpreters' teardown, 0.16 s for one
-        # writer and 0.9 s for eight on 2 cores: more writers looked slower than they append.
-        started = time.clock_gettime(time.CLOCK_MONOTONIC)
-        for p in procs:
-            p.stdin.write(b"go\n")
-            p.stdin.flush()
-        outcomes = [p.communicate() for p in procs]
-        gate(all(p.returncode == 0 for p in procs), f"PostgreSQL writer failed: {[e for _, e in outcomes]}")
-        elapsed = max(float(out) for out, _ in outcomes) - started
-        store = Store.open(location)
-        entries = list(store.entries())
-        gate([e.seq for e in entries] == list(range(1, share * writers + 1)), "PostgreSQL: sequence not contiguous")
-        gate(verify_entries(entries)[0] == share * writers, "PostgreSQL: chain does not verify")
-        store.close()
-        return share * writers / elapsed
-    finally:
-        with psycopg.connect(plain, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-
-
-# -- whole commands ----------------------------------------------------------------------------------------
-def whole_commands(args, folder: Path, say, target) -> None:
-    """`ledger import` and `ledger replay` as a user runs them, against the in-process append path on the same
-    events and against the peers (benchmarks/whole.py), interleaved, paired ratios of medians."""
-    from benchmarks.whole import (ceiling, compiled, corpus, growing_imports, import_command, in_process, leaves_of,
-                                  peer_job, peer_pair, profile_import, proof_rates, replay_command, startup)
-
-    compiled()
-    c = corpus(folder / "corpus", args.papers, args.records)
-    lines, records = len(c.line_events), len(c.record_events)
-    leaves, leaves_ledger = leaves_of(c.line_events, folder)
-    figures: dict[str, list[float]] = {}
-    rss: dict[str, int] = {}
-
-    def add(key: str, value) -> None:
-        if isinstance(value, tuple):
-            value, rss[key] = value[0], value[-1]
-        figures.setdefault(key, []).append(value)
-
-    for _ in range(args.reps):  # interleaved, so a slow moment hurts every contender alike
-        add("inproc lines", in_process(c.line_events, folder))
-        add("import lines 1", import_command([c.lines], 1, lines, folder))
-        add("import lines 2", import_command([c.lines], 2, lines, folder))
-        add("inproc records", in_process(c.record_events, folder))
-        add("import records 1", import_command(c.records, 1, records, folder))
-        add("import records 2", import_command(c.records, 2, records, folder))
-        add("peer pair", peer_pair(c.line_events, leaves, folder))
-        add("peer job", peer_job(c.lines, lines, folder))
-        add("replay 1", replay_command(c.ledger, 1, folder, args.papers))
-        add("replay 2", replay_command(c.ledger, 2, folder, args.papers))
-        for name, rate in proof_rates(leaves_ledger, leaves, folder).items():
-            add(name, rate)
-        add("startup", startup(folder))
-        add("ceiling", ceiling())
-
-    def paired(ours: str, theirs: str) -> float:
-        return statistics.median(a / b for a, b in zip(figures[ours], figures[theirs]))
-
-    def mb(key: str) -> str:
-        return f"{rss[key] / 1e6:,.0f}" if key in rss else ""
-
-    say(f"## Whole commands (SQLite file, process start to exit) against the append path and the peers\n\n"
-        f"Corpus: the generator's first {args.papers:,} papers. Event lines: their ledger's export with the hashes "
-        f"stripped, {lines:,} lines (every fact with its history). Records: {len(c.records):,} of their published "
-        f"records as of {AS_OF} ({records:,} events), one file each.\n")
-    say("| what (includes) | rate (median) | largest process, max RSS MB |\n|---|---|---|")
-    rows = (
-        ("inproc lines", f"in-process append path, the {lines:,} events decoded beforehand, one transaction (append, tree; "
-                         "no start-up, no decoding, no checks)", "events/s"),
-        ("import lines 1", "`ledger import events.jsonl`, 1 job (start-up, decoding, checks, append, tree)", "events/s"),
-        ("import lines 2", "the same, `--jobs 2`", "events/s"),
-        ("inproc records", f"in-process append path, the records' {records:,} events decoded beforehand (append, tree; "
-                           "no decoding, no checks, no rebuild)", "events/s"),
-        ("import records 1", f"`ledger import` of the {len(c.records):,} records, 1 job (start-up, decoding, checks, "
-                             "every digest, the byte-for-byte rebuild, append, tree)", "events/s"),
-        ("import records 2", "the same, `--jobs 2`", "events/s"),
-        ("peer pair", "eventsourcing recorder + pymerkle SQLite tree, the same events and leaves encoded beforehand, "
-                      "one transaction each (append, tree; no start-up, no decoding, no checks)", "events/s"),
-        ("peer job", "the peer's whole job: the same event lines decoded with orjson, appended by the eventsourcing "
-                     "recorder, process start to exit (start-up, decoding, append; no checks, no tree)", "events/s"),
-        ("replay 1", f"`ledger replay --as-of D --out DIR`, every paper ({args.papers:,}), 1 job (start-up, rebuild, "
-                     "digests, files)", "records/s"),
-        ("replay 2", "the same, `--jobs 2`", "records/s"),
-        ("ours inclusion", f"inclusion proofs, ours, from the store (tree of {len(leaves):,} leaves and two smaller sizes)",
-         "proofs/s"),
-        ("pymerkle inclusion", "inclusion proofs, pymerkle's SQLite tree, the same leaves and sizes", "proofs/s"),
-        ("ours consistency", "consistency proofs, ours, the same sizes", "proofs/s"),
-        ("pymerkle consistency", "consistency proofs, pymerkle", "proofs/s"),
-    )
-    for key, name, unit in rows:
-        say(f"| {name} | {statistics.median(figures[key]):,.0f} {unit} | {mb(key)} |")
-    say()
-    for what, files in (("event lines", [c.lines]), (f"{len(c.records):,} records", c.records)):
-        say(f"Where `ledger import` of the {what} spends its time (cProfile, one job; own time, top 12):\n")
-        say("| function | calls | own s | with callees s | share of own time |\n|---|---|---|---|---|")
-        for row in profile_import(files, folder):
-            say(row)
-        say()
-    for name, ours, theirs, least in (
-            ("import of event lines, whole command, vs the in-process append path", "import lines 1", "inproc lines", 0.5),
-            ("import of published records, whole command (digests, rebuild), vs the in-process append path",
-             "import records 1", "inproc records", 0.4),
-            (f"import --jobs 2 vs --jobs 1, {len(c.records):,} records", "import records 2", "import records 1", 1.6),
-            ("in-process append path vs eventsourcing recorder + pymerkle", "inproc lines", "peer pair", 1.0),
-            ("inclusion proofs vs pymerkle", "ours inclusion", "pymerkle inclusion", 10.0),
-            ("consistency proofs vs pymerkle", "ours consistency", "pymerkle consistency", 10.0)):
-        ratio = paired(ours, theirs)
-        target(f"{name} (>= {least:g})", ratio >= least, f"{ratio:.2f}")
-    for name, ours, theirs in (("import --jobs 2 vs --jobs 1, event lines", "import lines 2", "import lines 1"),
-                               (f"replay --out --jobs 2 vs --jobs 1, {args.papers:,} papers (start-up "
-                                f"{statistics.median(figures['startup']) * statistics.median(figures['replay 1']) / args.papers:.0%} "
-                                "of the one-job command; the target is judged at corpus scale, with the ledger sizes)",
-                                "replay 2", "replay 1"),
-                               ("import of event lines, whole command, vs the peer's whole job", "import lines 1",
-                                "peer job")):
-        target(f"{name} (reported)", None, f"{paired(ours, theirs):.2f}")
-    # What one writer allows: start-up and the append path run in the writer alone, whatever the jobs; of one
-    # job's time they are the share s. The workers decode while the writer appends, so 2 jobs take at least
-    # s of one job's time, and at least 1 / c of it on a machine whose ceiling is c: at best min(1 / s, c).
-    shares = [(start + records / inproc) / (records / whole) for start, inproc, whole in
-              zip(figures["startup"], figures["inproc records"], figures["import records 1"])]
-    bounds = [min(1 / share, top) for share, top in zip(shares, figures["ceiling"])]
-    say(f"Start-up (`ledger head` on an empty ledger, process start to exit): {statistics.median(figures['startup']):.2f} s "
-        f"(median). Of the one-job import of the {len(c.records):,} records, start-up and the append path (which one "
-        f"writer runs, whatever the jobs) take {statistics.median(shares):.0%} (median; each repetition "
-        f"{', '.join(f'{x:.0%}' for x in shares)}).\n")
-    target(f"import --jobs 2 vs --jobs 1, {len(c.records):,} records: the most one writer allows beside workers "
-           "that decode while it appends, min(1 / s, the machine's ceiling), with s that share (reported)", None,
-           f"{statistics.median(bounds):.2f} ({', '.join(f'{x:.2f}' for x in bounds)})")
-    target("the machine's own ceiling: 2 processes of pure Python arithmetic vs 1, nothing shared (reported)", None,
-           f"{statistics.median(figures['ceiling']):.2f} ({', '.join(f'{x:.2f}' for x in figures['ceiling'])})")
-    runs = growing_imports(c.lines, lines, folder)
-    say("\nMemory of `ledger import` as its input grows (one run each; the larger corpus is the event lines with "
-        "each further copy's papers renamed, every fact new; start-up, decoding, checks, append, tree):\n")
-    say("| import | seconds | lines/s | largest process, max RSS MB |\n|---|---|---|---|")
-    for what, read, elapsed, peak in runs:
-        say(f"| {what} | {elapsed:.1f} | {read / elapsed:,.0f} | {peak / 1e6:,.0f} |")
-    say()
-    target("import memory, the corpus 4 times as large vs as it is, one job (reported)", None,
-           f"{runs[1][3] / runs[0][3]:.2f}")
-
-
-def corpus_scale(ledger: Path, size: int, papers: int, reps: int, folder: Path, say, target) -> None:
-    """`replay --out` of every paper of the largest ledger with 1 and 2 jobs, paired in each repetition, beside
-    the machine's own ceiling measured in the same repetitions."""
-    from benchmarks.whole import ceiling, replay_command
-
-    runs = []
-    for _ in range(reps):
-        one, _, rss1 = replay_command(ledger, 1, folder, papers)
-        two, _, rss2 = replay_command(ledger, 2, folder, papers)
-        runs.append((one, two, ceiling(), rss1, rss2))
-    ratios = [two / one for one, two, *_ in runs]
-    say(f"`ledger replay --as-of D --out DIR`, every paper ({papers:,}) of the {size:,}-event ledger (start-up, rebuild, "
-        "digests, files), 1 and 2 jobs in turn in each repetition, and in the same repetitions the machine's own "
-        "ceiling (2 processes of pure Python arithmetic vs 1):\n")
-    say("| jobs | records/s (median) | largest process, max RSS MB |\n|---|---|---|")
-    for jobs, index in ((1, 0), (2, 1)):
-        say(f"| {jobs} | {statistics.median(r[index] for r in runs):,.0f} | {max(r[3 + index] for r in runs) / 1e6:,.0f} |")
-    say(f"\n2 jobs vs 1, each repetition: {', '.join(f'{x:.2f}' for x in ratios)}; the ceiling: "
-        f"{', '.join(f'{r[2]:.2f}' for r in runs)}.\n")
-    ratio = statistics.median(ratios)
-    target(f"replay --out --jobs 2 vs --jobs 1, every paper ({papers:,}) of the {size:,}-event ledger (>= 1.6)",
-           ratio >= 1.6, f"{ratio:.2f}")
-
-
-# -- the report ------------------------------------------------------------------------------------------
-INDEX_SECTION = "## The paper index (issue 15)"
 # Figures of earlier runs, moved out of the README with their dates: kept when a run rewrites the file.
 ARCHIVE = ("<!-- figures formerly in the README: begin -->", "<!-- figures formerly in the README: end -->")
-INDEX_BEGIN, INDEX_END = "<!-- benchmarks.run --index: begin -->", "<!-- benchmarks.run --index: end -->"
 
 
-def index_section(reps: int, folder: Path) -> str:
-    """`--index`: what keeping the paper index costs (appends alone, and appends with the index kept at every
-    head or every 10th, paired transaction by transaction; the catch-up after a bulk import), proof latency
-    at 100k papers and proof sizes at 100k and 1M papers, as one section."""
-    lines: list[str] = []
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        lines.append(line)
-
-    workload = generate(10_000, seed=11)
-    cases = ((100, 10, workload), (100, 1, workload), (1, 100, workload[:1_000]), (1, 1, workload[:1_000]))
-    figures: dict[tuple[int, int], list[tuple[float, float]]] = {(b, e): [] for b, e, _ in cases}
-    for _ in range(reps):
-        for batch, every, events in cases:
-            figures[(batch, every)].append(interleaved_appends(events, batch, every, folder))
-    paired = {case: [kept / alone for kept, alone in runs] for case, runs in figures.items()}
-    proofs = index_proofs(folder / "papers.db", 100_000, reps)
-    shapes = {n: proof_shapes(n) for n in (100_000, 1_000_000)}
-    say(INDEX_BEGIN)
-    say(f"{INDEX_SECTION}\n")
-    say(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (`python -m benchmarks.run`, or `--index` for "
-        f"this section alone), {reps} repetitions, on {os.cpu_count()} cores. Python {sys.version.split()[0]}, SQLite "
-        f"{sqlite3.sqlite_version}, synchronous={SYNCHRONOUS}.\n")
-    say("An append never writes the paper index: it is kept at a tree size when a checkpoint, a proof or a bundle "
-        "first needs it there (`Store.keep_index`: the events since the largest size already kept, added in "
-        "one transaction holding the write lock on SQLite). So its cost falls on whoever signs "
-        "checkpoints, as often as they sign them. Below, two ledgers fed the same generated workload, their "
-        "transactions interleaved one by one (the order alternating): one only appends, the other also keeps "
-        "the index at its head after every transaction (a checkpoint per transaction: the most it can cost) or "
-        "after every 10th / 100th; the ratio is taken within each repetition. The keeping ledger's store appended "
-        "the events itself, so its catch-ups take them from memory (`Store.keep_index`, at most 10,000 of them); "
-        "the first row of the proofs' table reads them back from the log, as a catch-up by another process "
-        "does.\n")
-    say("| appends (SQLite, the generated workload) | appends and the index kept, events/s (median) | appends "
-        "alone, events/s (median) | paired ratio, median (each repetition) |\n|---|---|---|---|")
-    for batch, every, _ in cases:
-        runs = figures[(batch, every)]
-        kept = "every transaction" if every == 1 else f"every {every}th transaction"
-        say(f"| {batch} event{'s' if batch > 1 else ''}/transaction, index kept after {kept} | "
-            f"{statistics.median(r[0] for r in runs):,.0f} | {statistics.median(r[1] for r in runs):,.0f} | "
-            f"{statistics.median(paired[(batch, every)]):.2f} ({', '.join(f'{r:.2f}' for r in paired[(batch, every)])}) |")
-    say()
-    say("| the index's proofs | figure |\n|---|---|")
-    say(f"| the first checkpoint after a bulk import: the index kept at once for a log of "
-        f"{proofs['catch_up_events']:,} events (100,000 papers) | {proofs['catch_up_s']:.1f} s, "
-        f"{proofs['catch_up_events'] / proofs['catch_up_s']:,.0f} events/s |")
-    say(f"| `prove --paper` at 100,000 papers (a SQLite file; each proof a snapshot and one statement per level), "
-        f"a paper in the index: median / 99th percentile | {proofs['present_median'] * 1000:.3f} ms / "
-        f"{proofs['present_p99'] * 1000:.3f} ms |")
-    say(f"| the same, a paper not in the index (non-membership) | {proofs['absent_median'] * 1000:.3f} ms / "
-        f"{proofs['absent_p99'] * 1000:.3f} ms |")
-    say(f"| those proofs as printed (JSON): median / largest | {proofs['size_median']:,.0f} / {proofs['size_max']:,.0f} "
-        f"bytes ({proofs['depth_median']:.0f} siblings, median) |")
-    for n, shape in shapes.items():
-        say(f"| index proof at {n:,} papers, exact sizes from the tree's shape (2,000 papers): JSON median / largest; "
-            f"binary median / largest; siblings median / largest | {shape['json_median']:,.0f} / "
-            f"{shape['json_max']:,.0f} bytes; {shape['binary_median']:,.0f} / {shape['binary_max']:,.0f} bytes; "
-            f"{shape['depth_median']:.0f} / {shape['depth_max']} |")
-    say()
-    say("| target | figure | met |\n|---|---|---|")
-    rows = [(f"appends with the paper index kept after every {every}th transaction vs appends alone, {batch} "
-             f"event{'s' if batch > 1 else ''}/transaction (>= 0.8)", statistics.median(paired[(batch, every)]), True)
-            for batch, every, _ in cases if every > 1]
-    rows += [(f"the same, the index kept after every transaction, {batch} event{'s' if batch > 1 else ''}/transaction "
-              "(reported: a checkpoint per transaction)", statistics.median(paired[(batch, every)]), False)
-             for batch, every, _ in cases if every == 1]
-    for name, ratio, held in rows:
-        say(f"| {name} | {ratio:.2f} | {('yes' if ratio >= 0.8 else 'NO') if held else 'reported'} |")
-    for name, value, ok in (
-            ("index proof at 100,000 papers, median (< 1 ms)", f"{proofs['present_median'] * 1000:.3f} ms",
-             proofs["present_median"] < 0.001),
-            ("index proof at 1,000,000 papers, JSON, median (< 2 KB)", f"{shapes[1_000_000]['json_median']:,.0f} bytes",
-             shapes[1_000_000]["json_median"] < 2048)):
-        say(f"| {name} | {value} | {'yes' if ok else 'NO'} |")
-    say(INDEX_END)
-    return "\n".join(lines) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
+def command_line() -> argparse.ArgumentParser:
+    """The command line of `python -m benchmarks.run`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--million", action="store_true", help="also build and measure a 1M-event ledger")
@@ -733,9 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-whole", action="store_true", help="only the whole-command section (a quick check)")
     parser.add_argument("--index", action="store_true", help="only the paper index's figures, written as their own "
                         "section of --out (the rest of the file is kept)")
-    args = parser.parse_args(argv)
-    from benchmarks.whole import replay_command  # whole.py imports this module: here, not at the top
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, print and write the results file: every section, or the whole commands or the index alone.
+
+    Raises:
+        GateError: when a correctness gate fails (run_main prints it as one line).
+    """
+    args = command_line().parse_args(argv)
     gate(args.reps >= 5, "--reps must be at least 5")
     os.environ["LEDGER_SQLITE_SYNCHRONOUS"] = SYNCHRONOUS
     folder = Path(tempfile.mkdtemp(prefix="ledger-bench-", dir=HERE.parent))
@@ -746,163 +75,37 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(folder, ignore_errors=True)
         replace_section(Path(args.out), section.rstrip("\n"), INDEX_BEGIN, INDEX_END)
         return 0
-    lines, verdicts = [], []
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        lines.append(line)
-
-    def target(name: str, ok: bool | None, detail: str) -> None:
-        verdicts.append((name, ok, detail))
-
+    say = Report()
     try:
-        say(f"# Benchmark results\n\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
-            f"cores, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, synchronous={SYNCHRONOUS}, "
-            f"medians of {args.reps} repetitions. Command: `python -m benchmarks.run{' --million' if args.million else ''}"
-            f"{' --postgres URL' if args.postgres else ''}`.\n")
-        whole_commands(args, folder, say, target)
-        if not args.only_whole:
-            workload = generate(10_000, seed=11)
-            single = workload[:1_000]
-            say("## Appends (SQLite file, same file system, same synchronous setting)\n")
-            say("| path | events/s (median) |\n|---|---|")
-            contenders = ("ours100", "notree100", "peer100", "floor100", "sql100", "again100", "ours1", "peer1")
-            figures: dict[str, list[float]] = {k: [] for k in contenders}
-            for _ in range(args.reps):  # interleaved, so a slow moment hurts every contender alike
-                figures["ours100"].append(ours_append(workload, 100, folder))
-                with without_tree():
-                    figures["notree100"].append(ours_append(workload, 100, folder))
-                figures["peer100"].append(peer_append(workload, 100, folder))
-                figures["floor100"].append(floor_append(workload, 100, folder))
-                figures["sql100"].append(sql_alone(workload, 100, folder))
-                figures["again100"].append(ours_append(workload, 100, folder, again=True))
-                figures["ours1"].append(ours_append(single, 1, folder))
-                figures["peer1"].append(peer_append(single, 1, folder))
-            med = {k: statistics.median(v) for k, v in figures.items()}
-
-            def paired(ours: str, theirs: str) -> float:
-                """The median of the ratios measured side by side in each repetition: steadier than a ratio of
-                medians when the machine's speed drifts during the run."""
-                return statistics.median(a / b for a, b in zip(figures[ours], figures[theirs]))
-
-            names = {"ours100": "ledger import path, 100 events/transaction (dedupe + chain + Merkle tree + guards)",
-                     "notree100": "the same without keeping the Merkle tree",
-                     "peer100": "eventsourcing SQLiteApplicationRecorder, 100 events/transaction",
-                     "floor100": "plain sqlite3.executemany, same rows and table, no hashing, 100/transaction",
-                     "sql100": "our transactions' SQL alone: an import's inserts replayed, rows precomputed, guards on",
-                     "again100": "ledger, the same batches imported again (every fact present: refused, then looked up)",
-                     "ours1": "ledger, 1 event/transaction (durable commit each)",
-                     "peer1": "eventsourcing, 1 event/transaction"}
-            for key, name in names.items():
-                say(f"| {name} | {med[key]:,.0f} |")
-            disk = footprint(workload, folder)
-            say(f"\nOn disk, per event: ledger {disk['ours']:,.0f} bytes (events, fact index, paper links, Merkle "
-                f"nodes), eventsourcing {disk['peer']:,.0f}, plain rows {disk['floor']:,.0f}. Importing batches whose "
-                f"facts are all present runs at {paired('again100', 'ours100'):.2f} of a first import's speed. The database "
-                f"work of our appends alone (an import's inserts replayed with every row precomputed, the gap-free "
-                f"guard on) runs at {paired('sql100', 'peer100'):.2f} of the peer's whole append; our import path at "
-                f"{paired('ours100', 'sql100'):.2f} of its own SQL.")
-            say()
-            ratio = paired("ours100", "peer100")
-            target("batched import vs the eventsourcing recorder alone (target retired by issue 16: reported)", None,
-                   f"{ratio:.2f}")
-            for name, ours, theirs, least in (("single-event appends vs peer", "ours1", "peer1", 0.9),
-                                               ("import vs executemany floor", "ours100", "floor100", 0.5),
-                                               ("appends keeping the Merkle tree vs without it (reported)", "ours100",
-                                                "notree100", 0.8)):
-                ratio = paired(ours, theirs)
-                target(f"{name} (>= {least})", ratio >= least, f"{ratio:.2f}")
-
-            sizes = [10_000, 100_000] + ([1_000_000] if args.million else [])
-            say("## Ledgers of several sizes\n")
-            say("| events | build s | probe rebuild ms (median) | SQL statements | events read | verify events/s "
-                "| tight loop events/s | replay-all + verify: traced peak MB | max RSS MB | `replay --out --jobs 2` records/s "
-                "| its largest process, max RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|")
-            results, paths = {}, {}
-            for size in sizes:
-                events = generate(size, seed=size)
-                started = time.perf_counter()
-                paths[size] = folder / f"ledger-{size}.db"
-                store = build_ledger(events, paths[size])
-                built = time.perf_counter() - started
-                del events
-                verify_rate, tight_rate, verify_ratio = verify_speed(store, size, args.reps)
-                store.close()
-                papers, n, traced, rss = peak_memory(paths[size])
-                gate(n == size, "peak run: wrong event count")
-                replay_rate, _, replay_rss = replay_command(paths[size], 2, folder, papers)
-                results[size] = dict(built=built, verify=verify_rate, tight=tight_rate, verify_ratio=verify_ratio,
-                                     traced=traced, rss=rss, papers=papers, replay=replay_rate, replay_rss=replay_rss)
-            rounds = rebuild_latencies(paths, args.reps)  # after every ledger is built: interleaved, paired
-            for size, result in results.items():
-                latency = statistics.median(t for t, _, _ in rounds[size])
-                statements, read = max(s for _, s, _ in rounds[size]), rounds[size][0][2]
-                result.update(latency=latency, statements=statements)
-                say(f"| {size:,} | {result['built']:.1f} | {latency * 1000:.2f} | {statements} | {read} | "
-                    f"{result['verify']:,.0f} | {result['tight']:,.0f} | {result['traced'] / 1e6:.1f} | {result['rss'] / 1e6:.0f} | "
-                    f"{result['replay']:,.0f} | {result['replay_rss'] / 1e6:.0f} |")
-            say()
-            large = results[sizes[-1]]
-            corpus_scale(paths[sizes[-1]], sizes[-1], large["papers"], args.reps, folder, say, target)
-            target("rebuild statements (<= 6)", all(r["statements"] <= 6 for r in results.values()),
-                   str(max(r["statements"] for r in results.values())))
-            latency_ratio = statistics.median(a[0] / b[0] for a, b in zip(rounds[sizes[-1]], rounds[sizes[0]]))
-            target(f"rebuild latency {sizes[-1]:,} vs {sizes[0]:,} events (<= 1.3)", latency_ratio <= 1.3,
-                   f"{latency_ratio:.2f}")
-            target("verify vs tight recompute loop (>= 0.5)", min(r["verify_ratio"] for r in results.values()) >= 0.5,
-                   f"{min(r['verify_ratio'] for r in results.values()):.2f}")
-            ref = results[100_000]
-            target(f"peak memory {sizes[-1]:,} vs 100,000 events (<= 1.3), traced",
-                   large["traced"] / ref["traced"] <= 1.3, f"{large['traced'] / ref['traced']:.2f}")
-            target(f"peak memory {sizes[-1]:,} vs 100,000 events (<= 1.3), RSS",
-                   large["rss"] / ref["rss"] <= 1.3, f"{large['rss'] / ref['rss']:.2f}")
-            target(f"peak memory of `replay --out --jobs 2` {sizes[-1]:,} vs 100,000 events (<= 1.3), RSS",
-                   large["replay_rss"] / ref["replay_rss"] <= 1.3, f"{large['replay_rss'] / ref['replay_rss']:.2f}")
-
-            if args.postgres:
-                say("## PostgreSQL, batched (100 events/transaction)\n")
-                pg_events = generate(20_000, seed=5)
-                counts = (1, 2, 4, 8)
-                for _ in range(args.reps):
-                    for n in counts:
-                        figures.setdefault(f"pg{n}", []).append(postgres_writers(args.postgres, pg_events, n, folder))
-                say("| concurrent writer processes | events/s (median) | vs 1 writer (paired) |\n|---|---|---|")
-                for n in counts:
-                    say(f"| {n} | {statistics.median(figures[f'pg{n}']):,.0f} | {paired(f'pg{n}', 'pg1'):.2f} |")
-                say()
-                ratio = paired("pg4", "pg1")
-                target("PostgreSQL 4 writers vs 1 (>= 0.8)", ratio >= 0.8, f"{ratio:.2f}")
-                # Appends are serialized: past the writers it takes to keep the lock busy, more writers queue. The
-                # lock collapses throughput if the rate keeps falling as they are added.
-                plateau = paired("pg8", "pg2")
-                target("PostgreSQL 8 writers vs 2: a plateau, not a collapse (>= 0.8)", plateau >= 0.8, f"{plateau:.2f}")
-        say("## Targets\n")
-        say("| target | ratio | met |\n|---|---|---|")
-        for name, ok, detail in verdicts:
-            say(f"| {name} | {detail} | {'reported' if ok is None else 'yes' if ok else 'NO'} |")
-        say("\nCorrectness gates passed: chains verify, sequence numbers contiguous, every row present, no lock errors.")
-        if not args.only_whole:
-            say()
-            lines.append(index_section(args.reps, folder).rstrip("\n"))  # it printed its lines itself
+        sections(args, folder, say)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN, SECTION_END as PUBLISH_END
-    from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN, SECTION_END as MONITOR_END
-    from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; keep them
-
     kept = (kept_section(args.out, SECTION_BEGIN, SECTION_END) + kept_section(args.out, PUBLISH_BEGIN, PUBLISH_END)
             + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, *ARCHIVE))
-    Path(args.out).write_text("\n".join(lines) + "\n" + kept)
+    Path(args.out).write_text("\n".join(say.lines) + "\n" + kept)
     return 0
 
 
-def run_main(main) -> None:
-    """A benchmark's entry point: its exit code, or 1 with one line when a correctness gate fails."""
-    try:
-        sys.exit(main())
-    except GateError as exc:
-        print(f"benchmark: correctness gate failed: {exc}", file=sys.stderr)
-        sys.exit(1)
+def sections(args: argparse.Namespace, folder: Path, say: Report) -> None:
+    """Every section of the full run in order, into `say`, the targets' table after them."""
+    say(f"# Benchmark results\n\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
+        f"cores, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, synchronous={SYNCHRONOUS}, "
+        f"medians of {args.reps} repetitions. Command: `python -m benchmarks.run{' --million' if args.million else ''}"
+        f"{' --postgres URL' if args.postgres else ''}`.\n")
+    whole_commands(args, folder, say, say.target)
+    if not args.only_whole:
+        appends_section(args.reps, folder, say, say.target)
+        sizes_section([10_000, 100_000] + ([1_000_000] if args.million else []), args.reps, folder, say, say.target)
+        if args.postgres:
+            postgres_section(args.postgres, args.reps, folder, say, say.target)
+    say("## Targets\n")
+    say("| target | ratio | met |\n|---|---|---|")
+    for name, ok, detail in say.verdicts:
+        say(f"| {name} | {detail} | {'reported' if ok is None else 'yes' if ok else 'NO'} |")
+    say("\nCorrectness gates passed: chains verify, sequence numbers contiguous, every row present, no lock errors.")
+    if not args.only_whole:
+        say()
+        say.lines.append(index_section(args.reps, folder).rstrip("\n"))  # it printed its lines itself
 
 
 if __name__ == "__main__":

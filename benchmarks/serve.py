@@ -16,22 +16,18 @@ their own that `benchmarks.run` keeps when it rewrites the file.
 from __future__ import annotations
 
 import argparse
-import http.client
 import os
-import re
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import Callable, NamedTuple
 
+from benchmarks.common import AS_OF, HERE, Report, gate, import_batch, percentile, replace_section, run_main
 from benchmarks.generate import PROBE, generate
-from benchmarks.run import GateError, gate, import_batch, percentile, replace_section, run_main
+from benchmarks.http_load import Nginx, Server, load, timed, wrk
 from ledger.log.signed_notes import generate_signer
 from ledger.storage.store import Store
 from ledger.core.canonical import canonical
@@ -40,145 +36,7 @@ from ledger.web.publish import publish
 from ledger.core.times import when
 from ledger.web.site import Site
 
-HERE = Path(__file__).parent
-AS_OF = "2027-06-01T00:00:00Z"
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.serve: begin -->", "<!-- benchmarks.serve: end -->"
-
-
-def timed(work, count: int) -> list[float]:
-    """Milliseconds of each of `count` runs of `work`."""
-    times = []
-    for _ in range(count):
-        started = time.perf_counter()
-        work()
-        times.append((time.perf_counter() - started) * 1000)
-    return times
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Server:
-    """`ledger serve` in a process group of its own, stopped by itself after `limit` seconds at the latest."""
-
-    def __init__(self, db: Path, workers: int, key: Path, limit: int = 900):
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            ["timeout", "--kill-after=5", str(limit), sys.executable, "-m", "ledger.cli", "--db", str(db), "serve",
-             "--port", str(self.port), "--workers", str(workers), "--key", str(key)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                connection.request("GET", "/evidence")
-                if connection.getresponse().status == 200:
-                    connection.close()
-                    return
-            except OSError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise GateError("ledger serve did not start")
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-
-
-class Nginx:
-    """nginx (Debian's package) serving the folder `publish` wrote, one worker process, on loopback: the anchor a
-    static host gives. Installed by `apt-get install nginx-light` when missing; run in the foreground, its own
-    prefix, pid and logs in `folder`."""
-
-    def __init__(self, folder: Path, root: Path):
-        folder.chmod(0o755)  # nginx's workers run as another user (nobody, www-data) when started as root
-        if shutil.which("nginx") is None and shutil.which("/usr/sbin/nginx") is None:
-            subprocess.run(["apt-get", "install", "-y", "-q", "nginx-light"], check=True, capture_output=True)
-        self.port = free_port()
-        conf = folder / "nginx.conf"
-        conf.write_text(
-            f"worker_processes 1;\nerror_log {folder}/nginx-error.log;\npid {folder}/nginx.pid;\ndaemon off;\n"
-            "events { worker_connections 256; }\n"
-            "http {\n  access_log off;\n  types { application/json json; text/html html; text/css css; "
-            "application/javascript js; }\n  default_type application/octet-stream;\n"
-            f"  server {{\n    listen 127.0.0.1:{self.port};\n    root {root};\n"
-            "    location / { try_files $uri $uri/index.html =404; }\n  }\n}\n")
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.process = subprocess.Popen([binary, "-c", str(conf), "-p", str(folder)], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise GateError("nginx did not start")
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=20)
-
-
-def load(port: int, path: str, expected: bytes, total: int, threads: int) -> tuple[float, list[float]]:
-    """Requests per second and each request's latency (ms): `total` GETs of `path` from `threads` threads."""
-    latencies: list[float] = []
-    failures: list[str] = []
-    lock = threading.Lock()
-
-    def worker(count: int) -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        mine = []
-        for _ in range(count):
-            started = time.perf_counter()
-            connection.request("GET", path)
-            response = connection.getresponse()
-            body = response.read()
-            mine.append((time.perf_counter() - started) * 1000)
-            if response.status != 200 or body != expected:
-                failures.append(f"{path}: status {response.status}, {len(body)} bytes")
-        connection.close()
-        with lock:
-            latencies.extend(mine)
-
-    per_thread = total // threads
-    pool = [threading.Thread(target=worker, args=(per_thread,)) for _ in range(threads)]
-    started = time.perf_counter()
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    elapsed = time.perf_counter() - started
-    gate(not failures, failures[0] if failures else "")
-    return len(latencies) / elapsed, latencies
-
-
-def wrk(port: int, path: str, seconds: int = 5) -> tuple[float, float, float] | None:
-    """(requests/s, p50 ms, p99 ms) from wrk (2 threads, 4 connections) for `seconds`, or None without wrk: a
-    load generator in C, so that nginx's figure is not the Python client's bound."""
-    binary = shutil.which("wrk")
-    if binary is None:
-        return None
-    done = subprocess.run([binary, "-t2", "-c4", f"-d{seconds}s", "--latency", f"http://127.0.0.1:{port}{path}"],
-                          capture_output=True, text=True, timeout=seconds + 30)
-    rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
-    gate(done.returncode == 0 and rate is not None and "Non-2xx" not in done.stdout, f"wrk: {done.stdout[-300:]}")
-    units = {"us": 0.001, "ms": 1.0, "s": 1000.0}
-    quantiles = {q: float(v) * units[u] for q, v, u in re.findall(r"\s(50|99)%\s+([\d.]+)(us|ms|s)\b", done.stdout)}
-    return float(rate.group(1)), quantiles.get("50", 0.0), quantiles.get("99", 0.0)
 
 
 def write_section(path: Path, lines: list[str]) -> None:
@@ -186,7 +44,127 @@ def write_section(path: Path, lines: list[str]) -> None:
     replace_section(path, "\n".join([SECTION_BEGIN, *lines, SECTION_END]), SECTION_BEGIN, SECTION_END)
 
 
+class Bench(NamedTuple):
+    """The ledger served, its key, and the two pages asked for with their in-process bytes and work."""
+    db: Path
+    key: Path
+    store: Store
+    signer: object
+    events: int
+    paths: dict[str, tuple[str, bytes]]  # name: (URL path, the bytes every response must have)
+    work: dict[str, Callable[[], object]]  # name: the same work in process, without HTTP
+    rebuild: Callable[[], bytes]
+
+
+def bench(events: int, folder: Path) -> Bench:
+    """A ledger of `events` generated events in `folder`, a signing key beside it, and the probe's pages."""
+    db = folder / "ledger.db"
+    store = Store.create(str(db))
+    generated = generate(events, seed=11)
+    for start in range(0, len(generated), 5_000):
+        import_batch(store, generated[start:start + 5_000])
+    signer = generate_signer("bench.example/ledger")
+    key = folder / "ledger.key"
+    key.write_text(f"{signer}\n")
+    at = when("as_of", AS_OF)
+    site = Site(store, signer)
+
+    def rebuild() -> bytes:
+        return canonical(build_record(PROBE, store.paper_facts(PROBE), at))
+
+    json_bytes, html_bytes = rebuild(), site.record_html(PROBE, at).content
+    work = {"JSON": rebuild, "HTML": lambda: site.record_html(PROBE, at)}
+    paths = {"JSON": (f"/paper/{PROBE}/citation-record.json?as_of={AS_OF}", json_bytes),
+             "HTML": (f"/paper/{PROBE}/citation-record?as_of={AS_OF}", html_bytes)}
+    for _ in range(20):  # warm
+        rebuild()
+    return Bench(db, key, store, signer, len(generated), paths, work, rebuild)
+
+
+def one_at_a_time(b: Bench, reps: int, requests: int, servers: list) -> dict[str, dict[str, list[float]]]:
+    """Latency, one request at a time, interleaved with the same work in process: these machines drift, so
+    each repetition compares the two within itself, and the figure is the median of those."""
+    server = Server(b.db, 1, b.key)
+    servers.append(server)
+    figures: dict[str, dict[str, list[float]]] = {
+        kind: {"JSON": [], "HTML": []} for kind in ("inside", "served", "rates", "overheads", "ratios")}
+    for name, (path, expected) in b.paths.items():
+        load(server.port, path, expected, 100, 1)  # warm: imports, caches, the connection
+    for _ in range(reps):
+        rebuilt = statistics.median(timed(b.rebuild, 20))
+        for name, (path, expected) in b.paths.items():
+            here = timed(b.work[name], requests // (4 * reps))
+            rate, latencies = load(server.port, path, expected, requests // reps, 1)
+            figures["inside"][name] += here
+            figures["served"][name] += latencies
+            figures["rates"][name].append(rate)
+            overhead = statistics.median(latencies) - statistics.median(here)
+            figures["overheads"][name].append(overhead)
+            figures["ratios"][name].append(overhead / rebuilt)
+    server.stop()
+    return figures
+
+
+def throughput(b: Bench, requests: int, servers: list) -> list[tuple]:
+    """Several client threads at once, one and two worker processes: a row per path and worker count."""
+    rows = []
+    for workers in (1, 2):
+        server = Server(b.db, workers, b.key)
+        servers.append(server)
+        for name, (path, expected) in b.paths.items():
+            load(server.port, path, expected, 200, 4)  # warm
+            rate, latencies = load(server.port, path, expected, requests, 4)
+            rows.append((name, workers, 4, rate, percentile(latencies, 0.5), percentile(latencies, 0.99)))
+        server.stop()
+    return rows
+
+
+def publish_twice(b: Bench, out: Path) -> tuple:
+    """`publish` into an empty folder and again: (first's result, its seconds, again's result, its seconds)."""
+    publish_at = when("as_of", AS_OF)
+    started = time.perf_counter()
+    first = publish(b.store, out, publish_at, b.signer)
+    first_s = time.perf_counter() - started
+    started = time.perf_counter()
+    again = publish(b.store, out, publish_at, b.signer)
+    again_s = time.perf_counter() - started
+    gate(first.unchanged == 0 and first.written > 0, f"publish: {first}")
+    gate(again.written == 0 and again.unchanged == first.written, f"publish again: {again}")
+    return first, first_s, again, again_s
+
+
+def beside_nginx(b: Bench, folder: Path, out: Path, reps: int, requests: int, servers: list) -> tuple[dict, dict]:
+    """Side by side, in one run: `ledger serve` (one worker, answering from its cache) and nginx serving the
+    files publish wrote for the same paths, the same client (4 threads, keep-alive), the same bytes checked;
+    and the same under wrk where it is installed."""
+    static = Nginx(folder, out)
+    servers.append(static)
+    server = Server(b.db, 1, b.key)
+    servers.append(server)
+    who_port = (("ledger serve", server.port), ("nginx", static.port))
+    anchored, fast = {}, {}
+    for name, (path, expected) in b.paths.items():
+        for who, port in who_port:
+            load(port, path, expected, 200, 4)  # warm
+        measured: dict[str, list] = {"ledger serve": [], "nginx": []}
+        for _ in range(reps):  # interleaved: these machines drift
+            for who, port in who_port:
+                measured[who].append(load(port, path, expected, requests // reps, 4))
+        anchored[name] = {who: (statistics.median(rate for rate, _ in runs),
+                                [latency for _, latencies in runs for latency in latencies])
+                          for who, runs in measured.items()}
+        fast[name] = {who: [wrk(port, path) for _ in range(3)] for who, port in who_port}
+    server.stop()
+    static.stop()
+    return anchored, fast
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Measure, print and write this benchmark's section of the results file.
+
+    Raises:
+        GateError: when a correctness gate fails (run_main prints it as one line).
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=2_000, help="requests per path and measurement")
@@ -194,183 +172,114 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="ledger-serve-bench-"))
-    lines: list[str] = []
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        lines.append(line)
-
-    servers: list[Server] = []
+    say = Report()
+    servers: list = []
     try:
-        db = folder / "ledger.db"
-        store = Store.create(str(db))
-        events = generate(args.events, seed=11)
-        for start in range(0, len(events), 5_000):
-            import_batch(store, events[start:start + 5_000])
-        signer = generate_signer("bench.example/ledger")
-        key = folder / "ledger.key"
-        key.write_text(f"{signer}\n")
-        at = when("as_of", AS_OF)
-        site = Site(store, signer)
-
-        # In process: the same work the server does for each request, without HTTP.
-        def rebuild() -> bytes:
-            return canonical(build_record(PROBE, store.paper_facts(PROBE), at))
-
-        json_bytes, html_bytes = rebuild(), site.record_html(PROBE, at).content
-        work = {"JSON": rebuild, "HTML": lambda: site.record_html(PROBE, at)}
-        paths = {"JSON": (f"/paper/{PROBE}/citation-record.json?as_of={AS_OF}", json_bytes),
-                 "HTML": (f"/paper/{PROBE}/citation-record?as_of={AS_OF}", html_bytes)}
-        for _ in range(20):  # warm
-            rebuild()
-        # Latency, one request at a time, interleaved with the same work in process: these machines drift,
-        # so each repetition compares the two within itself, and the figure is the median of those.
-        server = Server(db, 1, key)
-        servers.append(server)
-        inside: dict[str, list[float]] = {"JSON": [], "HTML": []}
-        served: dict[str, list[float]] = {"JSON": [], "HTML": []}
-        rates: dict[str, list[float]] = {"JSON": [], "HTML": []}
-        overheads: dict[str, list[float]] = {"JSON": [], "HTML": []}
-        ratios: dict[str, list[float]] = {"JSON": [], "HTML": []}
-        for name, (path, expected) in paths.items():
-            load(server.port, path, expected, 100, 1)  # warm: imports, caches, the connection
-        for _ in range(args.reps):
-            rebuilt = statistics.median(timed(rebuild, 20))
-            for name, (path, expected) in paths.items():
-                here = timed(work[name], args.requests // (4 * args.reps))
-                rate, latencies = load(server.port, path, expected, args.requests // args.reps, 1)
-                inside[name] += here
-                served[name] += latencies
-                rates[name].append(rate)
-                overhead = statistics.median(latencies) - statistics.median(here)
-                overheads[name].append(overhead)
-                ratios[name].append(overhead / rebuilt)
-        server.stop()
-        # Throughput: several client threads at once, one and two worker processes.
-        rows = []
-        for workers in (1, 2):
-            server = Server(db, workers, key)
-            servers.append(server)
-            for name, (path, expected) in paths.items():
-                load(server.port, path, expected, 200, 4)  # warm
-                rate, latencies = load(server.port, path, expected, args.requests, 4)
-                rows.append((name, workers, 4, rate, percentile(latencies, 0.5), percentile(latencies, 0.99)))
-            server.stop()
-
-        papers = sum(1 for _ in store.papers(when("as_of", "2100-01-01").key))
-        out = folder / "site"
-        publish_at = when("as_of", AS_OF)
-        started = time.perf_counter()
-        first = publish(store, out, publish_at, signer)
-        first_s = time.perf_counter() - started
-        started = time.perf_counter()
-        again = publish(store, out, publish_at, signer)
-        again_s = time.perf_counter() - started
-        gate(first.unchanged == 0 and first.written > 0, f"publish: {first}")
-        gate(again.written == 0 and again.unchanged == first.written, f"publish again: {again}")
-        # Side by side, in one run: `ledger serve` (one worker, answering from its cache) and nginx serving the
-        # files publish wrote for the same paths, the same client (4 threads, keep-alive), the same bytes checked.
-        static = Nginx(folder, out)
-        servers.append(static)
-        server = Server(db, 1, key)
-        servers.append(server)
-        anchored, fast = {}, {}
-        for name, (path, expected) in paths.items():
-            for who, port in (("ledger serve", server.port), ("nginx", static.port)):
-                load(port, path, expected, 200, 4)  # warm
-            measured = {"ledger serve": [], "nginx": []}
-            for _ in range(args.reps):  # interleaved: these machines drift
-                for who, port in (("ledger serve", server.port), ("nginx", static.port)):
-                    measured[who].append(load(port, path, expected, args.requests // args.reps, 4))
-            anchored[name] = {who: (statistics.median(rate for rate, _ in runs),
-                                    [latency for _, latencies in runs for latency in latencies])
-                              for who, runs in measured.items()}
-            fast[name] = {who: [wrk(port, path) for _ in range(3)]
-                          for who, port in (("ledger serve", server.port), ("nginx", static.port))}
-        server.stop()
-        static.stop()
-
-        say(SECTION_TITLE)
-        say(f"\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores, Python "
-            f"{sys.version.split()[0]}. Command: `python -m benchmarks.serve --events {args.events} --requests "
-            f"{args.requests} --reps {args.reps}`. A ledger of {len(events):,} events and {papers:,} papers (SQLite file); the record "
-            f"is the probe paper's (60 inbound, 40 outbound observations, {len(json_bytes):,} bytes of JSON, "
-            f"{len(html_bytes):,} of HTML) as of {AS_OF}, given in the URL.\n")
-        say(f"One request at a time, {args.reps} repetitions, each timing the work in process (no HTTP) and then the "
-            f"same page served by `ledger serve` (one worker, uvicorn, the store's own thread) on loopback, over one "
-            f"keep-alive connection; {args.requests:,} requests per path in all, every body checked against the "
-            "in-process bytes. Latency runs from sending the request to reading the whole body. The server answers a "
-            "page asked before at the same as-of from its cache (`web.answers`), so after the first request it does "
-            "less than the in-process rebuild:\n")
-        say("| path | in process: includes | in process p50 / p99 ms | served p50 / p99 ms | requests/s | "
-            "server's overhead at p50 (median of repetitions) | overhead / rebuild p50 |\n|---|---|---|---|---|---|---|")
-        includes = {"JSON": "reading the paper's events (1 SQL statement), the fold, the digests, the canonical bytes",
-                    "HTML": "the same, and rendering the page form (Jinja2)"}
-        for name in paths:
-            say(f"| {name} | {includes[name]} | {statistics.median(inside[name]):.2f} / {percentile(inside[name], 0.99):.2f} "
-                f"| {statistics.median(served[name]):.2f} / {percentile(served[name], 0.99):.2f} "
-                f"| {statistics.median(rates[name]):,.0f} | {statistics.median(overheads[name]):.2f} ms "
-                f"| {statistics.median(ratios[name]):.2f} |")
-        say("\nTarget: the server adds at most 1x the rebuild's own p50 (HTTP, routing, the hop to the store's thread; "
-            "for HTML, over the in-process rebuild and render):")
-        for name in paths:
-            ratio = statistics.median(ratios[name])
-            say(f"- {name}: {ratio:.2f}x, {'met' if ratio <= 1.0 else 'NOT met'}")
-        say(f"\nThroughput: {args.requests:,} requests per row from 4 client threads (each with its own keep-alive "
-            "connection) after 200 to warm up; the client's threads share the 2 cores with the server, so latency here "
-            "is mostly queueing:\n")
-        say("| path | worker processes | client threads | records served/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|")
-        for name, workers, threads, rate, p50, p99 in rows:
-            say(f"| {name} | {workers} | {threads} | {rate:,.0f} | {p50:.2f} | {p99:.2f} |")
-        say(f"\n`publish` of {first.papers:,} papers as of {AS_OF}, with a signing key (so each paper's integrity "
-            "page carries a compact evidence bundle at the paper's own size), into an empty folder and again:\n")
-        say("| run | includes | files written | files left alone | seconds | files/s |\n|---|---|---|---|---|---|")
-        say(f"| first | every record (JSON, HTML, one per day something changed), integrity, paper page, history, "
-            f"every tile and entry bundle of {first.tree_size:,} events, checkpoint | {first.written:,} | 0 | "
-            f"{first_s:.1f} | {first.written / first_s:,.0f} |")
-        say(f"| again, nothing changed | the state read, every file's size and time checked, no paper rendered | 0 | {again.unchanged:,} | "
-            f"{again_s:.1f} | {again.unchanged / again_s:,.0f} |")
-        say("\nServed beside a static host, in one run: `ledger serve` (one worker; a page asked before at the same "
-            "as-of is answered from its cache before any routing, checked against SQLite's commit counter, and against "
-            "the paper's facts only after a commit) and nginx "
-            "(one worker) serving the files `publish` wrote for the same paths; the same client, 4 threads with a "
-            f"keep-alive connection each, {args.requests:,} requests per row in {args.reps} interleaved repetitions "
-            "(requests/s: their median), every body checked against the in-process bytes:\n")
-        say("| path | server | includes | requests/s | p50 ms | p99 ms | of nginx's requests/s |\n"
-            "|---|---|---|---|---|---|---|")
-        serving = {"ledger serve": "HTTP (uvicorn with httptools and uvloop), SQLite's commit counter "
-                                   "(`PRAGMA data_version`, no thread hop), the cached bytes and headers",
-                   "nginx": "HTTP, reading the published file"}
-        for name, by in anchored.items():
-            for who, (rate, latencies) in by.items():
-                say(f"| {name} | {who} | {serving[who]} | {rate:,.0f} | {percentile(latencies, 0.5):.2f} | "
-                    f"{percentile(latencies, 0.99):.2f} | {rate / by['nginx'][0]:.3f} |")
-        judged = anchored
-        if all(run is not None for by in fast.values() for runs in by.values() for run in runs):
-            say("\nThe Python client above bounds nginx (its threads share the GIL and the 2 cores). The same paths "
-                "under wrk (C; 2 threads, 4 connections, 5 s; the median of 3 runs per row, interleaved with the "
-                "rows above; bodies checked above):\n")
-            say("| path | server | requests/s | p50 ms | p99 ms | of nginx's requests/s |\n|---|---|---|---|---|---|")
-            judged = {}
-            for name, by in fast.items():
-                medians = {who: tuple(statistics.median(run[i] for run in runs) for i in range(3))
-                           for who, runs in by.items()}
-                judged[name] = {who: (m[0], None) for who, m in medians.items()}
-                for who, (rate, p50, p99) in medians.items():
-                    say(f"| {name} | {who} | {rate:,.0f} | {p50:.2f} | {p99:.2f} | {rate / medians['nginx'][0]:.3f} |")
-        say("\nTarget (issue 29): the served record JSON at least 0.2 of nginx's requests/s"
-            + (" (under wrk)" if judged is not anchored else " (wrk missing: the Python client's figure)") + ":")
-        for name in judged:
-            ratio = judged[name]["ledger serve"][0] / judged[name]["nginx"][0]
-            say(f"- {name}: {ratio:.3f}, {'met' if ratio >= 0.2 else 'NOT met'}")
-        say("\nCorrectness gates passed: every response 200 with the in-process bytes; publish wrote every file "
-            "once, and a re-run wrote none.")
+        b = bench(args.events, folder)
+        latency = one_at_a_time(b, args.reps, args.requests, servers)
+        rows = throughput(b, args.requests, servers)
+        papers = sum(1 for _ in b.store.papers(when("as_of", "2100-01-01").key))
+        published = publish_twice(b, folder / "site")
+        anchored, fast = beside_nginx(b, folder, folder / "site", args.reps, args.requests, servers)
+        report_latency(args, b, papers, latency, say)
+        report_throughput(args, rows, published, say)
+        report_nginx(args, anchored, fast, say)
     finally:
         for server in servers:
             server.stop()
         shutil.rmtree(folder, ignore_errors=True)
-    write_section(Path(args.out), lines)
+    write_section(Path(args.out), say.lines)
     return 0
+
+
+def report_latency(args, b: Bench, papers: int, figures: dict[str, dict[str, list[float]]], say) -> None:
+    """The section's title, what was served, and the one-at-a-time table with its target."""
+    json_bytes, html_bytes = b.paths["JSON"][1], b.paths["HTML"][1]
+    say(SECTION_TITLE)
+    say(f"\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores, Python "
+        f"{sys.version.split()[0]}. Command: `python -m benchmarks.serve --events {args.events} --requests "
+        f"{args.requests} --reps {args.reps}`. A ledger of {b.events:,} events and {papers:,} papers (SQLite file); the record "
+        f"is the probe paper's (60 inbound, 40 outbound observations, {len(json_bytes):,} bytes of JSON, "
+        f"{len(html_bytes):,} of HTML) as of {AS_OF}, given in the URL.\n")
+    say(f"One request at a time, {args.reps} repetitions, each timing the work in process (no HTTP) and then the "
+        f"same page served by `ledger serve` (one worker, uvicorn, the store's own thread) on loopback, over one "
+        f"keep-alive connection; {args.requests:,} requests per path in all, every body checked against the "
+        "in-process bytes. Latency runs from sending the request to reading the whole body. The server answers a "
+        "page asked before at the same as-of from its cache (`web.answers`), so after the first request it does "
+        "less than the in-process rebuild:\n")
+    say("| path | in process: includes | in process p50 / p99 ms | served p50 / p99 ms | requests/s | "
+        "server's overhead at p50 (median of repetitions) | overhead / rebuild p50 |\n|---|---|---|---|---|---|---|")
+    includes = {"JSON": "reading the paper's events (1 SQL statement), the fold, the digests, the canonical bytes",
+                "HTML": "the same, and rendering the page form (Jinja2)"}
+    inside, served = figures["inside"], figures["served"]
+    for name in b.paths:
+        say(f"| {name} | {includes[name]} | {statistics.median(inside[name]):.2f} / {percentile(inside[name], 0.99):.2f} "
+            f"| {statistics.median(served[name]):.2f} / {percentile(served[name], 0.99):.2f} "
+            f"| {statistics.median(figures['rates'][name]):,.0f} | {statistics.median(figures['overheads'][name]):.2f} ms "
+            f"| {statistics.median(figures['ratios'][name]):.2f} |")
+    say("\nTarget: the server adds at most 1x the rebuild's own p50 (HTTP, routing, the hop to the store's thread; "
+        "for HTML, over the in-process rebuild and render):")
+    for name in b.paths:
+        ratio = statistics.median(figures["ratios"][name])
+        say(f"- {name}: {ratio:.2f}x, {'met' if ratio <= 1.0 else 'NOT met'}")
+
+
+def report_throughput(args, rows: list[tuple], published: tuple, say) -> None:
+    """The throughput table and the two publish runs."""
+    first, first_s, again, again_s = published
+    say(f"\nThroughput: {args.requests:,} requests per row from 4 client threads (each with its own keep-alive "
+        "connection) after 200 to warm up; the client's threads share the 2 cores with the server, so latency here "
+        "is mostly queueing:\n")
+    say("| path | worker processes | client threads | records served/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|")
+    for name, workers, threads, rate, p50, p99 in rows:
+        say(f"| {name} | {workers} | {threads} | {rate:,.0f} | {p50:.2f} | {p99:.2f} |")
+    say(f"\n`publish` of {first.papers:,} papers as of {AS_OF}, with a signing key (so each paper's integrity "
+        "page carries a compact evidence bundle at the paper's own size), into an empty folder and again:\n")
+    say("| run | includes | files written | files left alone | seconds | files/s |\n|---|---|---|---|---|---|")
+    say(f"| first | every record (JSON, HTML, one per day something changed), integrity, paper page, history, "
+        f"every tile and entry bundle of {first.tree_size:,} events, checkpoint | {first.written:,} | 0 | "
+        f"{first_s:.1f} | {first.written / first_s:,.0f} |")
+    say(f"| again, nothing changed | the state read, every file's size and time checked, no paper rendered | 0 | {again.unchanged:,} | "
+        f"{again_s:.1f} | {again.unchanged / again_s:,.0f} |")
+
+
+def report_nginx(args, anchored: dict, fast: dict, say) -> None:
+    """`ledger serve` beside nginx: the Python client's table, wrk's where it ran, and the target."""
+    say("\nServed beside a static host, in one run: `ledger serve` (one worker; a page asked before at the same "
+        "as-of is answered from its cache before any routing, checked against SQLite's commit counter, and against "
+        "the paper's facts only after a commit) and nginx "
+        "(one worker) serving the files `publish` wrote for the same paths; the same client, 4 threads with a "
+        f"keep-alive connection each, {args.requests:,} requests per row in {args.reps} interleaved repetitions "
+        "(requests/s: their median), every body checked against the in-process bytes:\n")
+    say("| path | server | includes | requests/s | p50 ms | p99 ms | of nginx's requests/s |\n"
+        "|---|---|---|---|---|---|---|")
+    serving = {"ledger serve": "HTTP (uvicorn with httptools and uvloop), SQLite's commit counter "
+                               "(`PRAGMA data_version`, no thread hop), the cached bytes and headers",
+               "nginx": "HTTP, reading the published file"}
+    for name, by in anchored.items():
+        for who, (rate, latencies) in by.items():
+            say(f"| {name} | {who} | {serving[who]} | {rate:,.0f} | {percentile(latencies, 0.5):.2f} | "
+                f"{percentile(latencies, 0.99):.2f} | {rate / by['nginx'][0]:.3f} |")
+    judged = anchored
+    if all(run is not None for by in fast.values() for runs in by.values() for run in runs):
+        say("\nThe Python client above bounds nginx (its threads share the GIL and the 2 cores). The same paths "
+            "under wrk (C; 2 threads, 4 connections, 5 s; the median of 3 runs per row, interleaved with the "
+            "rows above; bodies checked above):\n")
+        say("| path | server | requests/s | p50 ms | p99 ms | of nginx's requests/s |\n|---|---|---|---|---|---|")
+        judged = {}
+        for name, by in fast.items():
+            medians = {who: tuple(statistics.median(run[i] for run in runs) for i in range(3))
+                       for who, runs in by.items()}
+            judged[name] = {who: (m[0], None) for who, m in medians.items()}
+            for who, (rate, p50, p99) in medians.items():
+                say(f"| {name} | {who} | {rate:,.0f} | {p50:.2f} | {p99:.2f} | {rate / medians['nginx'][0]:.3f} |")
+    say("\nTarget (issue 29): the served record JSON at least 0.2 of nginx's requests/s"
+        + (" (under wrk)" if judged is not anchored else " (wrk missing: the Python client's figure)") + ":")
+    for name in judged:
+        ratio = judged[name]["ledger serve"][0] / judged[name]["nginx"][0]
+        say(f"- {name}: {ratio:.3f}, {'met' if ratio >= 0.2 else 'NOT met'}")
+    say("\nCorrectness gates passed: every response 200 with the in-process bytes; publish wrote every file "
+        "once, and a re-run wrote none.")
 
 
 SECTION_TITLE = "## Serving and publishing (`benchmarks.serve`)"

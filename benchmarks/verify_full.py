@@ -19,12 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common import HERE, build_ledger, command, compiled, gate, replace_section, run_main
 from benchmarks.generate import generate
-from benchmarks.run import build_ledger, gate, replace_section, run_main
-from benchmarks.whole import command, compiled
 from ledger.storage.store import Store
 
-HERE = Path(__file__).parent
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.verify_full: begin -->", "<!-- benchmarks.verify_full: end -->"
 SECTION_TITLE = "## `verify` and `verify --full` (`benchmarks.verify_full`)"
 

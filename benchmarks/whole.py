@@ -5,14 +5,12 @@ same events, in the same run, interleaved with the others. What each row include
 decoding (JSON to events), checks (shapes, timestamps, digests, the record's byte-for-byte rebuild),
 append (chain, fact index, paper links, guards), tree (the RFC 9162 Merkle tree).
 
-The peers: the `eventsourcing` SQLite recorder (appends), and `pymerkle`'s SQLite tree (leaves, inclusion
-and consistency proofs), fed the same events and the same leaves; both run with the ledger's journal mode
-and `synchronous` setting.
+The peers (benchmarks/peers.py) run beside them on the same events and the same leaves.
 """
 
 from __future__ import annotations
 
-import random
+import statistics
 import subprocess
 import sys
 import time
@@ -20,13 +18,12 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmarks.corpus import AS_OF, write_corpus
-from benchmarks.run import HERE, gate  # run.py imports this module inside its main only: no cycle at load
+from benchmarks.common import AS_OF, HERE, command, compiled, gate, new_ledger, paired, remove
+from benchmarks.corpus import write_corpus
+from benchmarks.peers import peer_job, peer_pair, proof_rates
 from ledger.log.chain import entry_bytes, verify_entries
 from ledger.model.events import Event
 from ledger.importing.importer import Parsed, import_inputs, parse_input
-from ledger.log.merkle import root
-from ledger.services.proofs import prove_consistency, prove_inclusion
 from ledger.storage.store import Store
 
 
@@ -47,18 +44,6 @@ def corpus(folder: Path, papers: int, records: int) -> Corpus:
     return Corpus(lines, files, ledger, line_events, record_events)
 
 
-def remove(path: Path) -> None:
-    """A database file and its SQLite companions: a run makes dozens, some of 100 MB."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def new_ledger(folder: Path) -> Path:
-    path = folder / f"ledger-{uuid.uuid4().hex}.db"
-    Store.create(str(path)).close()
-    return path
-
-
 def in_process(events: list[Event], folder: Path) -> float:
     """Events/s of the append path alone (dedupe, chain, tree, SQL), in one transaction as a command runs it,
     from events already decoded and checked in memory."""
@@ -71,37 +56,6 @@ def in_process(events: list[Event], folder: Path) -> float:
     remove(path)
     gate(appended == len(events), f"in process: {appended} of {len(events)} appended")
     return len(events) / elapsed
-
-
-def command(args: list[str], stdin: Path | None = None) -> tuple[float, bytes, int]:
-    """Seconds from process start to exit, stdout, and the largest process's peak RSS (bytes) of a
-    `ledger` command (a fresh interpreter, as a user starts it; `stdin` a file piped into it), run from a
-    small wrapper so that the RSS is the command's and its workers', not this process's."""
-    wrapper = ("import resource, subprocess, sys, time\n"
-               "started = time.perf_counter()\n"
-               "done = subprocess.run(sys.argv[1:], capture_output=True)\n"
-               "elapsed = time.perf_counter() - started\n"
-               "sys.stderr.buffer.write(done.stderr)\n"
-               "sys.stdout.buffer.write(done.stdout)\n"
-               "print(elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, done.returncode,\n"
-               "      file=sys.stderr)\n")
-    with open(stdin or "/dev/null", "rb") as given:
-        done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "ledger.cli", *args], capture_output=True,
-                              cwd=HERE.parent, stdin=given)
-    *errors, summary = done.stderr.decode().strip().splitlines()
-    elapsed, rss, code = summary.split()
-    gate(code == "0" and not errors, f"ledger {' '.join(args[:4])}...: exit {code}: {errors}")
-    return float(elapsed), done.stdout, int(rss)
-
-
-def compiled() -> None:
-    """The project's modules compiled to bytecode before any command is timed, as an installed package has
-    them (pip compiles a wheel's modules; an editable install, run with PYTHONDONTWRITEBYTECODE set as on
-    this machine, would compile every changed module again in every command)."""
-    import compileall
-
-    for package in ("cli", "ledger", "projections", "web"):
-        gate(compileall.compile_dir(str(HERE.parent / package), quiet=1), f"compileall {package}: failed")
 
 
 def startup(folder: Path) -> float:
@@ -195,40 +149,6 @@ def replay_command(ledger: Path, jobs: int, folder: Path, papers: int | None = N
     return written / elapsed, written, rss
 
 
-def peer_recorder(folder: Path):
-    from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
-
-    path = folder / f"peer-{uuid.uuid4().hex}.db"
-    datastore = SQLiteDatastore(str(path))
-    recorder = SQLiteApplicationRecorder(datastore)
-    recorder.create_table()
-    with datastore.transaction(commit=False) as cursor:
-        cursor.execute("PRAGMA synchronous")
-        gate(cursor.fetchone()[0] == 2, "peer: synchronous is not FULL")
-    return datastore, recorder, path
-
-
-def stored_events(events: list[Event]) -> list:
-    from eventsourcing.persistence import StoredEvent
-
-    versions: dict[str, int] = {}
-    stored = []
-    for e in events:  # the same pre-encoded payloads; one aggregate per subject
-        versions[e.subject] = versions.get(e.subject, 0) + 1
-        stored.append(StoredEvent(originator_id=uuid.uuid5(uuid.NAMESPACE_URL, e.subject),
-                                  originator_version=versions[e.subject], topic=e.kind, state=e.payload))
-    return stored
-
-
-def _tree(folder: Path):
-    from pymerkle import SqliteTree
-
-    tree = SqliteTree(str(folder / f"pymerkle-{uuid.uuid4().hex}.db"))
-    tree.con.execute("PRAGMA journal_mode=WAL")  # the ledger's setting
-    tree.con.execute("PRAGMA synchronous=FULL")
-    return tree
-
-
 def leaves_of(events: list[Event], folder: Path) -> tuple[list[bytes], Path]:
     """The Merkle leaves (entry bytes) of these events as the ledger appends them, and that ledger."""
     path = new_ledger(folder)
@@ -237,101 +157,6 @@ def leaves_of(events: list[Event], folder: Path) -> tuple[list[bytes], Path]:
     leaves = [entry_bytes(e.seq, e.kind, e.effective_at, e.recorded_at, e.payload) for e in store.entries()]
     store.close()
     return leaves, path
-
-
-def peer_pair(events: list[Event], leaves: list[bytes], folder: Path) -> float:
-    """Events/s of what a Python user would assemble instead: the eventsourcing recorder appending the events
-    and pymerkle's SQLite tree appending their leaves, each in one transaction (encoded beforehand, as ours)."""
-    datastore, recorder, path = peer_recorder(folder)
-    stored = stored_events(events)
-    tree = _tree(folder)
-    started = time.perf_counter()
-    recorder.insert_events(stored)
-    tree.append_entries(leaves)
-    elapsed = time.perf_counter() - started
-    gate(tree.get_size() == len(leaves), "pymerkle: leaves missing")
-    count = len(recorder.select_notifications(start=1, limit=len(events) + 1))
-    gate(count == len(events), f"peer: {count} rows, expected {len(events)}")
-    tree.close()
-    datastore.close()
-    remove(Path(tree.dbfile))
-    remove(path)
-    return len(events) / elapsed
-
-
-PEER_JOB = """
-import sys, time, uuid, orjson
-from eventsourcing.persistence import StoredEvent
-from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
-datastore = SQLiteDatastore(sys.argv[2])
-recorder = SQLiteApplicationRecorder(datastore)
-recorder.create_table()
-versions, stored = {}, []
-for line in open(sys.argv[1], "rb"):
-    event = orjson.loads(line)
-    subject = orjson.dumps(event["payload"].get("observation_id") or event["payload"].get("arxiv_id")
-                           or [event["payload"].get("paper"), event["payload"].get("source")])
-    versions[subject] = versions.get(subject, 0) + 1
-    stored.append(StoredEvent(originator_id=uuid.uuid5(uuid.NAMESPACE_URL, subject.decode()),
-                              originator_version=versions[subject], topic=event["kind"],
-                              state=orjson.dumps(event["payload"], option=orjson.OPT_SORT_KEYS)))
-recorder.insert_events(stored)
-print(len(recorder.select_notifications(start=1, limit=len(stored) + 1)))
-"""
-
-
-def peer_job(lines: Path, expected: int, folder: Path) -> float:
-    """Events/s of the peer's whole job, process start to exit: the same file decoded with orjson (no checks)
-    and appended by the eventsourcing recorder in one transaction."""
-    db = folder / f"job-{uuid.uuid4().hex}.db"
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PEER_JOB, str(lines), str(db)], capture_output=True, cwd=HERE.parent)
-    elapsed = time.perf_counter() - started
-    remove(db)
-    gate(done.returncode == 0 and done.stdout.split() == [str(expected).encode()], f"peer job: {done.stderr!r}")
-    return expected / elapsed
-
-
-def _rate(prove, asked: list[tuple[int, int]]) -> float:
-    started = time.perf_counter()
-    for first, second in asked:
-        prove(first, second)
-    return len(asked) / (time.perf_counter() - started)
-
-
-def proof_rates(ledger: Path, leaves: list[bytes], folder: Path, count: int = 200, seed: int = 5) -> dict[str, float]:
-    """Proofs/s of ours (read from the store, as `ledger prove` builds them) and pymerkle's (its SQLite tree of
-    the same leaves, a fresh tree object each time so its cache starts cold as ours does), inclusion and
-    consistency, at the same tree sizes. Gate: both trees have the same root at every size asked."""
-    rng = random.Random(seed)
-    n = len(leaves)
-    sizes = [n, n // 2 + 1, n // 3 + 7]
-    inclusion = [(rng.randrange(1, size + 1), size) for size in sizes for _ in range(count // len(sizes))]
-    consistency = [(rng.randrange(1, size), size) for size in sizes for _ in range(count // len(sizes))]
-    store = Store.open(str(ledger))
-    tree = _tree(folder)
-    tree.append_entries(leaves)
-    tree_path = tree.dbfile
-    tree.close()
-    from pymerkle import SqliteTree
-
-    peer = SqliteTree(tree_path)
-    with store.reading() as cursor:
-        nodes = cursor.node_source(n)  # every size asked is at most n
-        for size in sizes:
-            gate(root(nodes, size) == peer.get_root(size), f"pymerkle's root differs from ours at size {size}")
-    peer.close()
-    rates = {"ours inclusion": _rate(lambda seq, size: prove_inclusion(store, seq, size), inclusion),
-             "ours consistency": _rate(lambda old, new: prove_consistency(store, old, new), consistency)}
-    for kind, asked in (("inclusion", inclusion), ("consistency", consistency)):
-        peer = SqliteTree(tree_path)  # a fresh tree object: its cache starts cold, as ours does
-        prove = peer.prove_inclusion if kind == "inclusion" else peer.prove_consistency
-        rates[f"pymerkle {kind}"] = _rate(prove, asked)
-        peer.close()
-    store.close()
-    remove(Path(tree_path))
-    return rates
-
 
 
 def profile_import(files: list[Path], folder: Path, top: int = 12) -> list[str]:
@@ -352,3 +177,133 @@ def profile_import(files: list[Path], folder: Path, top: int = 12) -> list[str]:
     out.unlink()
     remove(db)
     return rows
+
+
+def whole_figures(c: Corpus, leaves: list[bytes], leaves_ledger: Path, reps: int, papers: int,
+                  folder: Path) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Every whole-command contender's rate, `reps` times each, interleaved so a slow moment hurts every
+    contender alike; and the peak RSS of those that report one."""
+    lines, records = len(c.line_events), len(c.record_events)
+    figures: dict[str, list[float]] = {}
+    rss: dict[str, int] = {}
+
+    def add(key: str, value) -> None:
+        if isinstance(value, tuple):
+            value, rss[key] = value[0], value[-1]
+        figures.setdefault(key, []).append(value)
+
+    for _ in range(reps):
+        add("inproc lines", in_process(c.line_events, folder))
+        add("import lines 1", import_command([c.lines], 1, lines, folder))
+        add("import lines 2", import_command([c.lines], 2, lines, folder))
+        add("inproc records", in_process(c.record_events, folder))
+        add("import records 1", import_command(c.records, 1, records, folder))
+        add("import records 2", import_command(c.records, 2, records, folder))
+        add("peer pair", peer_pair(c.line_events, leaves, folder))
+        add("peer job", peer_job(c.lines, lines, folder))
+        add("replay 1", replay_command(c.ledger, 1, folder, papers))
+        add("replay 2", replay_command(c.ledger, 2, folder, papers))
+        for name, rate in proof_rates(leaves_ledger, leaves, folder).items():
+            add(name, rate)
+        add("startup", startup(folder))
+        add("ceiling", ceiling())
+    return figures, rss
+
+
+def whole_rows(c: Corpus, papers: int, leaves: int) -> tuple[tuple[str, str, str], ...]:
+    """(figure, what it includes, unit) of each row of the whole-commands table."""
+    lines, records = len(c.line_events), len(c.record_events)
+    return (
+        ("inproc lines", f"in-process append path, the {lines:,} events decoded beforehand, one transaction (append, tree; "
+                         "no start-up, no decoding, no checks)", "events/s"),
+        ("import lines 1", "`ledger import events.jsonl`, 1 job (start-up, decoding, checks, append, tree)", "events/s"),
+        ("import lines 2", "the same, `--jobs 2`", "events/s"),
+        ("inproc records", f"in-process append path, the records' {records:,} events decoded beforehand (append, tree; "
+                           "no decoding, no checks, no rebuild)", "events/s"),
+        ("import records 1", f"`ledger import` of the {len(c.records):,} records, 1 job (start-up, decoding, checks, "
+                             "every digest, the byte-for-byte rebuild, append, tree)", "events/s"),
+        ("import records 2", "the same, `--jobs 2`", "events/s"),
+        ("peer pair", "eventsourcing recorder + pymerkle SQLite tree, the same events and leaves encoded beforehand, "
+                      "one transaction each (append, tree; no start-up, no decoding, no checks)", "events/s"),
+        ("peer job", "the peer's whole job: the same event lines decoded with orjson, appended by the eventsourcing "
+                     "recorder, process start to exit (start-up, decoding, append; no checks, no tree)", "events/s"),
+        ("replay 1", f"`ledger replay --as-of D --out DIR`, every paper ({papers:,}), 1 job (start-up, rebuild, "
+                     "digests, files)", "records/s"),
+        ("replay 2", "the same, `--jobs 2`", "records/s"),
+        ("ours inclusion", f"inclusion proofs, ours, from the store (tree of {leaves:,} leaves and two smaller sizes)",
+         "proofs/s"),
+        ("pymerkle inclusion", "inclusion proofs, pymerkle's SQLite tree, the same leaves and sizes", "proofs/s"),
+        ("ours consistency", "consistency proofs, ours, the same sizes", "proofs/s"),
+        ("pymerkle consistency", "consistency proofs, pymerkle", "proofs/s"),
+    )
+
+
+def whole_commands(args, folder: Path, say, target) -> None:
+    """`ledger import` and `ledger replay` as a user runs them, against the in-process append path on the same
+    events and against the peers (benchmarks/peers.py), interleaved, paired ratios of medians."""
+    compiled()
+    c = corpus(folder / "corpus", args.papers, args.records)
+    leaves, leaves_ledger = leaves_of(c.line_events, folder)
+    figures, rss = whole_figures(c, leaves, leaves_ledger, args.reps, args.papers, folder)
+    say(f"## Whole commands (SQLite file, process start to exit) against the append path and the peers\n\n"
+        f"Corpus: the generator's first {args.papers:,} papers. Event lines: their ledger's export with the hashes "
+        f"stripped, {len(c.line_events):,} lines (every fact with its history). Records: {len(c.records):,} of their "
+        f"published records as of {AS_OF} ({len(c.record_events):,} events), one file each.\n")
+    say("| what (includes) | rate (median) | largest process, max RSS MB |\n|---|---|---|")
+    for key, name, unit in whole_rows(c, args.papers, len(leaves)):
+        say(f"| {name} | {statistics.median(figures[key]):,.0f} {unit} | {f'{rss[key] / 1e6:,.0f}' if key in rss else ''} |")
+    say()
+    for what, files in (("event lines", [c.lines]), (f"{len(c.records):,} records", c.records)):
+        say(f"Where `ledger import` of the {what} spends its time (cProfile, one job; own time, top 12):\n")
+        say("| function | calls | own s | with callees s | share of own time |\n|---|---|---|---|---|")
+        for row in profile_import(files, folder):
+            say(row)
+        say()
+    whole_targets(figures, c, args.papers, say, target)
+    runs = growing_imports(c.lines, len(c.line_events), folder)
+    say("\nMemory of `ledger import` as its input grows (one run each; the larger corpus is the event lines with "
+        "each further copy's papers renamed, every fact new; start-up, decoding, checks, append, tree):\n")
+    say("| import | seconds | lines/s | largest process, max RSS MB |\n|---|---|---|---|")
+    for what, read, elapsed, peak in runs:
+        say(f"| {what} | {elapsed:.1f} | {read / elapsed:,.0f} | {peak / 1e6:,.0f} |")
+    say()
+    target("import memory, the corpus 4 times as large vs as it is, one job (reported)", None,
+           f"{runs[1][3] / runs[0][3]:.2f}")
+
+
+def whole_targets(figures: dict[str, list[float]], c: Corpus, papers: int, say, target) -> None:
+    """The whole commands' verdicts, and the start-up's share of a one-job import beside the most two jobs allow."""
+    records = len(c.record_events)
+    for name, ours, theirs, least in (
+            ("import of event lines, whole command, vs the in-process append path", "import lines 1", "inproc lines", 0.5),
+            ("import of published records, whole command (digests, rebuild), vs the in-process append path",
+             "import records 1", "inproc records", 0.4),
+            (f"import --jobs 2 vs --jobs 1, {len(c.records):,} records", "import records 2", "import records 1", 1.6),
+            ("in-process append path vs eventsourcing recorder + pymerkle", "inproc lines", "peer pair", 1.0),
+            ("inclusion proofs vs pymerkle", "ours inclusion", "pymerkle inclusion", 10.0),
+            ("consistency proofs vs pymerkle", "ours consistency", "pymerkle consistency", 10.0)):
+        ratio = paired(figures, ours, theirs)
+        target(f"{name} (>= {least:g})", ratio >= least, f"{ratio:.2f}")
+    for name, ours, theirs in (("import --jobs 2 vs --jobs 1, event lines", "import lines 2", "import lines 1"),
+                               (f"replay --out --jobs 2 vs --jobs 1, {papers:,} papers (start-up "
+                                f"{statistics.median(figures['startup']) * statistics.median(figures['replay 1']) / papers:.0%} "
+                                "of the one-job command; the target is judged at corpus scale, with the ledger sizes)",
+                                "replay 2", "replay 1"),
+                               ("import of event lines, whole command, vs the peer's whole job", "import lines 1",
+                                "peer job")):
+        target(f"{name} (reported)", None, f"{paired(figures, ours, theirs):.2f}")
+    # What one writer allows: start-up and the append path run in the writer alone, whatever the jobs; of one
+    # job's time they are the share s. The workers decode while the writer appends, so 2 jobs take at least
+    # s of one job's time, and at least 1 / c of it on a machine whose ceiling is c: at best min(1 / s, c).
+    shares = [(start + records / inproc) / (records / whole) for start, inproc, whole in
+              zip(figures["startup"], figures["inproc records"], figures["import records 1"])]
+    bounds = [min(1 / share, top) for share, top in zip(shares, figures["ceiling"])]
+    say(f"Start-up (`ledger head` on an empty ledger, process start to exit): {statistics.median(figures['startup']):.2f} s "
+        f"(median). Of the one-job import of the {len(c.records):,} records, start-up and the append path (which one "
+        f"writer runs, whatever the jobs) take {statistics.median(shares):.0%} (median; each repetition "
+        f"{', '.join(f'{x:.0%}' for x in shares)}).\n")
+    target(f"import --jobs 2 vs --jobs 1, {len(c.records):,} records: the most one writer allows beside workers "
+           "that decode while it appends, min(1 / s, the machine's ceiling), with s that share (reported)", None,
+           f"{statistics.median(bounds):.2f} ({', '.join(f'{x:.2f}' for x in bounds)})")
+    target("the machine's own ceiling: 2 processes of pure Python arithmetic vs 1, nothing shared (reported)", None,
+           f"{statistics.median(figures['ceiling']):.2f} ({', '.join(f'{x:.2f}' for x in figures['ceiling'])})")

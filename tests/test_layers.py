@@ -2,8 +2,9 @@
 offline verifier never reaches the store.
 
 Layers, bottom up: the pure core, storage, the folds, the services that combine store and fold, and the
-interfaces. A module may import its own layer or any layer below, never one above; the module graph has
-no cycle at all. A module missing from LAYERS fails the test, so a new module must be placed.
+interfaces; benchmarks/ above them all (it may import any layer; nothing in ledger imports it). A module may
+import its own layer or any layer below, never one above; the module graph has no cycle at all. A module
+missing from LAYERS fails the test, so a new module must be placed.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ LAYERS = (
     ("ledger.storage",),  # the store, its tables and its backends
     ("ledger.audit", "ledger.importing", "ledger.services"),  # services that combine store and fold
     ("ledger.cli", "ledger.web", "ledger"),  # the interfaces and the public Python API
+    ("benchmarks",),  # measures the whole house: may import any layer, as an interface does; none imports it
 )
-CORE, MODEL, LOG, FOLDS, STORAGE, SERVICES, INTERFACES = range(len(LAYERS))
+CORE, MODEL, LOG, FOLDS, STORAGE, SERVICES, INTERFACES, BENCHMARKS = range(len(LAYERS))
 # The installed package `ledger` holds the repo's top-level interface and fold folders as sub-packages.
-FOLDERS = {"ledger": "ledger", "ledger.projections": "projections", "ledger.cli": "cli", "ledger.web": "web"}
+FOLDERS = {"ledger": "ledger", "ledger.projections": "projections", "ledger.cli": "cli", "ledger.web": "web",
+           "benchmarks": "benchmarks"}
 OFFLINE = "ledger.audit"  # what an auditor vendors: it must not reach the store, even indirectly
 
 
@@ -47,7 +50,9 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-MODULES = _modules()
+ALL_MODULES = _modules()
+# The installed package's modules (the README maps them); benchmarks/ stands beside them in the graph.
+MODULES = {name: path for name, path in ALL_MODULES.items() if name.partition(".")[0] != "benchmarks"}
 
 
 def layer_of(name: str) -> int:
@@ -69,15 +74,15 @@ def _imports(name: str, path: Path) -> set[str]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             # `from package import module` imports the module; `from module import name` the module itself.
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in ALL_MODULES else base for alias in node.names]
         else:
             continue
-        wanted.update(t for t in targets if t in MODULES)
+        wanted.update(t for t in targets if t in ALL_MODULES)
     wanted.discard(name)
     return wanted
 
 
-GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+GRAPH = {name: _imports(name, path) for name, path in ALL_MODULES.items()}
 
 
 def test_every_folder_of_the_package_is_a_layer():
@@ -90,9 +95,18 @@ def test_every_folder_of_the_package_is_a_layer():
 def test_layers_follow_the_folders():
     assert (layer_of("ledger.core.canonical"), layer_of("ledger.storage.backends.sqlite")) == (CORE, STORAGE)
     assert (layer_of("ledger.projections.record"), layer_of("ledger.cli.main"), layer_of("ledger")) == (FOLDS, INTERFACES, INTERFACES)
+    assert (layer_of("benchmarks.run"), layer_of("benchmarks.common")) == (BENCHMARKS, BENCHMARKS)
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
+def test_the_benchmarks_are_in_the_graph_and_run_imports_them_one_way():
+    # run.py only dispatches: it imports the sections' modules, and common.py, which they all share, imports none.
+    assert {"benchmarks.run", "benchmarks.common", "benchmarks.whole", "benchmarks.serve"} <= set(GRAPH)
+    assert {"benchmarks.appends", "benchmarks.whole", "benchmarks.common"} <= GRAPH["benchmarks.run"]
+    assert sorted(t for t in GRAPH["benchmarks.common"] if t.startswith("benchmarks")) == []
+    assert sorted(n for n in GRAPH if layer_of(n) < BENCHMARKS and any(layer_of(t) == BENCHMARKS for t in GRAPH[n])) == []
+
+
+@pytest.mark.parametrize("name", sorted(ALL_MODULES))
 def test_imports_run_one_way(name):
     upward = sorted(t for t in GRAPH[name] if layer_of(t) > layer_of(name))
     assert upward == [], f"{name} (layer {layer_of(name)}) imports from a higher layer: {upward}"
@@ -171,7 +185,7 @@ def test_the_sql_rule_catches_a_statement():
 def test_every_module_imports_alone_in_a_fresh_interpreter():
     # One interpreter per module: a cycle shows only when its module is imported first.
     failures = []
-    for name in sorted(MODULES):
+    for name in sorted(ALL_MODULES):
         if name == "ledger.cli.__main__":  # runs the app when imported
             continue
         done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True)
@@ -210,3 +224,45 @@ def test_the_schema_names_the_tables_columns():
     from ledger.storage.tables import EventRow
 
     assert set(EVENT_COLUMNS) == set(EventRow.__table__.columns.keys())
+
+
+LONGEST_FUNCTION, LONGEST_FILE = 60, 400
+# Modules over LONGEST_FILE lines when the rule came (issue 44); none may join them.
+OVER_LONGEST_FILE = {"ledger.services.monitor", "ledger.web.app"}
+
+
+def long_functions(path: Path, most: int = LONGEST_FUNCTION) -> list[str]:
+    """`name:line (N lines)` of each function in `path` over `most` lines without a `# long: why` comment on the
+    line above it (or its first decorator) or on its `def` line."""
+    lines = path.read_text().splitlines()
+    found = []
+    for node in ast.walk(ast.parse("\n".join(lines), str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            length = node.end_lineno - node.lineno + 1
+            said = any("# long:" in lines[n - 1] for n in (first - 1, node.lineno) if n >= 1)
+            if length > most and not said:
+                found.append(f"{node.name}:{node.lineno} ({length} lines)")
+    return found
+
+
+def test_no_benchmark_function_runs_past_60_lines_without_a_reason():
+    found = {name: long_functions(path) for name, path in ALL_MODULES.items() if layer_of(name) == BENCHMARKS}
+    assert {name: hits for name, hits in found.items() if hits} == {}
+
+
+def test_the_function_length_rule_catches_a_long_function_and_heeds_a_reason(tmp_path):
+    body = "".join(f"    x{n} = {n}\n" for n in range(LONGEST_FUNCTION))
+    fake = tmp_path / "fake.py"
+    fake.write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}")
+    assert long_functions(fake) == [f"long:5 ({LONGEST_FUNCTION + 1} lines)"]
+    fake.write_text(f"def short():\n    return 1\n\n\n# long: one table, read top to bottom\ndef long():\n{body}")
+    assert long_functions(fake) == []
+
+
+@pytest.mark.parametrize("name", sorted(ALL_MODULES))
+def test_no_module_is_over_400_lines(name):
+    lines = len(ALL_MODULES[name].read_text().splitlines())
+    if name in OVER_LONGEST_FILE:
+        pytest.skip(f"{name}: {lines} lines, over {LONGEST_FILE} before the rule")
+    assert lines <= LONGEST_FILE, f"{ALL_MODULES[name]}: {lines} lines"

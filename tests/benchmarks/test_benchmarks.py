@@ -4,7 +4,9 @@
 import pytest
 
 from benchmarks.generate import PROBE, generate
-from benchmarks.run import GateError, floor_append, gate, ours_append, postgres_writers, sql_alone, without_tree
+from benchmarks.common import GateError, gate
+from benchmarks.pg_writers import postgres_writers
+from benchmarks.appends import floor_append, ours_append, sql_alone, without_tree
 from ledger.storage.store import Store
 from tests.conftest import POSTGRES
 
@@ -75,7 +77,8 @@ def test_concurrent_postgres_writers_build_one_verifiable_chain(tmp_path):
 def test_the_index_proof_sizes_from_the_trees_shape_are_the_real_proofs_sizes(tmp_path):
     # The 1M-paper figure comes from proof_shape; here it must equal, byte for byte, the length of what
     # `prove --paper --json` prints for every paper of a real ledger (each with one event).
-    from benchmarks.run import import_batch, proof_shape, snapshots
+    from benchmarks.common import import_batch
+    from benchmarks.index_costs import proof_shape, snapshots
     from ledger.core.canonical import canonical
     from ledger.log.paper_index import paper_key
     from ledger.services.proofs import prove_paper
@@ -92,7 +95,7 @@ def test_the_index_proof_sizes_from_the_trees_shape_are_the_real_proofs_sizes(tm
 
 
 def test_index_proofs_are_timed_on_a_ledger_of_many_papers(tmp_path):
-    from benchmarks.run import index_proofs
+    from benchmarks.index_costs import index_proofs
 
     figures = index_proofs(tmp_path / "papers.db", 2_000, 5)
     assert 0 < figures["present_median"] < 1 and 0 < figures["absent_median"] < 1
@@ -101,7 +104,7 @@ def test_index_proofs_are_timed_on_a_ledger_of_many_papers(tmp_path):
 
 @pytest.mark.parametrize("every", [1, 2, 10])
 def test_interleaved_appends_build_both_ledgers_one_with_the_index_kept(tmp_path, every):
-    from benchmarks.run import interleaved_appends
+    from benchmarks.index_costs import interleaved_appends
 
     # Its gates: both chains, the roots kept (after every `every`th of 5 transactions, and at the end), the
     # kept root equal to the log's re-computation.
@@ -110,8 +113,10 @@ def test_interleaved_appends_build_both_ledgers_one_with_the_index_kept(tmp_path
 
 
 def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
-    from benchmarks.run import ARCHIVE, import_batch, kept_section
-    from benchmarks.serve import SECTION_BEGIN, SECTION_END, Server, load, write_section
+    from benchmarks.common import import_batch, kept_section
+    from benchmarks.run import ARCHIVE
+    from benchmarks.http_load import Server, load
+    from benchmarks.serve import SECTION_BEGIN, SECTION_END, write_section
     from ledger.log.signed_notes import generate_signer
     from ledger.web.site import Site
 
@@ -191,7 +196,8 @@ def test_the_growing_imports_append_every_copy_as_new_facts(tmp_path):
 def test_the_peers_get_the_same_leaves_and_agree_on_every_root(tmp_path):
     pytest.importorskip("pymerkle")
     pytest.importorskip("eventsourcing")
-    from benchmarks.whole import leaves_of, peer_pair, proof_rates
+    from benchmarks.peers import peer_pair, proof_rates
+    from benchmarks.whole import leaves_of
 
     events = generate(700, seed=3)
     leaves, ledger = leaves_of(events, tmp_path)
@@ -211,3 +217,38 @@ def test_the_ceiling_and_the_start_up_run_real_processes_and_gate_a_failure(tmp_
     monkeypatch.setattr(whole, "CEILING_LOOP", "raise SystemExit(3)\n")
     with pytest.raises(GateError, match="ceiling"):
         whole.ceiling()
+
+
+def test_the_appends_section_prints_its_rows_and_targets(tmp_path):
+    # run.py's appends section at a tiny size: every contender's gates pass, and it prints the rows and the
+    # verdicts of the full run (the figures themselves are never asserted).
+    pytest.importorskip("eventsourcing")
+    from benchmarks.appends import NAMES, appends_section
+    from benchmarks.common import Report
+
+    say = Report()
+    appends_section(1, tmp_path, say, say.target, events=300)
+    rows = [line.split(" | ")[0] for line in say.lines if line.startswith("| ") and not line.startswith("| path")]
+    assert rows == [f"| {name}" for name in NAMES.values()]
+    assert [(name.split(" (")[0], ok is None) for name, ok, _ in say.verdicts] == [
+        ("batched import vs the eventsourcing recorder alone", True), ("single-event appends vs peer", False),
+        ("import vs executemany floor", False), ("appends keeping the Merkle tree vs without it", False)]
+
+
+def test_the_sizes_section_prints_its_rows_and_targets(tmp_path, monkeypatch):
+    # The sizes section on ledgers of 600 and 900 events: its gates (the probe record's shape, the event
+    # counts, every paper replayed), the rows of its two tables and its verdicts, in the full run's order.
+    from benchmarks import whole
+    from benchmarks.common import Report
+    from benchmarks.sizes import sizes_section
+
+    monkeypatch.setattr(whole, "CEILING_LOOP", "x = sum(range(1000))\n")
+    say = Report()
+    sizes_section([600, 900], 1, tmp_path, say, say.target)
+    rows = [line.split(" | ")[0] for line in say.lines if line.startswith("| ")]
+    assert rows == ["| events", "| 600", "| 900", "| jobs", "| 1", "| 2"]
+    assert [name.split(" (")[0] for name, _, _ in say.verdicts] == [
+        "replay --out --jobs 2 vs --jobs 1, every paper", "rebuild statements", "rebuild latency 900 vs 600 events",
+        "verify vs tight recompute loop", "peak memory 900 vs 900 events", "peak memory 900 vs 900 events",
+        "peak memory of `replay --out --jobs 2` 900 vs 900 events"]
+    assert all(ok is not None and detail for _, ok, detail in say.verdicts)

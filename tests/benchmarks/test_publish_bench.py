@@ -3,7 +3,7 @@
 
 import pytest
 
-from benchmarks.run import GateError
+from benchmarks.common import GateError
 
 
 def test_a_tiny_run_passes_its_gates_writes_its_section_and_keeps_its_ledgers(tmp_path):
