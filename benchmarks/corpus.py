@@ -19,12 +19,12 @@ import orjson
 from benchmarks.common import AS_OF
 from benchmarks.generate import generate_papers
 from ledger.core.canonical import canonical
-from ledger.model.events import Event
-from ledger.log.export import export_line
+from ledger.core.times import When
 from ledger.importing.importer import Parsed, import_inputs
+from ledger.log.export import export_line
+from ledger.model.events import Event
 from ledger.services.replay import records_as_of
 from ledger.storage.store import Store
-from ledger.core.times import When
 
 
 def event_line(entry_line: bytes) -> bytes:

@@ -25,10 +25,10 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Callable
 
 from ledger.core.errors import LedgerError
 
@@ -127,8 +127,14 @@ def target_notes(data: bytes) -> None:
     (mutating a signed note alone never gets past its signature)."""
     from ledger.audit.quorum import witnessed
     from ledger.log.cosignature import cosignatures, parse_cosigner, parse_cosigner_key, parse_policy
-    from ledger.log.signed_notes import open_note, parse_checkpoint, parse_signer, parse_verifier, split_note
-    from ledger.log.signed_notes import verify_checkpoint
+    from ledger.log.signed_notes import (
+        open_note,
+        parse_checkpoint,
+        parse_signer,
+        parse_verifier,
+        split_note,
+        verify_checkpoint,
+    )
     from ledger.services.cosigning_witness import submission
 
     text = _text(data)
@@ -249,8 +255,8 @@ def seed_corpus() -> dict[str, int]:
     from ledger.log.chain import entry_bytes
     from ledger.log.export import export_line
     from ledger.log.tiles import bundle
-    from ledger.services.proofs import checkpoint, prove_consistency
     from ledger.services.cosigning_witness import submission
+    from ledger.services.proofs import checkpoint, prove_consistency
     from ledger.storage.store import Store
 
     fixtures = HERE.parent / "tests" / "fixtures"
@@ -339,12 +345,23 @@ def run(target: str, seconds: int, work: Path) -> None:
     shutil.copytree(CORPUS / target, copy, dirs_exist_ok=True)
     os.environ["LEDGER_FUZZ_WORK"] = str(work)
     with atheris.instrument_imports():
-        import ledger.audit.auditor, ledger.audit.evidence, ledger.audit.quorum  # noqa: E401,F401
-        import ledger.core.canonical, ledger.core.inputs, ledger.core.times  # noqa: E401,F401
-        import ledger.importing.decode, ledger.importing.units, ledger.log.cosignature  # noqa: E401,F401
-        import ledger.log.paper_index, ledger.log.signed_notes, ledger.log.tiles  # noqa: E401,F401
-        import ledger.model.arxiv, ledger.model.events, ledger.model.published  # noqa: E401,F401
-        import ledger.services.verify, ledger.services.cosigning_witness  # noqa: E401,F401
+        import ledger.audit.auditor  # noqa: E401,F401
+        import ledger.audit.evidence
+        import ledger.audit.quorum
+        import ledger.core.canonical  # noqa: E401,F401
+        import ledger.core.inputs
+        import ledger.core.times
+        import ledger.importing.decode  # noqa: E401,F401
+        import ledger.importing.units
+        import ledger.log.cosignature
+        import ledger.log.paper_index  # noqa: E401,F401
+        import ledger.log.signed_notes
+        import ledger.log.tiles
+        import ledger.model.arxiv  # noqa: E401,F401
+        import ledger.model.events
+        import ledger.model.published
+        import ledger.services.cosigning_witness
+        import ledger.services.verify  # noqa: E401,F401
     one = TARGETS[target]
     atheris.Setup([sys.argv[0], str(copy), f"-dict={HERE / 'fuzz.dict'}", f"-max_total_time={seconds}",
                    "-max_len=65536", "-timeout=10",

@@ -9,13 +9,20 @@ every ledger size, so one record of the same size can be rebuilt from a small an
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
-from typing import Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
-from ledger.model.events import (CITATION_OBSERVED, NOTICE_CHECKED, PAPER_SNAPSHOT, RESOLUTION_RECORDED,
-                                  SOURCE_CHECKED, Event, make_event)
+from ledger.model.events import (
+    CITATION_OBSERVED,
+    NOTICE_CHECKED,
+    PAPER_SNAPSHOT,
+    RESOLUTION_RECORDED,
+    SOURCE_CHECKED,
+    Event,
+    make_event,
+)
 
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 PROBE = "2999.00001"  # 60 inbound, 40 outbound, 3 sweeps: the same record in every ledger
 STATES = ["verified_exact", "verified_fuzzy", "unresolved", "parse_uncertain", "malformed_identifier", "metadata_mismatch"]
 

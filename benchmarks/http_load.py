@@ -99,7 +99,7 @@ class Nginx:
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise GateError("nginx did not start")
+                    raise GateError("nginx did not start") from None
                 time.sleep(0.1)
 
     def stop(self) -> None:

@@ -30,8 +30,8 @@ def interleaved_appends(events, batch: int, every: int, folder: Path) -> tuple[f
     transaction i of one ledger, then of the other, alternating which goes first, so a busy neighbour slows
     both alike. Each ledger's chain and sequence are checked afterwards, and the kept index root against its
     re-computation from the log."""
-    from ledger.storage.index_reads import root_at
     from ledger.log.paper_index import index_of_log
+    from ledger.storage.index_reads import root_at
 
     stores = {True: Store.create(str(folder / f"kept-{uuid.uuid4().hex}.db")),
               False: Store.create(str(folder / f"appends-{uuid.uuid4().hex}.db"))}

@@ -16,7 +16,6 @@ from benchmarks.generate import generate
 from ledger.log.chain import verify_entries
 from ledger.storage.store import Store
 
-
 PG_WRITER = """
 import pickle, sys, time
 from benchmarks.common import import_batch

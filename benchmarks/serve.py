@@ -22,18 +22,19 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from benchmarks.common import AS_OF, HERE, Report, gate, import_batch, percentile, replace_section, run_main
 from benchmarks.generate import PROBE, generate
 from benchmarks.http_load import Nginx, Server, load, timed, wrk
-from ledger.log.signed_notes import generate_signer
-from ledger.storage.store import Store
 from ledger.core.canonical import canonical
-from ledger.projections.record import build_record
-from ledger.web.publish import publish
 from ledger.core.times import when
+from ledger.log.signed_notes import generate_signer
+from ledger.projections.record import build_record
+from ledger.storage.store import Store
+from ledger.web.publish import publish
 from ledger.web.site import Site
 
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.serve: begin -->", "<!-- benchmarks.serve: end -->"
@@ -88,7 +89,7 @@ def one_at_a_time(b: Bench, reps: int, requests: int, servers: list) -> dict[str
     servers.append(server)
     figures: dict[str, dict[str, list[float]]] = {
         kind: {"JSON": [], "HTML": []} for kind in ("inside", "served", "rates", "overheads", "ratios")}
-    for name, (path, expected) in b.paths.items():
+    for path, expected in b.paths.values():
         load(server.port, path, expected, 100, 1)  # warm: imports, caches, the connection
     for _ in range(reps):
         rebuilt = statistics.median(timed(b.rebuild, 20))
@@ -144,7 +145,7 @@ def beside_nginx(b: Bench, folder: Path, out: Path, reps: int, requests: int, se
     who_port = (("ledger serve", server.port), ("nginx", static.port))
     anchored, fast = {}, {}
     for name, (path, expected) in b.paths.items():
-        for who, port in who_port:
+        for _who, port in who_port:
             load(port, path, expected, 200, 4)  # warm
         measured: dict[str, list] = {"ledger serve": [], "nginx": []}
         for _ in range(reps):  # interleaved: these machines drift

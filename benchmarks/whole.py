@@ -21,9 +21,9 @@ from typing import NamedTuple
 from benchmarks.common import AS_OF, HERE, command, compiled, gate, new_ledger, paired, remove
 from benchmarks.corpus import write_corpus
 from benchmarks.peers import peer_job, peer_pair, proof_rates
+from ledger.importing.importer import Parsed, import_inputs, parse_input
 from ledger.log.chain import entry_bytes, verify_entries
 from ledger.model.events import Event
-from ledger.importing.importer import Parsed, import_inputs, parse_input
 from ledger.storage.store import Store
 
 

@@ -3,10 +3,10 @@
 
 import pytest
 
-from benchmarks.generate import PROBE, generate
-from benchmarks.common import GateError, gate
-from benchmarks.pg_writers import postgres_writers
 from benchmarks.appends import floor_append, ours_append, sql_alone, without_tree
+from benchmarks.common import GateError, gate
+from benchmarks.generate import PROBE, generate
+from benchmarks.pg_writers import postgres_writers
 from ledger.storage.store import Store
 from tests.conftest import POSTGRES
 
@@ -114,8 +114,8 @@ def test_interleaved_appends_build_both_ledgers_one_with_the_index_kept(tmp_path
 
 def test_the_serving_benchmark_checks_every_body_stops_its_server_and_keeps_its_section(tmp_path):
     from benchmarks.common import import_batch, kept_section
-    from benchmarks.run import ARCHIVE
     from benchmarks.http_load import Server, load
+    from benchmarks.run import ARCHIVE
     from benchmarks.serve import SECTION_BEGIN, SECTION_END, write_section
     from ledger.log.signed_notes import generate_signer
     from ledger.web.site import Site
