@@ -134,7 +134,7 @@ def _bounded_int(digits: str) -> int:
 
 # Why a value from `orjson.loads` holds only finite floats: orjson refuses the NaN and Infinity tokens and
 # any number literal that overflows a double ("number is infinity when parsed as double"); it never makes
-# a NaN. tests/ledger/test_canonical.py pins both, so an orjson that stopped refusing them fails there.
+# a NaN. tests/ledger/core/test_canonical.py pins both, so an orjson that stopped refusing them fails there.
 loads_finite = orjson.loads
 
 # JSON's only escape that decodes to a colon, which would make the key count below come out short.

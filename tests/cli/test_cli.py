@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004, Cli, run_ledger
 from tests.helpers import redigest, seed_record, write_record
-from tests.ledger.test_concurrency import stream
+from tests.ledger.storage.test_concurrency import stream
 
 DIGEST_0809 = "sha256:88bbcfe1847497cac1a7e1c3f5aa9530cb1662bfd44d13f772daaeb592ad2687"
 

@@ -16,7 +16,7 @@ import pytest
 
 from ledger.log.signed_notes import MAX_KEY_NAME
 from tests.conftest import PAPER_004
-from tests.ledger.test_readonly import _as_a_user
+from tests.ledger.storage.test_readonly import _as_a_user
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from ledger.core.files import Folder, write_file
 from ledger.core.redact import quoted
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004
-from tests.ledger.test_paper_ids_at_import import legacy_ledger
+from tests.ledger.importing.test_paper_ids_at_import import legacy_ledger
 
 BAD = ["/tmp/x/OUTSIDE", "../../etc/passwd", "2407.20018/../../escaped"]
 HOSTILE = "\x1b[2J\r2407.20018 PRIVATE+KEY+evil+01234567+AXkH9Gv0fQ"  # clears the screen, overwrites, key text

@@ -234,7 +234,7 @@ def test_a_malformed_checkpoint_is_named_not_the_proof(keyed, proofs, tmp_path):
 
 
 def _vectors():
-    from tests.ledger.test_merkle import CONSISTENCY_VECTORS, INCLUSION_VECTORS
+    from tests.ledger.log.test_merkle import CONSISTENCY_VECTORS, INCLUSION_VECTORS
 
     return [(0, f"inclusion_{n}", v) for n, v in sorted(INCLUSION_VECTORS.items())] + \
         [(1, f"consistency_{n}", v) for n, v in sorted(CONSISTENCY_VECTORS.items())]

@@ -32,7 +32,7 @@ from ledger.model.events import make_event
 from ledger.services.proofs import prove_inclusion
 from tests.conftest import Cli, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
-from tests.ledger.test_merkle import rfc_verify_inclusion
+from tests.ledger.log.test_merkle import rfc_verify_inclusion
 
 
 # -- a tile client, from the C2SP texts -------------------------------------------------------------------

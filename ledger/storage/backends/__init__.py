@@ -3,7 +3,7 @@
 The store (`ledger.storage.store`, its cursor and its writer) asks its backend for everything
 database-specific: the engine, the guards that make the log append-only, how a write transaction begins
 (taking the write lock), bulk inserts, the fact-key probe, and what a driver error means (recognised by error
-code, never by message text). Every backend passes the same contract suite (`tests/ledger/test_store.py`).
+code, never by message text). Every backend passes the same contract suite (`tests/ledger/storage/test_store.py`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from ledger.projections.text import render_text
 from tests.conftest import AS_OF_004, PAPER_004
 from tests.helpers import seed_record
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONSTANTS = ("PAPER_SNAPSHOT", "CITATION_OBSERVED", "RESOLUTION_RECORDED", "NOTICE_CHECKED", "SOURCE_CHECKED",
              "MEASUREMENTS_CHECKED", "OBSERVATION_WITHDRAWN", "COVERAGE_COUNTED")
 

@@ -13,7 +13,7 @@ from ledger.projections.record import missing_observations
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import seed_record, write_record
-from tests.ledger.test_withdrawn import OID, without_first_inbound
+from tests.projections.test_withdrawn import OID, without_first_inbound
 
 LATER = "2026-08-21T00:00:00Z"
 

@@ -27,7 +27,7 @@ from ledger.log.export import export_line
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, SEED_004, run_ledger
 from tests.helpers import event_line, redigest, seed_record, write_record
-from tests.ledger.test_concurrency import stream
+from tests.ledger.storage.test_concurrency import stream
 
 # Each mode: jobs, and the import's sizes. With two jobs, a worker reads a test's (small) files itself and
 # cuts them into units, or the writer reads them and sends each unit to a worker alone; one job decodes all

@@ -229,7 +229,7 @@ def test_catching_up_a_chunk_at_a_time_is_the_same_index(ledger_location, reader
 def test_a_ledger_with_events_missing_cannot_be_caught_up(ledger_location):
     from ledger.core.errors import IntegrityError as Integrity
     from ledger.storage.store import Store
-    from tests.ledger.test_merkle import _delete_behind_the_guard
+    from tests.ledger.log.test_merkle import _delete_behind_the_guard
 
     appender = Store.create(ledger_location)
     grow(appender, generate(40, seed=25), [40], keep=False)

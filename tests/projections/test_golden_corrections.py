@@ -14,8 +14,8 @@ from ledger.core.canonical import canonical
 from ledger.model.events import OBSERVATION_WITHDRAWN
 from tests.conftest import FIXTURES, PAPER_004, SEED_004
 from tests.helpers import event_line, published, write_record
-from tests.ledger.test_capped import CAPPED_AT, everything
-from tests.ledger.test_withdrawn import withdrawal, without_first_inbound, write_lines
+from tests.projections.test_capped import CAPPED_AT, everything
+from tests.projections.test_withdrawn import withdrawal, without_first_inbound, write_lines
 
 GOLDEN = FIXTURES / "golden"
 WITHDRAWN_AS_OF = "2026-08-21T00:00:00Z"

@@ -13,7 +13,7 @@ from ledger.model.events import make_event
 from ledger.storage.store import Store
 from ledger.storage.writer import DuplicateFactError
 from tests.conftest import PAPER_004, SEED_004
-from tests.ledger.test_merkle import rfc_mth
+from tests.ledger.log.test_merkle import rfc_mth
 
 
 def snapshot(arxiv_id: str, when: str, title: str = "T") -> object:

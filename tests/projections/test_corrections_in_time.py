@@ -15,8 +15,8 @@ from ledger.core.canonical import canonical
 from ledger.model.events import CITATION_OBSERVED, OBSERVATION_WITHDRAWN
 from tests.conftest import PAPER_004, SEED_004
 from tests.helpers import citing_observation, event_line, published, seed_record, write_record
-from tests.ledger.test_capped import CAPPED_AT, everything
-from tests.ledger.test_withdrawn import OID, REASON, WITHDRAWN_AT, withdrawal, write_lines
+from tests.projections.test_capped import CAPPED_AT, everything
+from tests.projections.test_withdrawn import OID, REASON, WITHDRAWN_AT, withdrawal, write_lines
 
 PUBLISHED_AT = "2026-08-21T00:00:00Z"  # after the withdrawal's effective time, before it was recorded
 CITING = "Memory Offloading for Large Language Model Inference with Latency SLO Guarantees"  # OID's citing paper
