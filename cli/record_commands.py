@@ -44,11 +44,10 @@ from ledger.log.chain import hex_hash
 from ledger.model.arxiv import is_paper_id, skipped_paper
 from ledger.model.parts import counted, lane_counts, one_line, other_words
 from ledger.projections import history as views
-from ledger.projections.record import build_record
 from ledger.projections.text import render_text
 from ledger.services.keys import load_signer, load_verifier
 from ledger.services.proofs import evidence_bundle, latest_witnessed
-from ledger.services.replay import render_records, shared
+from ledger.services.replay import record_as_of, render_records, shared
 from ledger.services.verify import compare_record, verify_chain
 from ledger.services.verify_store import verify_paper_ids, verify_store
 from ledger.storage.store import Store, sqlite_path
@@ -138,10 +137,7 @@ def replay(
     known_note = f" known at {known.text}" if known else ""  # why nothing may be found
     if paper is not None:
         facts = store.paper_facts(paper, known_key)
-        try:
-            record = build_record(paper, facts, at)
-        except NotFoundError as exc:
-            raise NotFoundError(f"{exc}{known_note}") from None
+        record = record_as_of(store, paper, at, known, facts)
         data = _render(record, fmt)
         if out is not None:
             write_file(out, data)

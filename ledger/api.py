@@ -18,9 +18,9 @@ from ledger.core.times import when
 from ledger.importing import importer, logfile
 from ledger.importing.importer import ImportResult
 from ledger.projections import history as views
-from ledger.projections.record import build_record
 from ledger.services import proofs
 from ledger.services.keys import load_signer
+from ledger.services.replay import record_as_of
 from ledger.services.verify import compare_record
 from ledger.storage.store import Store
 
@@ -61,8 +61,7 @@ def replay(store: Store, paper: str, as_of: str, known_at: str | None = None) ->
 
     Raises: InputError for a bad date, NotFoundError when the paper has no record then, or StoreError.
     """
-    known = when("known_at", known_at)
-    return build_record(paper, store.paper_facts(paper, known and known.key), when("as_of", as_of))
+    return record_as_of(store, paper, when("as_of", as_of), when("known_at", known_at))
 
 
 def verify_record(record: PathLike, store: Store | None = None, strict: bool = False) -> None:

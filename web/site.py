@@ -32,10 +32,10 @@ from ledger.model.arxiv import is_paper_id, month_bounds, month_id
 from ledger.model.events import PAPER_SNAPSHOT, Fact
 from ledger.model.parts import counted, lane_counts
 from ledger.projections import history as views
-from ledger.projections.record import build_record
 from ledger.projections.text import counted_lines
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import evidence_bundle, witnessed_by
+from ledger.services.replay import record_as_of
 from ledger.services.tilestore import read_tile
 from ledger.storage.cosigned_checkpoint import latest_cosigned
 from ledger.storage.store import Store
@@ -116,11 +116,7 @@ class Site:
         return self.store.paper_facts(paper, _known(known_at))
 
     def record(self, paper: str, as_of: When, known_at: When | None, facts: list[Fact] | None = None) -> dict:
-        facts = self.facts(paper, known_at) if facts is None else facts
-        try:
-            return build_record(paper, facts, as_of)
-        except NotFoundError as exc:
-            raise _as_known(exc, known_at) from None
+        return record_as_of(self.store, paper, as_of, known_at, facts)
 
     def record_json(self, paper: str, as_of: When, known_at: When | None = None, record: dict | None = None) -> Body:
         """Exactly `ledger replay --paper <id> --as-of <as_of> [--known-at]`. The ETag is the context digest:

@@ -45,9 +45,9 @@ from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
 from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.arxiv import is_paper_id
 from ledger.model.paths import INTEGRITY, RECORD, fill
-from ledger.projections.record import build_record
 from ledger.services.fetch import Deadline, UnreachableError, check_url, get
 from ledger.services.proofs import prove_consistency
+from ledger.services.replay import record_as_of
 from ledger.services.tilestore import read_entries, read_tile
 from ledger.storage.index_reads import root_at
 from ledger.storage.store import Store
@@ -404,7 +404,7 @@ def _compare(source: Source, store: Store, papers: list[str], signed: Checkpoint
         records += 1
         try:
             as_of = When.at(parse_json(served.decode("utf-8"))["as_of"])
-            rebuilt = canonical(build_record(paper, store.paper_facts(paper, query and When.parse(known).key), as_of))
+            rebuilt = canonical(record_as_of(store, paper, as_of, When.parse(known) if query else None))
         except (LedgerError, UnicodeDecodeError, KeyError, TypeError) as exc:
             rebuilt = f"(no rebuild: {exc})".encode()
         if rebuilt != served:

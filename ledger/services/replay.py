@@ -1,4 +1,5 @@
-"""Rebuilding many records: one paper at a time, so memory follows the largest record, not the ledger.
+"""Composing records: `record_as_of`, the one place a record is built from the store (the API, the CLI, the
+web and the monitor call it), and rebuilding many records: one paper at a time, so memory follows the largest record, not the ledger.
 
 With several jobs (`replay --jobs`), each worker process opens the ledger itself and rebuilds the papers sent
 to it (BATCH at a time), handing each record to a `render` function (rendering and writing files happen in
@@ -10,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from ledger.core.errors import NotFoundError
 from ledger.core.times import When
 from ledger.core.workers import Workers
+from ledger.model.events import Fact
 from ledger.projections.record import build_record
 from ledger.storage.store import Store, sqlite_path
 
@@ -19,12 +22,26 @@ R = TypeVar("R")
 BATCH = 16  # papers sent to a worker at once: a round trip costs little beside 16 rebuilds
 
 
+def record_as_of(store: Store, paper: str, as_of: When, known_at: When | None = None,
+                 facts: list[Fact] | None = None) -> dict:
+    """The record of arXiv `paper` as of `as_of`, from the facts recorded by `known_at` (None: all of them);
+    `facts`: the paper's facts read already for that `known_at`.
+    Raises: NotFoundError when the paper has no record then (saying known at when), or StoreError."""
+    facts = store.paper_facts(paper, known_at.key if known_at else None) if facts is None else facts
+    try:
+        return build_record(paper, facts, as_of)
+    except NotFoundError as exc:
+        if known_at is None:
+            raise
+        raise NotFoundError(f"{exc} known at {known_at.text}") from None
+
+
 def records_as_of(store: Store, as_of: When, known_at: str | None = None) -> Iterator[tuple[str, dict]]:
     """(arxiv id, record) for every paper with a snapshot by `as_of` (and a fact recorded by the key `known_at`),
     in arXiv id order, lazily.
     Raises: StoreError."""
     for paper in store.papers(as_of.key, known_at):
-        yield paper, build_record(paper, store.paper_facts(paper, known_at), as_of)
+        yield paper, build_record(paper, store.paper_facts(paper, known_at), as_of)  # known_at: a key, listed by it
 
 
 def render_records(store: Store, as_of: When, known_at: str | None, render: Callable[[str, dict], R],
