@@ -28,7 +28,7 @@ from ledger.model.published import _type_name, count_field, field, sha256_field
 
 
 class _Inclusion(NamedTuple):
-    index: int
+    index: int  # type: ignore[assignment]  # a proof's word (shadows tuple.index)
     size: int
     leaf_hash: bytes
     leaf: bytes | None

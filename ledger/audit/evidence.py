@@ -50,7 +50,7 @@ def _b64(obj: dict[str, Any], key: str, path: str = "") -> bytes:
 class _Event(NamedTuple):
     seq: int
     leaf: bytes
-    index: int  # the proof's leaf index
+    index: int  # type: ignore[assignment]  # the proof's leaf index (the bundle's own word; shadows tuple.index)
     size: int  # the proof's tree size
     path: list[bytes] | None  # None in a compact bundle: its one multi-leaf proof covers every event
     place: tuple[int, list[bytes]] | None  # its place in the paper's events tree (index, path), when given
@@ -137,7 +137,7 @@ class _Bundle(NamedTuple):
 
     events: list[_Event]
     inclusion: list[bytes] | None  # a compact bundle's one proof of every event
-    index: IndexProof | None
+    index: IndexProof | None  # type: ignore[assignment]  # the bundle's own word (shadows tuple.index)
     known_at: str | None
     record: dict[str, Any] | None  # None in a compact bundle: it names the record by its as-of time and context digest
     as_of: str
@@ -222,7 +222,8 @@ def verify_bundle(bundle: Any, verifier: Verifier, name: str = "evidence bundle"
             problems.append(f"{name}: {exc}")
     if given.record is not None:
         problems += [f"{name}: record: {p}" for p in digest_mismatches(given.record)]
-    paper = given.record["paper"]["arxiv_id"] if given.record is not None else proof.paper
+    # A bundle without its record is a compact one, which always carries its index proof (`_BUNDLES`).
+    paper = given.record["paper"]["arxiv_id"] if given.record is not None else proof.paper  # type: ignore[union-attr]
     if proof is not None:
         try:
             if proof.paper != paper:
@@ -286,8 +287,9 @@ def _completeness(proof: IndexProof, read: list[_Read]) -> list[str]:
     """What keeps the bundle's events from being exactly the paper's events the index counts: each must take
     its own place in the paper's events tree, and every place must be taken; a gap is located by the seqs of
     the places beside it, which are proven too."""
-    paper, problems, places = proof.paper, [], {}
-    for fact, event, digest, (position, path) in read:
+    paper, problems = proof.paper, []
+    places: dict[int, int] = {}  # position in the paper's events tree -> the seq that takes it
+    for fact, event, digest, (position, path) in read:  # type: ignore[misc]  # read with the index: each has its place
         where = f"event seq {fact.seq}"
         other = event.paper not in (None, paper)
         try:
@@ -308,10 +310,11 @@ def _completeness(proof: IndexProof, read: list[_Read]) -> list[str]:
     missing = [position for position in range(proof.count) if position not in places]
     if missing:
         runs, start = [], missing[0]
-        for previous, position in zip(missing, missing[1:] + [None]):
-            if position != previous + 1:
+        for previous, following in zip(missing, [*missing[1:], None]):
+            if following != previous + 1:
                 runs.append((start, previous))
-                start = position
+                if following is not None:
+                    start = following
         spans = []
         for first, last in runs:
             before, after, count = places.get(first - 1), places.get(last + 1), last - first + 1

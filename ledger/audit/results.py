@@ -29,7 +29,7 @@ class PaperCount(NamedTuple):
     events of arXiv `paper`, whose events tree has the root `events_root` (None when it counts none)."""
 
     paper: str
-    count: int
+    count: int  # type: ignore[assignment]  # the index proof's word (shadows tuple.count)
     events_root: bytes | None
     tree_size: int
     signer: str

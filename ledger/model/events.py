@@ -10,7 +10,7 @@ payload is a contradiction. This module never touches storage.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ledger.core.canonical import canonical_parsed
 from ledger.core.errors import InputError
@@ -90,7 +90,8 @@ def make_event(kind: Any, payload: Any, effective_at: Any = None, checked: bool 
             raise InputError(f"field effective_at: expected a string, found {_type_name(effective_at)}")
         stated = instant_key(effective_at)
     effective, subject, paper, papers = KIND[kind].derive(payload, checked, effective_at)
-    event = Event(kind, effective, instant_key(effective), canonical_parsed(payload), subject, paper, papers)
+    key = instant_key(effective)  # TimeError when the payload gives no time (None): past it, `effective` is a str
+    event = Event(kind, cast(str, effective), key, canonical_parsed(payload), subject, paper, papers)
     if stated is not None and stated != event.effective_key:
         raise InputError(
             f"field effective_at: the payload says {event.effective_at}, the line says {effective_at}"

@@ -14,6 +14,7 @@ This module never touches storage, and each kind's name is written here and nowh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ledger.core.errors import InputError
@@ -44,10 +45,12 @@ NOT_CHECKED = {"events": [], "reason": "not_checked", "source_receipts": [], "st
 NO_MEASUREMENT_SOURCE = "cited_works"
 ENTRIES = ("name", "observation", "derive", "slot", "place", "account", "page")
 
-Derived = tuple[str, str, "str | None", tuple[str, ...]]  # effective time as written, subject, paper, papers
+# effective time as written (None: the payload has none, which make_event refuses), subject, paper, papers
+Derived = tuple["str | None", str, "str | None", tuple[str, ...]]
 
 
-def _part(payload: dict[str, Any], key: str, expected: type, checked: bool, check=None):
+def _part(payload: dict[str, Any], key: str, expected: type, checked: bool,
+          check: Callable[[Any, str], Any] | None = None) -> Any:
     # payload[key]; checked only when the payload was not built from parts `check_record` accepted.
     if checked:
         return payload[key]
@@ -56,7 +59,7 @@ def _part(payload: dict[str, Any], key: str, expected: type, checked: bool, chec
 
 
 def _observation_id(payload: dict[str, Any], checked: bool) -> str:
-    oid = _part(payload, "observation_id", str, checked)
+    oid: str = _part(payload, "observation_id", str, checked)
     if not oid:
         raise InputError("field payload.observation_id: empty")
     return oid
@@ -66,7 +69,7 @@ class Draft:
     """What a record is assembled from, as the kinds place it: the latest fact of each kind and subject,
     as plain values, before any derived field is computed."""
 
-    def __init__(self, paper_id: str, newest: dict[tuple[str, str], tuple] | None = None):
+    def __init__(self, paper_id: str, newest: dict[tuple[str, str], tuple[Any, ...]] | None = None):
         self.paper_id = paper_id
         self._newest = newest or {}  # (kind, subject) -> (effective key, ...): the fold's latest facts
         self.paper: dict[str, Any] | None = None  # the snapshot's payload
@@ -113,9 +116,9 @@ class Kind:
         """One line saying what a fact changed, given the previous payload of its kind and subject (or None)."""
         ...
 
-    def page(self, part: Any, *context: str) -> Any:
-        """The pages' words for the part of a record this kind placed."""
-        ...
+    # The pages' words for the part of a record this kind placed, taking what that kind's part needs; None:
+    # the pages show no such part.
+    page: Callable[..., Any] | None
 
     def __repr__(self) -> str:
         return f"<kind {self.name}>"
@@ -330,7 +333,7 @@ COUNTING_LANE = {"inbound": "inbound_itemization", "outbound": "reference_resolu
 
 def _counted_lanes(payload: dict[str, Any]) -> dict[str, Any]:
     # {lane: {"denominator": n, "records_observed": m}} for exactly the lanes a count can exceed the listing in.
-    lanes = field(payload, "lanes", dict, "payload")
+    lanes: dict[str, Any] = field(payload, "lanes", dict, "payload")
     if sorted(lanes) != sorted(COUNTED_LANES):
         raise InputError(f"field payload.lanes: expected the lanes {', '.join(COUNTED_LANES)}, found "
                          f"{', '.join(sorted(lanes)) or 'none'}")

@@ -5,7 +5,7 @@ resolution or a change. Pure functions of dicts and strings, shared by the kinds
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ledger.core.times import instant_key
@@ -61,13 +61,13 @@ def cited_label(citation: dict[str, Any]) -> str | None:
     """The cited work as a reader knows it: the Pith paper's title, else the reference's title, else None."""
     for block in (citation.get("cited_paper"), citation.get("cited_work")):
         if block and block.get("title"):
-            return block["title"]
+            return str(block["title"])
     return None
 
 
 def resolution_label(resolution: dict[str, Any]) -> str:
     """A resolution in a history or diff line: its status, and its resolver source if any."""
-    return resolution["status"] + (f" ({resolution['resolver_source']})" if resolution.get("resolver_source") else "")
+    return str(resolution["status"]) + (f" ({resolution['resolver_source']})" if resolution.get("resolver_source") else "")
 
 
 def in_quotes(text: str) -> str:
@@ -124,7 +124,7 @@ def lane_counts(lane: dict[str, Any] | None) -> str:
     return f"{lane['records_observed']} of {lane['denominator']} ({lane['source']}{observed})"
 
 
-def transition(name: str, words, old: dict[str, Any], new: dict[str, Any], first: bool = False) -> str:
+def transition(name: str, words: Callable[[dict[str, Any]], str], old: dict[str, Any], new: dict[str, Any], first: bool = False) -> str:
     """A part's new version in a history line: `name old → new` in its state `words`; when both read the
     same, what changed inside it (`inside`), or 're-checked, unchanged' when nothing did. `first`: `old` is
     only the default a part has before its first fact."""
@@ -151,14 +151,14 @@ def differing(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return [k for k in sorted(set(old) | set(new)) if k not in old or k not in new or old[k] != new[k]]
 
 
-def times_moved(old: list, new: list) -> list[str]:
+def times_moved(old: list[Any], new: list[Any]) -> list[str]:
     """`source A → B` for each source whose time differs between two lists of {source, observed_at}."""
     was, now = ({r.get("source"): r.get("observed_at") for r in side if isinstance(r, dict)} for side in (old, new))
     return [f"{source} {_when(was, source)} → {_when(now, source)}"
             for source in sorted(set(was) | set(now), key=str) if _when(was, source) != _when(now, source)]
 
 
-def _when(times: dict[str, Any], source: object) -> str:
+def _when(times: dict[Any, Any], source: object) -> str:
     return "none" if source not in times else str(times[source]) if times[source] is not None else "null"
 
 

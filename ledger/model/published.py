@@ -9,7 +9,7 @@ This module never reads the ledger; comparing a record with history is the impor
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal, overload
 
 from ledger.core.canonical import parsed_digest
 from ledger.core.errors import InputError, IntegrityError
@@ -47,7 +47,7 @@ def field_name(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def field(obj: dict[str, Any], key: str, kind: type | tuple, path: str, nullable: bool = False) -> Any:
+def field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path: str, nullable: bool = False) -> Any:
     """Return obj[key] after checking it exists and has the expected JSON type.
     Raises: InputError naming the field."""
     value = obj.get(key, _MISSING)
@@ -85,16 +85,20 @@ def sha256_field(value: Any, where: str) -> bytes:
 def count_field(obj: dict[str, Any], key: str, path: str = "", below: int | None = None) -> int:
     """obj[key], a non-negative integer (below `below`, when given).
     Raises: InputError naming the field."""
-    value = field(obj, key, int, path)
+    value: int = field(obj, key, int, path)
     if value < 0 or (below is not None and value >= below):
         raise InputError(f"field {field_name(path, key)}: expected a non-negative integer, found {value}")
     return value
 
 
+@overload
+def timestamp(obj: dict[str, Any], key: str, path: str, nullable: Literal[False] = False) -> str: ...
+@overload
+def timestamp(obj: dict[str, Any], key: str, path: str, nullable: bool) -> str | None: ...
 def timestamp(obj: dict[str, Any], key: str, path: str, nullable: bool = False) -> str | None:
     """Return obj[key], a timestamp string (or None when nullable).
     Raises: InputError naming the field."""
-    value = field(obj, key, str, path, nullable)
+    value: str | None = field(obj, key, str, path, nullable)
     if value is not None:
         try:
             instant_key(value)
@@ -144,7 +148,7 @@ def check_resolution(resolution: Any, path: str) -> dict[str, Any]:
     return resolution
 
 
-def check_receipts(receipts: list, path: str) -> None:
+def check_receipts(receipts: list[Any], path: str) -> None:
     """Check a list of source receipts.
     Raises: InputError naming the field."""
     for index, receipt in enumerate(receipts):
