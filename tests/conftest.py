@@ -200,3 +200,27 @@ def run_ledger(*args: str, cwd: str | Path | None = None, env: dict | None = Non
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "ledger.cli", *args], cwd=cwd, env=full_env, input=input,
                           capture_output=True, timeout=timeout)
+
+
+# The slow tier, by whole file: browsers, servers and witnesses in subprocesses, crash and concurrency runs,
+# property and fuzz runs, the benchmarks' own tests. A slow test elsewhere carries @pytest.mark.slow.
+# `pytest -m "not slow"` (CONTRIBUTING.md) is the fast tier to run while working; CI runs everything.
+SLOW_FOLDERS = ("tests/fuzz/", "tests/benchmarks/")
+SLOW_FILES = {
+    "tests/web/test_browser.py", "tests/web/test_reader_pages.py", "tests/web/test_fuzz.py",
+    "tests/cli/test_witnessing.py", "tests/cli/test_secrets.py", "tests/cli/test_go_interop.py",
+    "tests/cli/test_first_hour.py", "tests/cli/test_completeness.py", "tests/cli/test_http_client.py",
+    "tests/cli/test_monitor.py", "tests/projections/test_corrections_property.py",
+    "tests/ledger/storage/test_concurrency.py", "tests/ledger/storage/test_readonly.py",
+    "tests/ledger/importing/test_import_jobs.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(__file__).resolve().parent.parent
+    # A file renamed away from this list would quietly join the fast tier.
+    assert [f for f in sorted(SLOW_FILES) if not (root / f).is_file()] == [], "SLOW_FILES names a missing file"
+    for item in items:
+        where = Path(item.fspath).resolve().relative_to(root).as_posix()
+        if where in SLOW_FILES or where.startswith(SLOW_FOLDERS):
+            item.add_marker(pytest.mark.slow)

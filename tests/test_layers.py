@@ -182,6 +182,7 @@ def test_the_sql_rule_catches_a_statement():
     assert SQL.search("SELECT seq FROM events WHERE seq > ?") and not SQL.search("select the newest record")
 
 
+@pytest.mark.slow
 def test_every_module_imports_alone_in_a_fresh_interpreter():
     # One interpreter per module: a cycle shows only when its module is imported first.
     failures = []
@@ -194,6 +195,7 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     assert failures == []
 
 
+@pytest.mark.slow
 def test_commands_start_without_loading_the_sqlmodel_tables():
     # Loading SQLModel (and pydantic, SQLAlchemy's ORM) took longer than the rest of a command's start-up:
     # only `init` needs the tables (ledger/schema.py holds what every other command needs).
@@ -202,6 +204,7 @@ def test_commands_start_without_loading_the_sqlmodel_tables():
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
 
 
+@pytest.mark.slow
 def test_commands_on_a_sqlite_file_run_without_loading_sqlalchemy_or_pydantic(tmp_path):
     # SQLAlchemy took about 0.3 s of a command's 0.5 s start-up: a SQLite file is opened with sqlite3 alone;
     # only `init` (the tables), `upgrade`, PostgreSQL and an exported log (SQLite in memory) make an engine.

@@ -44,6 +44,7 @@ def test_every_public_name_resolves_and_nothing_else_does():
     assert core.__name__ == "ledger.core"
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_one_top_level_package_holding_cli_web_and_projections(tmp_path):
     # Built from a copy of the sources: setuptools' build/ in the work tree would carry files since deleted.
     source = tmp_path / "source"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import SEED_004
 
 README = Path(__file__).parent.parent / "README.md"
@@ -25,6 +27,7 @@ def section(heading: str) -> str:
     return text[start:end if end != -1 else len(text)]
 
 
+@pytest.mark.slow
 def test_the_readme_snippet_rechecks_an_export_and_prints_the_head(cli, tmp_path):
     assert cli("init").exit_code == 0
     assert cli("import", str(SEED_004)).exit_code == 0

@@ -5,6 +5,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "security.md"
 # `tests/x.py::name`, or `::name` standing for the last file named before it in the same cell.
@@ -28,6 +30,7 @@ def _functions(path: Path) -> set[str]:
     return {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
+@pytest.mark.slow
 def test_every_test_the_threat_model_names_exists():
     references = _references()
     assert len(references) > 30  # the doc names a test for each defence and limit

@@ -45,8 +45,7 @@ NOT_CHECKED = {"events": [], "reason": "not_checked", "source_receipts": [], "st
 NO_MEASUREMENT_SOURCE = "cited_works"
 ENTRIES = ("name", "observation", "derive", "slot", "place", "account", "page")
 
-# effective time as written (None: the payload has none, which make_event refuses), subject, paper, papers
-Derived = tuple["str | None", str, "str | None", tuple[str, ...]]
+Derived = tuple["str | None", str, "str | None", tuple[str, ...]]  # effective time as written, subject, paper, papers
 
 
 def _part(payload: dict[str, Any], key: str, expected: type, checked: bool,
@@ -116,9 +115,7 @@ class Kind:
         """One line saying what a fact changed, given the previous payload of its kind and subject (or None)."""
         ...
 
-    # The pages' words for the part of a record this kind placed, taking what that kind's part needs; None:
-    # the pages show no such part.
-    page: Callable[..., Any] | None
+    page: Callable[..., Any] | None  # the pages' words for the part this kind placed (None: no such part)
 
     def __repr__(self) -> str:
         return f"<kind {self.name}>"

@@ -77,6 +77,7 @@ EXPECTED = {  # command -> (/dev/zero, symlink in a folder, 300 MB of stdin)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_endless_inputs_end_with_exit_2_in_one_line_under_an_address_space_cap(hostile, tmp_path, command):
     args, in_folder = COMMANDS[command]
@@ -92,6 +93,7 @@ def test_endless_inputs_end_with_exit_2_in_one_line_under_an_address_space_cap(h
     assert os.listdir(spool) == []  # no spool file left behind
 
 
+@pytest.mark.slow
 def test_a_normal_run_passes_under_the_same_cap(hostile, tmp_path):
     # The cap is not what stops the runs above: a real import and verify need far less.
     spool = tmp_path / "spool"
@@ -162,6 +164,7 @@ def test_an_integer_of_thousands_of_digits_is_an_input_error_not_an_internal_one
         parse_json("[-%s]" % ("1" * digits))
 
 
+@pytest.mark.slow
 def test_stdin_past_what_memory_holds_stops_spooling_at_its_first_nul_byte(hostile, tmp_path):
     # 70 MB of text lines (past the 64 MiB held in memory: the rest goes to the spool file), then 300 MB of
     # NUL bytes: the copy stops at the first, so the writer is cut off long before its end; the spool file is

@@ -282,6 +282,7 @@ def test_a_folder_with_no_record_in_it_is_bad_input(ready, tmp_path):
     assert head(ready).startswith("0 ")
 
 
+@pytest.mark.slow
 def test_the_console_script_in_a_real_process(tmp_path):
     db = str(tmp_path / "real.db")
     assert run_ledger("--db", db, "init").returncode == 0
@@ -318,6 +319,7 @@ def _on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
     return proc.returncode, shown.replace(b"\r\n", b"\n"), stderr
 
 
+@pytest.mark.slow
 def test_on_a_terminal_output_ends_in_a_newline_and_piped_a_record_is_its_bytes(tmp_path):
     db = str(tmp_path / "tty.db")
     assert run_ledger("--db", db, "init").returncode == 0
@@ -360,6 +362,7 @@ def test_an_unreachable_store_exits_3():
     assert result.stderr.startswith("ledger: postgresql+psycopg://nobody@127.0.0.1:1/none") and result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_progress_goes_to_a_terminal_only(ready, tmp_path):
     # Not a terminal (the test runner): results only, nothing on stderr.
     result = ready("import", str(SEED_004))
@@ -417,6 +420,7 @@ def seeded_file(tmp_path) -> str:
     return db
 
 
+@pytest.mark.slow
 def test_a_sqlite_file_another_process_holds_locked_exits_3_for_readers_and_writers(tmp_path):
     import time
 
@@ -438,6 +442,7 @@ def test_a_sqlite_file_another_process_holds_locked_exits_3_for_readers_and_writ
     assert run_ledger("--db", db, "head").stdout.startswith(b"40 ")
 
 
+@pytest.mark.slow
 def test_a_file_of_junk_bytes_is_not_a_ledger_exit_2_and_is_left_alone(tmp_path):
     junk = tmp_path / "notes.db"
     junk.write_bytes(bytes(range(256)) * 64)
@@ -448,6 +453,7 @@ def test_a_file_of_junk_bytes_is_not_a_ledger_exit_2_and_is_left_alone(tmp_path)
     assert junk.read_bytes() == bytes(range(256)) * 64
 
 
+@pytest.mark.slow
 def test_sqlite_synchronous_accepts_only_sqlites_values(tmp_path):
     db = seeded_file(tmp_path)
     facts = tmp_path / "facts.jsonl"
@@ -463,6 +469,7 @@ def test_sqlite_synchronous_accepts_only_sqlites_values(tmp_path):
 NEW_PAPER = b'{"kind":"paper.snapshot","payload":{"arxiv_id":"2601.00001","snapshot_observed_at":"2026-01-01T00:00:00Z"}}\n'
 
 
+@pytest.mark.slow
 def test_sqlite_synchronous_takes_sqlites_values_in_any_case(tmp_path, monkeypatch):
     from ledger.storage.store import Store
 

@@ -60,6 +60,7 @@ def refused(result, tmp_path, stderr: str) -> None:
         assert secret not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["file", "text"])
 @pytest.mark.parametrize("command", sorted(VERIFYING))
 def test_a_signing_key_where_a_verifier_key_belongs_is_refused_and_not_echoed(keyed, tmp_path, command, given):
@@ -89,6 +90,7 @@ def test_a_damaged_verifier_key_is_refused_without_echo(keyed, tmp_path, command
             "ledger: damaged.vkey: verifier key: not base64 (44 characters)\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(VERIFYING))
 def test_a_verifier_key_may_be_given_as_its_text(keyed, tmp_path, command):
     text = (tmp_path / "ledger.vkey").read_text().strip()

@@ -48,6 +48,7 @@ def test_replay_evidence_with_out_writes_both(seeded, tmp_path):
     (["verify", str(SEED_004), "--verifier-key", "ledger.vkey"],
      "ledger: --verifier-key: only with --evidence or --index\n"),
 ])
+@pytest.mark.slow
 def test_an_option_that_would_be_ignored_is_refused(seeded, tmp_path, args, stderr):
     assert seeded("keygen", "example.org/ledger").exit_code == 0
     assert outcome(seeded(*args)) == (2, "", stderr)

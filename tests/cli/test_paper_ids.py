@@ -47,6 +47,7 @@ def test_prove_paper_bogus_exits_2_as_the_user_found_it(keyed):
     assert result.stderr.startswith("ledger: --paper bogus: not an arXiv id") and result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("typed", ["arXiv:2407.20018", "arxiv:2407.20018", "ARXIV:2407.20018"])
 def test_an_arxiv_prefix_names_the_paper(keyed, seed_bytes, typed):
     result = keyed("replay", "--as-of", AS_OF_004, "--paper", typed)

@@ -226,6 +226,7 @@ def test_a_malformed_proof_is_bad_input_naming_file_and_field(keyed, proofs, tmp
     assert result.stderr.startswith(f"ledger: proof.json: {problem}") and result.stderr.count("\n") == 1, result.stderr
 
 
+@pytest.mark.slow
 def test_a_malformed_checkpoint_is_named_not_the_proof(keyed, proofs, tmp_path):
     (tmp_path / "bad-checkpoint.txt").write_text("example.org/ledger\n40\n")
     result = verify_proof_file(keyed, tmp_path, proofs[0], "bad-checkpoint.txt")
@@ -240,6 +241,7 @@ def _vectors():
         [(1, f"consistency_{n}", v) for n, v in sorted(CONSISTENCY_VECTORS.items())]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, name, mutate", _vectors(), ids=[name for _, name, _ in _vectors()])
 def test_a_well_formed_proof_that_does_not_verify_exits_1_naming_the_file(keyed, proofs, tmp_path, kind, name, mutate):
     result = verify_proof_file(keyed, tmp_path, mutate(proofs[kind]))
@@ -269,6 +271,7 @@ MALFORMED_BUNDLES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MALFORMED_BUNDLES))
 def test_a_malformed_bundle_is_bad_input_naming_file_and_field(keyed, bundle, tmp_path, name):
     mutate, problem = MALFORMED_BUNDLES[name]
@@ -292,6 +295,7 @@ FALSE_BUNDLES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FALSE_BUNDLES))
 def test_a_well_formed_bundle_that_does_not_verify_exits_1_naming_the_file(keyed, bundle, tmp_path, name):
     mutate, problem = FALSE_BUNDLES[name]

@@ -34,6 +34,7 @@ def here(tmp_path, monkeypatch):
      "ledger: Invalid value for '--jobs': 0 is not in the range x>=1. (see `ledger replay --help`)\n"),
     (["head", "--colour"], "ledger: No such option: --colour (see `ledger head --help`)\n"),
 ])
+@pytest.mark.slow
 def test_a_usage_error_is_one_line_and_exit_2(here, args, stderr):
     assert run(*args) == (2, "", stderr)
 
@@ -60,6 +61,7 @@ def test_a_folder_as_db_gets_one_answer_from_every_command(here):
         assert run("--db", "records", *command) == (2, "", said)
 
 
+@pytest.mark.slow
 def test_a_file_that_is_no_ledger_is_named_as_given(here):
     (here / "notes.txt").write_text("my notes\n" * 100)
     assert run("--db", "notes.txt", "head") == (2, "", "ledger: notes.txt: not a ledger (file is not a database)\n")
@@ -93,6 +95,7 @@ def _parameters():
     return [(name, param) for name, command in sorted(group.commands.items()) for param in command.params]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command, param", _parameters(), ids=lambda item: getattr(item, "name", item))
 def test_every_option_says_what_it_does_and_its_default(command, param):
     # Help for every parameter; an optional one without a default typer prints says its own (or what not giving

@@ -102,6 +102,7 @@ def test_the_missing_ten_arriving_later_leave_the_record_and_are_not_counted_twi
     assert lanes(replay(cli, "2026-09-01"))["inbound_itemization"] == (110, 100)
 
 
+@pytest.mark.slow
 def test_with_every_fact_in_the_ledger_the_count_says_what_the_facts_say(cli, capped, tmp_path):
     # The ten arrive; from then on the rebuild is the one a ledger holding only the 110 as event lines gives.
     (tmp_path / "ten.jsonl").write_bytes(as_lines(hidden()))
@@ -146,6 +147,7 @@ def test_a_later_record_that_lists_all_it_counts_ends_the_count(cli, capped, tmp
     assert replay(cli, AS_OF_004) == SEED_004.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_later_capped_record_that_drops_a_listed_one_takes_in_the_next(cli, capped, tmp_path):
     # One listed citing paper withdrawn upstream: the record now lists 2608.00089, which the ledger never saw.
     gone = citing_observation(5, SYNTHETIC_AT, checked=False)["observation_id"]
@@ -193,6 +195,7 @@ def test_the_text_page_says_what_is_past_the_cap(cli, capped):
     assert "measured 100 of 110 inbound itemization" in blocks
 
 
+@pytest.mark.slow
 def test_the_pages_say_what_is_past_the_cap(cli, capped):
     from fastapi.testclient import TestClient
 
@@ -212,6 +215,7 @@ def test_the_pages_say_what_is_past_the_cap(cli, capped):
     assert f"<td data-label=\"What changed\" class=\"changed\">counted on 2026-08-24: {words}; outbound 0 counted, 0 itemized; notices checked on 61 of 110 counted</td>" in paper
 
 
+@pytest.mark.slow
 def test_a_bundle_holds_the_count_and_one_without_it_is_incomplete(cli, capped, tmp_path, monkeypatch):
     from tests.cli.test_completeness import check, refused
 

@@ -48,12 +48,14 @@ def late_withdrawal(cli, tmp_path):
     return tmp_path / "published.json"
 
 
+@pytest.mark.slow
 def test_known_at_says_what_the_ledger_said_before_the_withdrawal_was_recorded(cli, late_withdrawal):
     assert OID in listed(replay(cli, PUBLISHED_AT, "2026-08-24"))
     assert OID not in listed(replay(cli, PUBLISHED_AT))
     assert canonical(replay(cli, PUBLISHED_AT, "2026-08-24")) == late_withdrawal.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_record_published_before_the_withdrawal_verifies_in_its_window(cli, late_withdrawal):
     result = cli("verify", str(late_withdrawal))
     assert (result.exit_code, result.stderr) == (0, "")
@@ -69,6 +71,7 @@ def test_a_record_published_before_the_withdrawal_verifies_in_its_window(cli, la
     assert f"history: observation {OID} (inbound): not in the ledger's history as of {PUBLISHED_AT}" in strict.stderr
 
 
+@pytest.mark.slow
 def test_diff_says_the_observation_was_withdrawn_and_why(cli, late_withdrawal):
     result = cli("diff", PAPER_004, "--from", "2026-08-19", "--to", "2026-08-21")
     assert (result.exit_code, result.stderr) == (0, "")
@@ -83,6 +86,7 @@ def test_diff_says_the_observation_was_withdrawn_and_why(cli, late_withdrawal):
     assert before.exit_code == 0 and "removed" not in before.stdout  # not yet known then
 
 
+@pytest.mark.slow
 def test_known_at_says_what_the_ledger_said_before_the_count_was_recorded(cli, tmp_path):
     assert cli("init").exit_code == 0
     with freeze_time("2026-08-10T00:00:00Z"):
@@ -96,6 +100,7 @@ def test_known_at_says_what_the_ledger_said_before_the_count_was_recorded(cli, t
             if lane["lane"] == "inbound_itemization"] == [(12, 12), (110, 100)]
 
 
+@pytest.mark.slow
 def test_diff_says_an_observation_fell_past_the_page_cap(cli, tmp_path):
     assert cli("init").exit_code == 0
     assert cli("import", str(SEED_004), write_record(tmp_path / "capped.json", published(CAPPED_AT, everything()))
@@ -111,6 +116,7 @@ def test_diff_says_an_observation_fell_past_the_page_cap(cli, tmp_path):
     assert [o["observation_id"] for o in found["added"]] == [early["observation_id"]]
 
 
+@pytest.mark.slow
 def test_exported_and_imported_again_the_corrections_rebuild_the_same(cli, late_withdrawal, tmp_path):
     # The log of a ledger holding a withdrawal and a count, as exported lines: their hashes re-checked on the way in.
     capped = published(CAPPED_AT, [obs for obs in everything() if obs["observation_id"] != OID])  # 109 counted

@@ -174,6 +174,7 @@ def test_diff_lists_added_changed_coverage_and_both_digests(history_ledger, seed
             "2026-08-23T06:31:00Z)") in lines
 
 
+@pytest.mark.slow
 def test_export_import_reproduces_the_head_and_the_log_stands_in_for_the_database(history_ledger, tmp_path, seed_bytes):
     cli = Cli.of(history_ledger)
     exported = cli("export")

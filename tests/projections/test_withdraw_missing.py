@@ -46,6 +46,7 @@ def test_without_the_flag_the_record_is_refused_naming_the_observation_and_the_f
     assert head(cli) == before  # nothing appended
 
 
+@pytest.mark.slow
 def test_with_the_flag_one_withdrawal_is_appended_and_both_records_rebuild(cli, later):
     result = cli("import", "--withdraw-missing", later)
     assert (result.exit_code, result.stderr) == (0, "")

@@ -125,6 +125,7 @@ def test_the_same_withdrawal_twice_is_the_same_fact(withdrawn, tmp_path):
     assert result.stdout.startswith("appended 0 events (1 already present); head 41 ")
 
 
+@pytest.mark.slow
 def test_another_withdrawal_of_the_observation_at_the_same_time_is_a_contradiction(withdrawn, tmp_path):
     path = write_lines(tmp_path / "w2.jsonl", event_line(OBSERVATION_WITHDRAWN, withdrawal(reason="duplicate")))
     result = withdrawn("import", path)
@@ -171,6 +172,7 @@ def test_an_observation_cited_in_the_same_import_may_be_withdrawn(cli, tmp_path)
     assert result.stdout.startswith("appended 2 events (0 already present)")
 
 
+@pytest.mark.slow
 def test_a_withdrawal_earlier_than_the_observation_itself_is_refused(withdrawn, tmp_path):
     path = write_lines(tmp_path / "early.jsonl",
                        event_line(OBSERVATION_WITHDRAWN, withdrawal(observed_at="2026-01-05T00:00:00Z")))
@@ -182,6 +184,7 @@ def test_a_withdrawal_earlier_than_the_observation_itself_is_refused(withdrawn, 
     assert withdrawn("import", str(SEED_004)).stdout.startswith("appended 0 events (40 already present); head 41 ")
 
 
+@pytest.mark.slow
 def test_a_withdrawal_is_an_event_of_its_paper_and_a_bundle_without_it_is_incomplete(withdrawn, tmp_path,
                                                                                       monkeypatch):
     from tests.cli.test_completeness import check, refused

@@ -70,6 +70,7 @@ def test_if_none_match_is_a_304_without_a_rebuild(served):
     assert answers.renders == rendered
 
 
+@pytest.mark.slow
 def test_a_fact_appended_by_another_process_is_served_on_the_next_request(served, cli, tmp_path):
     client, answers = served
     before = client.get(record_url(PAPER_004, LATER, html=False)).json()
@@ -79,6 +80,7 @@ def test_a_fact_appended_by_another_process_is_served_on_the_next_request(served
     assert after != before
 
 
+@pytest.mark.slow
 def test_another_papers_fact_leaves_the_record_and_the_integrity_page_kept(served, cli, tmp_path):
     client, answers = served
     client.get(record_url(PAPER_004, LATER, html=False))
@@ -92,6 +94,7 @@ def test_another_papers_fact_leaves_the_record_and_the_integrity_page_kept(serve
     assert again.content == integrity.content and again.json()["index"]["tree_size"] < json.loads(cli("head", "--json").stdout)["seq"]
 
 
+@pytest.mark.slow
 def test_a_page_as_of_the_request_instant_is_never_kept(served):
     client, answers = served
     client.get(f"/paper/{PAPER_004}/citation-record.json")
@@ -110,6 +113,7 @@ def test_the_cache_holds_at_most_its_budget(served):
     assert small.renders == 3
 
 
+@pytest.mark.slow
 def test_a_url_answered_before_is_answered_before_routing_with_the_same_headers(served, cli, tmp_path):
     client, answers = served
     url = record_url(PAPER_004, LATER, html=False)
@@ -125,6 +129,7 @@ def test_a_url_answered_before_is_answered_before_routing_with_the_same_headers(
     assert client.get(url + "&bogus=1").status_code == 400  # another URL: routed, and refused as before
 
 
+@pytest.mark.slow
 def test_the_commit_counter_moves_with_every_commit_of_another_process(cli, tmp_path):
     assert cli("init").exit_code == 0
     store = Store.open(cli.location)
@@ -162,6 +167,7 @@ def test_an_unchanged_commit_counter_answers_without_reading_the_store(served, c
         ["2026-08-22T00:00:00Z"]
 
 
+@pytest.mark.slow
 def test_another_papers_commit_costs_one_check_and_the_record_stays_kept(served, cli, tmp_path):
     client, answers = served
     url = record_url(PAPER_004, LATER, html=False)

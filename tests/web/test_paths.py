@@ -54,6 +54,7 @@ def visible(html: bytes) -> str:
 
 
 # -- bytes equal to the CLI's -----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_record_json_is_the_replay_bytes_for_every_paper_and_date(client, rich):
     store, dates = rich
     cli = Cli.of(store)
@@ -131,6 +132,7 @@ def test_checkpoint_is_the_cli_checkpoint(client, rich, key_file):
     assert response.headers["cache-control"] == "public, max-age=5"
 
 
+@pytest.mark.slow
 def test_integrity_carries_the_digests_a_checkpoint_and_an_evidence_bundle(client, rich, signer, tmp_path):
     store, _ = rich
     response = client.get(f"/paper/{PAPER_004}/integrity.json", params={"as_of": AS_OF_004})
@@ -495,6 +497,7 @@ def test_every_checkpoint_the_docs_show_has_the_shape_serve_gives(client):
     (f"/paper/{PAPER_004}.html", f"/paper/{PAPER_004}"),
     ("/paper/hep-th/9901001.json", "/paper/hep-th/9901001/citation-record.json"),
 ])
+@pytest.mark.slow
 def test_a_guessed_path_of_a_paper_redirects_to_the_one_that_answers(client, guess, meant):
     response = client.get(guess + "?as_of=2026-08-09", follow_redirects=False)
     assert (response.status_code, response.headers["location"], response.content) == (308, meant + "?as_of=2026-08-09", b"")

@@ -59,6 +59,7 @@ def publish(cli, out, *extra):
     return orjson.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_every_published_file_is_what_serve_answers_for_its_path(client, rich, key_file, tmp_path):
     store, dates = rich
     out = tmp_path / "site"
@@ -81,6 +82,7 @@ def test_every_published_file_is_what_serve_answers_for_its_path(client, rich, k
     assert files[f"paper/{PAPER_004}/citation-record.json"][0] == replay.stdout_bytes
 
 
+@pytest.mark.slow
 def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
     store, dates = rich
     cli = Cli.of(store)
@@ -173,6 +175,7 @@ def test_the_static_layout():
     assert file_for("/tile/0/x001/000.p/5", False) == "tile/0/x001/000.p/5"
 
 
+@pytest.mark.slow
 def test_a_file_deleted_or_edited_by_hand_is_restored_to_the_bytes_serve_gives(client, rich, key_file, tmp_path):
     store, dates = rich
     cli, out = Cli.of(store), tmp_path / "site"
@@ -196,6 +199,7 @@ def test_a_file_deleted_or_edited_by_hand_is_restored_to_the_bytes_serve_gives(c
     assert publish(cli, out, "--key", str(key_file))["rebuilt"] == 0
 
 
+@pytest.mark.slow
 def test_trust_folder_looks_only_at_papers_with_new_events(client, rich, key_file, tmp_path):
     store, dates = rich
     cli, out, fresh = Cli.of(store), tmp_path / "site", tmp_path / "fresh"
@@ -233,6 +237,7 @@ def test_trust_folder_looks_only_at_papers_with_new_events(client, rich, key_fil
 
 @pytest.mark.parametrize("change, why", [("as_of", "another --as-of"), ("key", "another key"),
                                          ("version", "another version")])
+@pytest.mark.slow
 def test_another_as_of_key_or_version_renders_every_paper(client, rich, key_file, tmp_path, change, why):
     store, dates = rich
     cli, out = Cli.of(store), tmp_path / "site"
@@ -258,6 +263,7 @@ def test_another_as_of_key_or_version_renders_every_paper(client, rich, key_file
         assert verify_checkpoint((out / "checkpoint").read_text(), parse_signer(key.read_text()).verifier).size == again["tree_size"]
 
 
+@pytest.mark.slow
 def test_another_ledger_published_into_the_same_folder_renders_every_paper(rich, tmp_path):
     store, dates = rich
     out = tmp_path / "site"
@@ -271,6 +277,7 @@ def test_another_ledger_published_into_the_same_folder_renders_every_paper(rich,
     assert (again["rebuilt"], again["whole"]) == (1, "the state names a log larger than this ledger's")
 
 
+@pytest.mark.slow
 def test_a_run_that_stops_before_saving_its_state_is_made_whole_by_the_next(rich, tmp_path, monkeypatch):
     store, dates = rich
     cli, out = Cli.of(store), tmp_path / "site"
@@ -322,6 +329,7 @@ def test_a_damaged_state_renders_again_what_it_cannot_vouch_for(rich, tmp_path, 
     assert publish(cli, out)["rebuilt"] == 0  # and the state is whole again
 
 
+@pytest.mark.slow
 def test_a_card_links_a_paper_here_once_the_site_has_its_record(client, rich, key_file, tmp_path):
     """Seed 004's citing papers have no record here: their cards link arXiv only. A snapshot of one of them
     gives it a record, and the next publish (trusted or not) and the next request give 004's cards a link."""

@@ -95,6 +95,7 @@ def site(rich, signer, tmp_path) -> dict[str, bytes]:
     return found
 
 
+@pytest.mark.slow
 def test_every_served_path_is_published_and_every_published_file_served(client, site):
     assert disagreements(client, site) == []
     # Every kind of row was checked: a file of each published form, the live-only ones named with a reason.
@@ -103,6 +104,7 @@ def test_every_served_path_is_published_and_every_published_file_served(client, 
     assert [route.served("json") for route in ROUTES if route.published is None] == ["/paper/{paper:path}/diff.json"]
 
 
+@pytest.mark.slow
 def test_a_route_the_app_serves_but_the_table_lacks_fails_it(client, site):
     @client.app.get("/paper/{paper:path}/extra.json", response_class=Response)
     async def extra(paper: str):
@@ -111,6 +113,7 @@ def test_a_route_the_app_serves_but_the_table_lacks_fails_it(client, site):
     assert disagreements(client, site) == ["/paper/{paper:path}/extra.json: served, but not a row of the route table"]
 
 
+@pytest.mark.slow
 def test_a_row_publish_writes_no_file_for_or_a_file_no_row_serves_fails_it(client, site):
     history = {name for name in site if name.endswith("/history.json")}
     bare = {name: data for name, data in site.items() if name not in history}

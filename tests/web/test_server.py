@@ -136,6 +136,7 @@ def honest(port: int, request: bytes) -> bytes:
         return read_all(conn).split(b"\r\n", 1)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [HEADER_BYTES + 1, 64 * 1024, 4 * 1024 * 1024])
 def test_a_head_over_the_limit_is_answered_431_and_closed(server, size):
     port, request = server
@@ -164,6 +165,7 @@ def test_a_head_at_the_limit_is_answered(site):
 
 @pytest.mark.parametrize("sent", [b"", b"GET / HTTP/1.1\r\nHost: x\r\n", b"POST /add-checkpoint HTTP/1.1\r\n"
                                   b"Host: x\r\nContent-Length: 100\r\n\r\nold\n"])
+@pytest.mark.slow
 def test_a_request_sent_in_part_is_cut_at_the_header_timeout(server, sent):
     port, request = server
     with connect(port) as conn:
@@ -179,6 +181,7 @@ def test_a_request_sent_in_part_is_cut_at_the_header_timeout(server, sent):
     assert honest(port, request).split(b" ")[1] in (b"200", b"400")
 
 
+@pytest.mark.slow
 def test_a_request_sent_drop_by_drop_is_cut_at_the_header_timeout_from_its_first_byte(server):
     port, request = server
     with connect(port) as conn:
@@ -199,6 +202,7 @@ def test_a_request_sent_drop_by_drop_is_cut_at_the_header_timeout_from_its_first
     assert took < TIMEOUT + MARGIN
 
 
+@pytest.mark.slow
 def test_an_idle_keep_alive_connection_is_closed(site):
     with connect(site) as conn:
         conn.sendall(b"GET /evidence HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -243,6 +247,7 @@ def test_a_405_names_the_methods_a_path_answers(site, witness):
         assert [line for line in head[1:] if line.lower().startswith(b"allow:")] == [b"allow: " + allowed], head
 
 
+@pytest.mark.slow
 def test_a_client_that_reads_none_of_its_answers_is_cut_off(site):
     """Many answers asked at once (pipelined) and none read: once the server's send buffer stays full for the
     header timeout, the connection is aborted, not held for ever."""

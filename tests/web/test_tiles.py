@@ -160,6 +160,7 @@ def rfc_root(hashes: list[bytes]) -> bytes:
 
 
 # -- the tiles of growing logs, served and published --------------------------------------------------------
+@pytest.mark.slow
 def test_a_client_rebuilds_the_signed_root_from_tiles_at_every_size(store, signer, key_file, tmp_path):
     from ledger.web.app import create_app
 
@@ -330,6 +331,7 @@ def test_an_old_ledger_holding_a_longer_entry_names_it(store, tmp_path):
     assert refused.exit_code == 2 and f"{export}: line 2: paper.snapshot event of 70," in refused.stderr
 
 
+@pytest.mark.slow
 def test_serve_fails_in_one_line_on_a_port_in_use(tmp_path, unused_port):
     import socket
 

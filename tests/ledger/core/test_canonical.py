@@ -32,11 +32,13 @@ def shuffled(value, rng):
     return value
 
 
+@pytest.mark.slow
 @given(json_values, st.integers())
 def test_canonical_is_stable_under_key_order(value, seed):
     assert canonical(shuffled(value, random.Random(seed))) == canonical(value)
 
 
+@pytest.mark.slow
 @given(json_values)
 def test_canonical_round_trips_through_the_strict_parser(value):
     encoded = canonical(value)
@@ -50,6 +52,7 @@ float_free_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(float_free_values)
 def test_canonical_agrees_with_an_independent_encoder(value):
     # The rule as the README states it (compact, keys sorted at every level, UTF-8, no trailing newline),
@@ -82,6 +85,7 @@ def test_canonical_refuses_non_finite_numbers(bad):
         canonical(bad)
 
 
+@pytest.mark.slow
 @given(st.one_of(st.integers(min_value=2**64), st.integers(max_value=-(2**63) - 1)))
 def test_canonical_refuses_integers_beyond_64_bits(big):
     with pytest.raises(CanonicalError):
@@ -194,6 +198,7 @@ def _outcome(parse, text):
         return "refused", str(exc)
 
 
+@pytest.mark.slow
 @settings(max_examples=1500)
 @given(json_texts)
 def test_the_fast_path_decides_every_text_as_the_strict_parser_does(text):
@@ -202,6 +207,7 @@ def test_the_fast_path_decides_every_text_as_the_strict_parser_does(text):
     assert _outcome(parse_json, text) == _outcome(_parse_strict, text)
 
 
+@pytest.mark.slow
 @given(json_values)
 def test_the_fast_path_round_trips_what_the_encoder_writes(value):
     assert canonical(parse_json(canonical(value).decode())) == canonical(value)
@@ -251,6 +257,7 @@ def test_canonical_bytes_hold_no_more_memory_than_their_length():
     assert held < 1024, held
 
 
+@pytest.mark.slow
 @given(json_values)
 def test_parsed_json_has_the_same_bytes_through_either_entry_point(value):
     # canonical_parsed skips only the NaN walk: for what a parser can return, the bytes are the same.

@@ -44,6 +44,7 @@ def outcome(read):
         return "refused", str(exc)
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(st.lists(st.sampled_from(TEXT_PIECES), max_size=40), st.integers(1, 9))
 def test_lines_read_in_blocks_are_the_lines_of_the_whole_text(tmp_path_factory, pieces, block):
@@ -80,6 +81,7 @@ TEXTS = st.lists(st.sampled_from(TEXT_PIECES), max_size=30).map(lambda pieces: "
 BYTES = st.lists(st.sampled_from(BYTE_PIECES), max_size=30).map(b"".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(TEXTS | BYTES, st.integers(1, 9))
 def test_a_file_scanned_in_blocks_is_refused_or_accepted_as_when_read_whole(tmp_path_factory, data, block):

@@ -31,6 +31,7 @@ def snapshot(paper: str, title: str) -> bytes:
     return json.dumps(line, ensure_ascii=False).encode() + b"\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("char", RAW + CONTROL, ids=repr)
 def test_a_title_holding_a_line_break_of_splitlines_imports_and_round_trips(tmp_path, new_location, char):
     lines = tmp_path / "titles.jsonl"

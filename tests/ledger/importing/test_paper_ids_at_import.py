@@ -63,6 +63,7 @@ def test_is_paper_id_is_the_one_spelling():
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(), st.from_regex(r"[a-z.\-]{1,12}/[0-9./]{1,9}", fullmatch=True),
                  st.from_regex(r"[0-9.]{4,11}(/[.]{1,2})?", fullmatch=True)))
+@pytest.mark.slow
 def test_an_id_the_door_accepts_is_a_path_of_plain_names(text):
     # What import lets in is what replay --out and publish join to a folder: it must stay a relative path of
     # plain names (the file helper's own rule), whatever the text.
@@ -83,6 +84,7 @@ def test_a_snapshot_line_with_a_bad_id_is_refused_naming_line_and_field(cli, tmp
     assert cli("head").stdout.startswith("0 ")  # nothing appended, not even the good line before it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["source.checked", "measurements.checked", "coverage.counted"])
 @pytest.mark.parametrize("bad", ["/tmp/x/OUTSIDE", "../../etc/passwd"])
 def test_every_paper_level_fact_is_checked(cli, tmp_path, kind, bad):

@@ -286,6 +286,7 @@ def unhex(values):
     return [bytes.fromhex(v) for v in values]
 
 
+@pytest.mark.slow
 def test_every_leaf_of_every_tree_size_up_to_64(grown):
     leaves = leaves_of(grown)
     for size in range(1, 65):

@@ -2,6 +2,8 @@
 
 import tracemalloc
 
+import pytest
+
 from ledger.core.times import When
 from ledger.importing.importer import import_files
 from ledger.services.replay import records_as_of
@@ -51,6 +53,7 @@ def consume(records) -> tuple[int, bool]:
     return seen, in_order
 
 
+@pytest.mark.slow
 def test_replaying_every_paper_keeps_memory_flat(tmp_path):
     # Five times the papers; nothing is held across papers (not records, not the list of ids). The
     # baseline reads one full page of ids (500) and has the one-time growth (pool registry, allocator) in it.

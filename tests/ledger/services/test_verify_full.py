@@ -155,6 +155,7 @@ def test_a_merkle_node_with_one_byte_flipped_is_named(indexed):
     failed(indexed, "Merkle node (4, 1): its stored hash is not the one its leaves (seq 17..32) re-compute")
 
 
+@pytest.mark.slow
 def test_a_merkle_node_dropped_or_added_is_named(indexed):
     edit(indexed, "merkle_nodes", "DELETE FROM merkle_nodes WHERE level = 5 AND idx = 0")
     failed(indexed, "Merkle node (5, 0) is missing")
@@ -172,6 +173,7 @@ def test_a_merkle_node_past_the_log_is_named(indexed):
     failed(indexed, "Merkle node (4, 2) is stored, yet no such node is in the tree of 40 leaves")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at", [4, 40, -1])
 def test_an_index_node_with_one_byte_flipped_is_named(indexed, at):
     node_id, data = one(indexed, "SELECT id, node FROM index_nodes ORDER BY id DESC LIMIT 1")
@@ -180,6 +182,7 @@ def test_an_index_node_with_one_byte_flipped_is_named(indexed, at):
     failed(indexed, "paper index: ")
 
 
+@pytest.mark.slow
 def test_an_index_root_edited_is_named(indexed):
     digest = bytes(one(indexed, "SELECT hash FROM index_roots WHERE size = 40")[0])
     edit(indexed, "index_roots", "UPDATE index_roots SET hash = :h WHERE size = 40", {"h": flipped(digest, 0)})
@@ -201,6 +204,7 @@ def test_an_index_kept_from_an_edited_row_is_named_by_its_paper(ledger_location)
     keeper.close()
 
 
+@pytest.mark.slow
 def test_a_bad_paper_id_appended_before_ids_were_checked_is_named_by_its_seq(seeded):
     """A paper id the one parser refuses, appended as the import of old did: named with its seq."""
     with seeded.reading() as cursor:
