@@ -58,6 +58,7 @@ def test_type_checkers_see_every_public_name_and_nothing_else():
             for alias in node.names}
     assert sorted(seen) == sorted(ledger.__all__[1:])
     assert [name for name, value in seen.items() if getattr(ledger, name) is not value] == []
+    assert "ledger/py.typed" in {p.relative_to(ROOT).as_posix() for p in (ROOT / "ledger").glob("py.typed")}
 
 
 def test_the_wheel_installs_one_top_level_package_holding_cli_web_and_projections(tmp_path):
@@ -73,7 +74,7 @@ def test_the_wheel_installs_one_top_level_package_holding_cli_web_and_projection
     assert wheel.name.startswith(f"ledger-{ledger.__version__}-")
     names = zipfile.ZipFile(wheel).namelist()
     assert sorted({n.split("/")[0] for n in names}) == ["ledger", f"ledger-{ledger.__version__}.dist-info"]
-    assert "ledger/api.py" in names and "ledger/cli/main.py" in names and "ledger/projections/record.py" in names
+    assert "ledger/api.py" in names and "ledger/py.typed" in names and "ledger/cli/main.py" in names and "ledger/projections/record.py" in names
     templates = sorted(n for n in names if n.startswith("ledger/web/templates/"))
     assert templates == sorted(f"ledger/web/templates/{p.name}" for p in (ROOT / "web/templates").glob("*.html"))
     assert templates and all(n.endswith(".html") for n in templates)
