@@ -24,6 +24,7 @@ from ledger.log.cosignature import Cosigner
 from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, multi_inclusion_path, root
 from ledger.log.paper_index import events_tree, paper_key
 from ledger.log.signed_notes import DASH, Checkpoint, Signer
+from tests.ledger.log.test_merkle import KAT_LEAVES, KAT_ROOTS
 from tests.ledger.test_vectors import answer
 
 HERE = Path(__file__).resolve().parent
@@ -188,15 +189,8 @@ def cosignature_cases() -> list[dict]:
 # -- RFC 9162 -----------------------------------------------------------------------------------------------
 # The first eight leaves are the reference data of Certificate Transparency (RFC 6962), whose tree heads other
 # implementations publish (transparency-dev/merkle, testonly/constants.go): REFERENCE_ROOTS checks ours.
-REFERENCE_LEAVES = ["", "00", "10", "2021", "3031", "40414243", "5051525354555657", "606162636465666768696a6b6c6d6e6f"]
-REFERENCE_ROOTS = ["6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
-                   "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
-                   "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
-                   "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
-                   "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
-                   "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
-                   "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
-                   "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328"]
+REFERENCE_LEAVES = [leaf.hex() for leaf in KAT_LEAVES]
+REFERENCE_ROOTS = KAT_ROOTS[1:]  # the empty tree's is not among the reference heads
 # PATH(0, D[8]) over them, as the same file gives it.
 REFERENCE_PATH = ["96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
                   "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
