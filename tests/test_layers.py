@@ -269,3 +269,14 @@ def test_no_module_is_over_400_lines(name):
     if name in OVER_LONGEST_FILE:
         pytest.skip(f"{name}: {lines} lines, over {LONGEST_FILE} before the rule")
     assert lines <= LONGEST_FILE, f"{ALL_MODULES[name]}: {lines} lines"
+
+
+def test_no_test_imports_a_private_name():
+    # A test that reaches past a module's public names pins its insides; test what the module offers.
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("ledger", "benchmarks")):
+                found += [f"{path.relative_to(ROOT)}: {node.module}.{alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert found == []

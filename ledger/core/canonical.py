@@ -178,10 +178,13 @@ def parse_json(text: str) -> Any:
     Raises: CanonicalError (an InputError) saying what is wrong; the caller adds the file name.
     """
     value = _parse_fast(text)
-    return _parse_strict(text) if value is _UNSURE else value
+    return parse_json_strict(text) if value is _UNSURE else value
 
 
-def _parse_strict(text: str) -> Any:
+def parse_json_strict(text: str) -> Any:
+    """`parse_json` by the standard library's parser alone, with the duplicate-key, constant and integer hooks:
+    slower, and the oracle the fast path is tested against (the same value or the same refusal).
+    Raises: CanonicalError saying what is wrong."""
     try:
         value = json.loads(
             text, object_pairs_hook=_pairs_without_duplicates, parse_constant=_refuse_constant,
