@@ -17,7 +17,7 @@ from ledger.model.parts import counted
 from ledger.services.keys import load_signer
 
 # A server's default limits (`ledger.web.server`, docs/running.md), with why: this site's and a witness's request
-# heads are well under 2 KiB (web.app refuses a path or a query over 1 KiB), and 16 KiB is nginx's 2 x 8 KiB
+# heads are well under 2 KiB (web.guard refuses a path or a query over 1 KiB), and 16 KiB is nginx's 2 x 8 KiB
 # large_client_header_buffers; 10 s to send a request is Go's customary ReadHeaderTimeout; 5 s of keep-alive is
 # uvicorn's own default; 256 connections stays well under the 1,024 file descriptors a process commonly has.
 HEADER_BYTES, HEADER_TIMEOUT, IDLE_TIMEOUT, CONNECTIONS = 16 * 1024, 10.0, 5.0, 256

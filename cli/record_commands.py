@@ -50,7 +50,8 @@ from ledger.services.proofs import evidence_bundle, latest_witnessed
 from ledger.services.replay import record_as_of, render_records, shared
 from ledger.services.verify import compare_record, verify_chain
 from ledger.services.verify_store import verify_paper_ids, verify_store
-from ledger.storage.store import Store, sqlite_path
+from ledger.storage.backends import sqlite_path
+from ledger.storage.store import Store
 
 app = typer.Typer()
 

@@ -18,7 +18,8 @@ from ledger.model.events import Fact
 from ledger.model.kinds import KIND
 from ledger.model.parts import citation_label, differing, inside, other_paper, resolution_label, times_moved
 from ledger.model.standing_notices import describe_notice
-from ledger.projections.record import Fold, Mismatch, build_record, counted_past_cap, shown_apart
+from ledger.projections.compare import Mismatch, shown_apart
+from ledger.projections.record import Fold, build_record, counted_past_cap
 
 
 def account(kind: str, old: dict | None, new: dict) -> str:

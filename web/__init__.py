@@ -2,5 +2,5 @@
 live (`ledger serve`, FastAPI on uvicorn) or written as static files (`ledger publish`), the same bytes both ways.
 
 Like `cli/`, an interface: it parses requests, calls `ledger/` and `projections/`, renders, and maps errors to
-status codes in one place (`web.app`). It never writes to the ledger, and nothing in `ledger/` imports it.
+status codes in one place (`web.statuses`). It never writes to the ledger, and nothing in `ledger/` imports it.
 """

@@ -5,7 +5,7 @@ another), which of the papers its cards name have a record (HTML only: a card li
 check is one small read of the store per request; the cache holds at most `BUDGET` bytes, least recently
 checked first out. Where the store has a commit counter (`Backend.watch`: SQLite's data version), a body
 checked at one value of it is sent again while the value is the same, without reading the store at all: no
-commit since means nothing it depends on changed. Changed in the store's thread only (`web.app.Ledger`), so
+commit since means nothing it depends on changed. Changed in the store's thread only (`web.store_thread.Ledger`), so
 it needs no lock; `knows` and `ready`, dict lookups that change nothing, are asked from the event loop.
 """
 
@@ -24,7 +24,7 @@ URLS = 65_536  # URLs remembered for `fresh`, the oldest forgotten first
 class Kept:
     """A body, the state of what it depends on when it was rendered, the commit counter's value when that
     state was last found current (None: not yet; set in the store's thread), and what the server sends with it
-    (made once, by `web.app` in the event loop)."""
+    (made once, by `web.sending` in the event loop)."""
 
     __slots__ = ("state", "body", "stamp", "sent")
 
@@ -39,9 +39,9 @@ class Answers:
         self.budget, self.held = budget, 0
         self.kept: OrderedDict[tuple, Kept] = OrderedDict()
         self.renders = 0  # bodies rendered here (not answered from the cache): for tests and benchmarks
-        self.fast = 0  # answers sent before any routing (counted by `web.app`, in the event loop)
-        # (path, raw query) -> what the full route answered for it: `web.app.Guard` answers it again from here,
-        # before routing, while the body kept is still fresh.
+        self.fast = 0  # answers sent before any routing (counted by `web.sending`, in the event loop)
+        # (path, raw query) -> what the full route answered for it: `web.sending.answer_kept` answers it again
+        # from here, before routing, while the body kept is still fresh.
         self.urls: OrderedDict[tuple[str, bytes], tuple[Route, tuple]] = OrderedDict()
 
     def answer(self, site: Site, route: Route, form: str, render: Render, question: Question,

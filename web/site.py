@@ -103,7 +103,7 @@ def asset_bytes(name: str) -> bytes:
 
 # -- the site ------------------------------------------------------------------------------------------
 class Site:
-    """The pages of one ledger. Not thread-safe (a Store is not): `web.app` calls it from one thread."""
+    """The pages of one ledger. Not thread-safe (a Store is not): `web.store_thread` calls it from one thread."""
 
     def __init__(self, store: Store, signer: Signer | None = None):
         self.store = store

@@ -31,7 +31,8 @@ from ledger.model.published import (
     shown,
     timestamp,
 )
-from ledger.projections.record import build_record, rebuild_mismatch
+from ledger.projections.compare import rebuild_mismatch
+from ledger.projections.record import build_record
 
 
 def _path(obj: dict[str, Any], path: str = "") -> list[bytes]:

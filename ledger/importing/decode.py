@@ -29,7 +29,7 @@ from ledger.log.tiles import check_entry_size
 from ledger.model.arxiv import paper_id
 from ledger.model.events import PAPER_SNAPSHOT, Event, Fact, make_event, record_events
 from ledger.model.published import check_record, verify_digests
-from ledger.projections.record import rebuild_mismatch
+from ledger.projections.compare import rebuild_mismatch
 
 _ENTRY_FIELDS = ("chain_hash", "effective_at", "entry_hash", "kind", "payload", "recorded_at", "seq")
 

@@ -34,7 +34,7 @@ from ledger.model.events import (
     make_event,
     record_count,
 )
-from ledger.projections.record import missing_observations, rebuild_mismatch
+from ledger.projections.compare import missing_observations, rebuild_mismatch
 from ledger.storage.store import Store
 from ledger.storage.writer import DuplicateFactError, Writer
 
@@ -81,7 +81,7 @@ def attempt(store: Store, units: Iterator[Parsed], how: Attempt, progress: Calla
     """One transaction over `units` in input order, committed, or None when the attempt gives up (rolled back:
     nothing appended; try LOOK_UP). `progress`, when given, is called as each unit is appended, `total` the
     bytes of input (None: unknown). With `withdraw_missing`, an observation a record no longer lists (see
-    `record.missing_observations`) is withdrawn at its as_of, ahead of its events; without, the record is
+    `compare.missing_observations`) is withdrawn at its as_of, ahead of its events; without, the record is
     refused. Raises: InputError or IntegrityError (the first unit that cannot be
     decoded, else the first refusal; nothing appended), or StoreError."""
     first = next(units, None)  # decoded before the lock is taken: a bad first input never waits for it
@@ -261,7 +261,7 @@ def _append_entries(writer: Writer, name: str, entries: list[tuple[int, Entry, E
 
 def _withdrawals(writer: Writer, item: Parsed) -> list[Event]:
     """One observation.withdrawn, effective at the record's as_of, of each observation the ledger's rebuild
-    lists that the record no longer does (`record.missing_observations`). Raises: InputError naming the field."""
+    lists that the record no longer does (`compare.missing_observations`). Raises: InputError naming the field."""
     record = item.the_record()
     as_of, source = record["as_of"], "stdin" if item.name == STDIN else os.path.basename(item.name)
     return [make_event(OBSERVATION_WITHDRAWN, {"observation_id": oid, "observed_at": as_of,

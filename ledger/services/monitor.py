@@ -13,19 +13,17 @@ those entries, and the paper index note of its evidence with the index re-comput
 The state folder holds `ledger.db`, `seen` (the last checkpoint whose entries it holds) and `checkpoint` (the
 last checkpoint it vouches for: saved only once every check of the run held). A fork, a rollback to another
 tree, a tile or a record that disagrees raises MisbehaviourError, with evidence another party can check offline.
+What it reads the log through (`Source`) and that error are `ledger.services.monitor_source`'s.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import os
-import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from urllib.parse import quote
 
 from blake3 import blake3
 
@@ -34,7 +32,7 @@ from ledger.core.canonical import canonical, parse_json
 from ledger.core.errors import InputError, IntegrityError, LedgerError, StoreError
 from ledger.core.files import write_file
 from ledger.core.inputs import decode_input, read_input
-from ledger.core.limits import ANSWERS, NOTE
+from ledger.core.limits import NOTE
 from ledger.core.times import When
 from ledger.importing.importer import import_inputs, parse_input
 from ledger.log.chain import GENESIS, hex_hash, link
@@ -45,7 +43,8 @@ from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
 from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.arxiv import is_paper_id
 from ledger.model.paths import INTEGRITY, RECORD, fill
-from ledger.services.fetch import Deadline, UnreachableError, check_url, get
+from ledger.services.fetch import UnreachableError
+from ledger.services.monitor_source import TIMEOUT, MisbehaviourError, Source
 from ledger.services.proofs import prove_consistency
 from ledger.services.replay import record_as_of
 from ledger.services.tilestore import read_entries, read_tile
@@ -54,17 +53,7 @@ from ledger.storage.store import Store
 
 LEDGER, SEEN, VOUCHED = "ledger.db", "seen", "checkpoint"
 CHUNK = 8192  # entries per import transaction: what is held parsed at once
-TIMEOUT = 600.0  # seconds, the default deadline of a whole run (`monitor --timeout`)
 __all__ = ["Followed", "MisbehaviourError", "Source", "UnreachableError", "follow"]
-
-
-class MisbehaviourError(IntegrityError):
-    """The log or its site did something an honest one cannot: `evidence` holds what shows it (the
-    checkpoints, the failing proof or the record served and rebuilt). Exit 1; nothing is saved."""
-
-    def __init__(self, message: str, evidence: dict):
-        super().__init__(message)
-        self.evidence = {"problem": message, **evidence}
 
 
 @dataclass
@@ -79,49 +68,6 @@ class Followed:
     witnesses: dict[str, int] = field(default_factory=dict)  # who cosigned (name -> time), with a policy
     behind: int | None = None  # the checkpoint served is of an older size than the one held: nothing new
     later: int = 0  # published records of papers changed past the checkpoint: compared once it covers them
-
-
-class Source:
-    """The log's files, from a URL (HTTP GET, through `ledger.services.fetch`) or a published folder; each
-    capped by its kind (`limits.ANSWERS`), and every read done by the run's deadline."""
-
-    def __init__(self, where: str, timeout: float = TIMEOUT):
-        """Raises: UnreachableError for a `where` that is neither a URL nor a folder; InputError for a URL that
-        cannot be one (`http://[x`)."""
-        self.where, self.deadline = where.rstrip("/"), Deadline(timeout)
-        self.remote = where.startswith(("http://", "https://"))
-        if self.remote:
-            check_url(where, "the log's URL")
-        if not self.remote and not Path(where).is_dir():
-            raise UnreachableError(f"{where}: not a URL (http:// or https://) nor a published folder")
-
-    def get(self, path: str, kind: str, query: dict[str, str] | None = None) -> bytes | None:
-        """The bytes at `path` (no leading slash), at most ANSWERS[kind]; None when the log has no such file
-        (404, no file).
-        Raises: UnreachableError (past the deadline, over the cap, not a regular file, or no answer)."""
-        if not self.remote:
-            self.deadline.left(f"{self.where}/{path}")
-            return _read_file(Path(self.where) / path, kind, f"{self.where}/{path}")
-        given = "&".join(f"{k}={quote(v, safe=':')}" for k, v in (query or {}).items())
-        return get(f"{self.where}/{path}" + (f"?{given}" if given else ""), kind, self.deadline)
-
-
-def _read_file(path: Path, kind: str, name: str) -> bytes | None:
-    """A published file, read up to its cap: a FIFO or a device (a symlink to /dev/zero) is refused unread.
-    Raises: UnreachableError."""
-    limit = ANSWERS[kind].size
-    try:
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:  # a FIFO does not block its open
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise UnreachableError(f"{name}: not a regular file")
-            data = file.read(limit + 1)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise UnreachableError(f"{name}: {exc.strerror}") from None
-    if len(data) > limit:
-        raise UnreachableError(f"{name}: over the {limit:,}-byte limit for a {kind}")
-    return data
 
 
 def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = None,

@@ -16,7 +16,8 @@ from ledger.core.times import When
 from ledger.core.workers import Workers
 from ledger.model.events import Fact
 from ledger.projections.record import build_record
-from ledger.storage.store import Store, sqlite_path
+from ledger.storage.backends import sqlite_path
+from ledger.storage.store import Store
 
 R = TypeVar("R")
 BATCH = 16  # papers sent to a worker at once: a round trip costs little beside 16 rebuilds

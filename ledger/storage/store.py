@@ -8,8 +8,8 @@ owns URLs and the schema (`ledger.storage.tables`), and is loaded only where an 
 is opened by the backend with sqlite3 alone); statements run on the store's DBAPI connection, written once
 with `?` placeholders, because the append path is measured against raw `executemany` (benchmarks/). What
 differs by database lives in `ledger.storage.backends`; the ledger's reads in `ledger.storage.cursor`, its
-appends in `ledger.storage.writer`, the paper index in `ledger.storage.index_*`. This module's own SQL is the
-schema's (create, upgrade, version check); it never decides what a fact means.
+appends in `ledger.storage.writer`, the paper index in `ledger.storage.index_*`, the schema's own SQL (create,
+upgrade, version check) in `ledger.storage.store_open`. This module never decides what a fact means.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from ledger.core.errors import InputError, StoreError
 from ledger.log.chain import Entry
-from ledger.log.paper_index import log_event
 from ledger.model.events import Fact
 from ledger.storage.backends import (
     LOCK_TIMEOUT_SECONDS,
@@ -30,25 +29,17 @@ from ledger.storage.backends import (
     backend_for,
     database_url,
     shown_location,
-    sqlite_path,
 )
 from ledger.storage.cursor import Cursor
 from ledger.storage.index_keeping import CHUNK, catch_up
 from ledger.storage.index_keeping import Edge as IndexEdge
 from ledger.storage.index_reads import CACHE_LIMIT, Nodes, root_at
 from ledger.storage.schema import SCHEMA_VERSION
+from ledger.storage.store_open import check_version, create_tables, rederive_links, schema_version, sqlite_file
 from ledger.storage.writer import Recent, Writer
 
 if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made: `init`, `upgrade`, PostgreSQL, memory
     from sqlalchemy.engine import Engine
-
-
-def _sqlite_file(location: str) -> str | None:
-    """`sqlite_path(location)`, refusing a folder: init and every other command name it alike."""
-    path = sqlite_path(location)
-    if path is not None and os.path.isdir(path):
-        raise InputError(f"{path}: is a folder; --db names the ledger's file (e.g. {path}/ledger.db)")
-    return path
 
 
 class Store:
@@ -104,22 +95,12 @@ class Store:
     def create(cls, location: str) -> Store:
         """Create an empty ledger at `location`.
         Raises: InputError when one (or a file) is already there, StoreError when the database cannot be reached."""
-        path = _sqlite_file(location)
+        path = sqlite_file(location)
         if path is not None and os.path.exists(path):
             raise InputError(f"{path}: already exists; a ledger is created only once")
-        from sqlmodel import SQLModel  # here only: loading the tables costs every other command its start-up
-
-        from ledger.storage.tables import TABLES, LedgerMeta
-
         store = cls._connect(database_url(location))
         with store._failures("create"):
-            with store.engine.connect() as conn, conn.begin():
-                if store.backend.holds_ledger(conn):
-                    raise InputError(f"{store.shown}: already holds a ledger")
-                SQLModel.metadata.create_all(conn, tables=TABLES)
-                for ddl in store.backend.guards:
-                    conn.exec_driver_sql(ddl)
-                conn.execute(LedgerMeta.__table__.insert(), [{"key": "schema_version", "value": SCHEMA_VERSION}])
+            create_tables(store.engine, store.backend, store.shown)
         return store
 
     @classmethod
@@ -134,7 +115,7 @@ class Store:
     def _existing(cls, location: str) -> Store:
         """A store on a database that must exist already (a SQLite file is never created here).
         Raises: InputError when there is no such file or the location cannot be opened."""
-        path = _sqlite_file(location)
+        path = sqlite_file(location)
         if path is not None and not os.path.isfile(path):
             raise InputError(f"{path}: no ledger here; create one with `ledger init`")
         return cls._connect(database_url(location))
@@ -154,7 +135,7 @@ class Store:
             if found not in ("1", SCHEMA_VERSION):
                 raise InputError(f"{store.shown}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
             with store._connection("upgrade", store.backend.begin_write) as cursor:
-                links = store._upgrade(cursor) if found == "1" else None
+                links = rederive_links(cursor, store.backend, store.engine) if found == "1" else None
                 renewed = store.backend.renew_guards(cursor)
             done = (f"{store.shown}: already at schema version {SCHEMA_VERSION}" if links is None else
                     f"{store.shown}: upgraded to schema version {SCHEMA_VERSION}; {links} paper links re-derived; the "
@@ -163,53 +144,16 @@ class Store:
         finally:
             store.close()
 
-    def _upgrade(self, cursor: Cursor) -> int:
-        from sqlalchemy.schema import CreateTable  # the tables load only where they are used (ledger.schema)
-
-        from ledger.storage.tables import IndexNode, IndexRoot, ObservationPaper
-
-        tables = (ObservationPaper.__table__, IndexNode.__table__, IndexRoot.__table__)
-        cursor.execute("DROP TABLE observation_papers")  # its rows are re-derived below, with their seq
-        for table in tables:
-            cursor.execute(str(CreateTable(table).compile(dialect=self.engine.dialect)))
-        for ddl in self.backend.guards:
-            if any(f"ON {table.name}" in ddl for table in tables):
-                cursor.execute(ddl)
-        links, after = {}, 0
-        while True:  # every entry, in pages, on this transaction's cursor
-            entries = cursor.entries_after(after, 5000)
-            for entry in entries:
-                event = log_event(entry)
-                for paper in event.papers:
-                    links.setdefault((paper, event.subject), entry.seq)
-            if len(entries) < 5000:
-                break
-            after = entries[-1].seq
-        self.backend.insert_nodes_and_links(cursor, [], [(p, o, seq) for (p, o), seq in links.items()])
-        cursor.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
-        return len(links)
-
     def check_version(self) -> None:
-        """Check the database is a ledger of this schema version.
+        """Check the database is a ledger of this schema version (`store_open.check_version`).
         Raises: InputError when it is not, StoreError when it cannot be read."""
-        found = self._schema_version()
-        if found != SCHEMA_VERSION:
-            found = "none" if found is None else found
-            hint = "; bring it to this version with `ledger upgrade`" if found == "1" else ""
-            raise InputError(f"{self.shown}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}"
-                             f"{hint}")
+        check_version(self._schema_version(), self.shown)
 
     def _schema_version(self) -> str | None:
-        """The schema version the database says it has (None: no such row).
+        """The schema version the database says it has (`store_open.schema_version`).
         Raises: InputError when it has no ledger_meta table, StoreError when it is locked or not a database."""
         with self.reading() as cursor:
-            try:
-                row = cursor.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
-            except self.backend.dbapi.Error as exc:
-                if self.backend.is_locked(exc) or self.backend.is_not_a_database(exc):
-                    raise
-                raise InputError(f"{self.shown}: not a ledger (no ledger_meta table)") from None
-        return None if row is None else row[0]
+            return schema_version(cursor, self.backend, self.shown)
 
     def close(self) -> None:
         """Close the connection and dispose of the engine."""

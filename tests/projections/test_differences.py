@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from ledger.core.errors import InputError
 from ledger.importing.importer import import_files
+from ledger.projections.compare import first_difference, shown_apart
 from ledger.projections.history import diff
-from ledger.projections.record import first_difference, shown_apart
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import event_line, redigest, seed_record, write_record
 

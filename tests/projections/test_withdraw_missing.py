@@ -9,7 +9,7 @@ import pytest
 
 from ledger.core.canonical import canonical
 from ledger.model.events import OBSERVATION_WITHDRAWN
-from ledger.projections.record import missing_observations
+from ledger.projections.compare import missing_observations
 from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import seed_record, write_record

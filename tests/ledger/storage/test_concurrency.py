@@ -17,8 +17,9 @@ from ledger.core.times import When
 from ledger.log.chain import verify_entries
 from ledger.model.events import make_event
 from ledger.services.proofs import evidence_bundle
+from ledger.storage.backends import sqlite_path
 from ledger.storage.backends.postgres import LOCK_ID as WRITE_LOCK
-from ledger.storage.store import Store, sqlite_path
+from ledger.storage.store import Store
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004
 from tests.helpers import event_line
 
@@ -172,7 +173,8 @@ SWEEPER = """
 import sys, time
 from ledger.model.events import make_event
 from ledger.storage.backends.postgres import LOCK_ID as WRITE_LOCK
-from ledger.storage.store import Store, sqlite_path
+from ledger.storage.backends import sqlite_path
+from ledger.storage.store import Store
 
 store = Store.open(sys.argv[1])
 for n in range(int(sys.argv[2])):
