@@ -1,7 +1,8 @@
-"""What every command module shares: the global options' values, opening the store, reading key files, and
-writing results (a date option is read by `ledger.core.times.when`, as the web's query is; a paper id by
-`ledger.model.arxiv`, as the web's path is, once, at the option: `paper_option`). Command modules
-import this, never `cli.main` (which imports them).
+"""What every command module shares: the global options' values, opening the store, reading key files, the
+witness options (parsed once, by `witness_policy`, into the policy a command hands on), and writing results
+(a date option is read by `ledger.core.times.when`, as the web's query is; a paper id by `ledger.model.arxiv`,
+as the web's path is, once, at the option: `paper_option`). Command modules import this, never `cli.main`
+(which imports them).
 
 stdout carries results only (`write_stdout`, `write_json`); progress goes to stderr, and only on a terminal.
 """
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
-from typing import Annotated
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,10 +25,14 @@ from ledger.importing.logfile import open_ledger
 from ledger.model.arxiv import PREFIX, looks_like_paper_id, parse_arxiv_id
 from ledger.storage.store import Store
 
+if TYPE_CHECKING:
+    from ledger.log.cosignature import CosignerKey, WitnessPolicy
+    from ledger.log.signed_notes import Verifier
+
 DEFAULT_DB = "ledger.db"
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (default: text).")]  # every command's --json
 Jobs = Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (default 1: this one alone).")]
-# The verifiers' witness options (verify-proof, verify --evidence, verify --index): see `witness_check`.
+# The verifiers' witness options (verify-proof, verify --evidence, verify --index, monitor): see `witness_policy`.
 WitnessKeys = Annotated[list[str] | None, typer.Option(
     "--witness-key", metavar="VKEY", help="A witness's cosigner key (repeat): the checkpoint must carry its "
                                           "cosignature, as many as --quorum (default: none, no cosignature is asked for).")]
@@ -148,33 +153,50 @@ def write_json(value: object) -> None:
     write_stdout(canonical(value) + b"\n")
 
 
-def witness_check(keys: list[str] | None, quorum: int | None, policy: str | None, cosigned: str | None,
-                  verifier, note: str, carried: str | None = None) -> str:
-    """What a verifier's witness options add to its account: "" without them; else who cosigned, once the
-    policy is met on the cosigned checkpoint (`cosigned`'s file, else the one a bundle `carried`, else
-    `note`), which must be of the tree of `note`, the log-signed note the proof or bundle was checked against.
-    Raises: InputError for options that do not go together, IntegrityError when the policy is not met."""
-    from ledger.audit.quorum import witnessed
-    from ledger.log.cosignature import policy_of
-    from ledger.log.signed_notes import verify_checkpoint
+def witness_policy(log: str, keys: Sequence[str | CosignerKey] | None, quorum: int | None, policy: str | None,
+                   cosigned: str | None = None, key_option: str = "--witness-key") -> WitnessPolicy | None:
+    """A command's witness options, parsed once at its start into the policy it hands on (verify-proof, verify,
+    monitor, checkpoint alike): the keys of `key_option` (repeated: a vkey file or its text, or a key read with
+    its URL, as checkpoint's --witness) with --quorum (default: all), or the C2SP tlog-policy file --policy, whose
+    log lines must list `log` (the log's verifier key); with --cosigned, the checkpoint to count them on. None
+    when no witness is asked for.
+    Raises: InputError for options that do not go together, or a key, policy or file that cannot be read."""
+    from ledger.log.cosignature import CosignerKey, WitnessPolicy, policy_of
     from ledger.services.keys import load_cosigner_key, load_policy
 
-    rule = policy_of([load_cosigner_key(key) for key in keys or []], quorum,
-                     load_policy(policy) if policy else None, str(verifier), "--witness-key", policy or "--policy")
+    loaded = [key if isinstance(key, CosignerKey) else load_cosigner_key(key) for key in keys or []]
+    rule = policy_of(loaded, quorum, load_policy(policy) if policy else None, log, key_option, policy or "--policy")
     if rule is None:
         if cosigned is not None:
             raise InputError("--cosigned gives a checkpoint to count witnesses on: give --witness-key or --policy")
-        return ""
-    if cosigned is not None:
-        text, name = read_text(cosigned, "a cosigned checkpoint"), cosigned
+        return None
+    if cosigned is None:
+        return WitnessPolicy(rule)
+    return WitnessPolicy(rule, read_text(cosigned, "a cosigned checkpoint"), cosigned)
+
+
+def witness_check(policy: WitnessPolicy | None, verifier: Verifier, note: str,
+                  carried: str | None = None) -> tuple[str, list[str] | None]:
+    """What `policy` adds to a verifier's account, and who cosigned (sorted; None: no witness asked for): ""
+    without a policy; else the witnesses, once its quorum is met on its cosigned checkpoint (else the one a
+    bundle `carried`, else `note`), which must be of the tree of `note`, the log-signed note the proof or bundle
+    was checked against.
+    Raises: IntegrityError when the policy is not met, or the checkpoint counted on is of another tree."""
+    from ledger.audit.quorum import witnessed
+    from ledger.log.signed_notes import verify_checkpoint
+
+    if policy is None:
+        return "", None
+    if policy.cosigned is not None:
+        text, name = policy.cosigned, policy.cosigned_name
     else:
         text, name = (note, "checkpoint") if carried is None else (carried, "the bundle's cosigned checkpoint")
     of = verify_checkpoint(note, verifier)
     try:
-        found = witnessed(text, verifier, rule, of, name)
+        found = sorted(witnessed(text, verifier, policy.rule, of, name))
     except IntegrityError as exc:
-        if cosigned is None and carried is None and of.index_root is not None:
+        if policy.cosigned is None and carried is None and of.index_root is not None:
             raise IntegrityError(f"{exc} (this is the paper index note, which witnesses do not cosign: give "
                                  f"--cosigned with the checkpoint they cosigned)") from None
         raise
-    return f"; witnessed by {', '.join(sorted(found)) or 'none needed'} ({len(found)} of {len(rule.witnesses)})"
+    return f"; witnessed by {', '.join(found) or 'none needed'} ({len(found)} of {len(policy.rule.witnesses)})", found

@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, write_json
-from ledger.log.cosignature import policy_of
+from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, witness_policy, write_json
 from ledger.model.parts import counted
-from ledger.services.keys import load_cosigner_key, load_policy, load_verifier
+from ledger.services.keys import load_verifier
 from ledger.services.monitor import TIMEOUT, MisbehaviourError, UnreachableError, follow
 
 app = typer.Typer()
@@ -36,10 +35,9 @@ def monitor(
     fetched and every new entry checked, the records of the papers that changed rebuilt and compared with the
     site's. Exit 0 consistent, 1 misbehaviour (--json: the evidence), 3 unreachable."""
     verifier = load_verifier(verifier_key)
-    rule = policy_of([load_cosigner_key(key) for key in witness_key or []], quorum,
-                     load_policy(policy) if policy else None, str(verifier), "--witness-key", policy or "--policy")
+    witnessing = witness_policy(str(verifier), witness_key, quorum, policy)
     try:
-        found = follow(where, verifier, state, rule, paper, timeout)
+        found = follow(where, verifier, state, witnessing.rule if witnessing else None, paper, timeout)
     except MisbehaviourError as exc:
         if json:
             write_json({"status": "misbehaviour", "log": verifier.name, **exc.evidence})

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ledger.audit.auditor import load_json, verify_proof
+from ledger.audit.results import Included, PaperCount, Prefix
 from ledger.cli.common import (
     Cosigned,
     Json,
@@ -19,6 +20,7 @@ from ledger.cli.common import (
     read_text,
     say,
     witness_check,
+    witness_policy,
     write_json,
     write_stdout,
 )
@@ -28,12 +30,12 @@ from ledger.core.files import create_new
 from ledger.core.inputs import read_input
 from ledger.core.limits import PROOF
 from ledger.core.redact import quoted
-from ledger.log.cosignature import CosignerKey, generate_cosigner, policy_of
-from ledger.log.signed_notes import generate_signer, verify_checkpoint
+from ledger.log.cosignature import CosignerKey, generate_cosigner
+from ledger.log.signed_notes import Verifier, generate_signer, verify_checkpoint
 from ledger.model.parts import counted
 from ledger.services.cosign_gathering import cosign, targets_of
 from ledger.services.fetch import check_url
-from ledger.services.keys import load_cosigner_key, load_policy, load_signer, load_verifier
+from ledger.services.keys import load_cosigner_key, load_signer, load_verifier
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
 from ledger.storage.cosigned_checkpoint import keep_cosigned
@@ -49,6 +51,7 @@ def keygen(
     cosigner: Annotated[str | None, typer.Option(
         "--cosigner", metavar="NAME", help="Instead, a witness's cosigner key (C2SP cosignature/v1) named NAME, "
                                            "e.g. witness.example.org/w1: witness.key and witness.vkey (default: none, a log's key).")] = None,
+    json: Json = False,
 ) -> None:
     """Write ledger.key (signing key) and ledger.vkey (verifier key) here, or with --cosigner a witness's
     witness.key and witness.vkey; never overwrites."""
@@ -68,7 +71,10 @@ def keygen(
     except InputError:
         os.remove(key_file)  # not half a pair: the key this run made goes with it
         raise
-    typer.echo(f"wrote {key_file} (keep it secret) and {vkey_file}: {public}")
+    if json:  # the files' names and the public key: never the signing key's text
+        write_json({"key": key_file, "vkey": vkey_file, "origin": origin, "cosigner": cosigner, "public": str(public)})
+    else:
+        typer.echo(f"wrote {key_file} (keep it secret) and {vkey_file}: {public}")
 
 
 def _write_new(name: str, text: str, mode: int) -> None:
@@ -109,19 +115,20 @@ def checkpoint(
     policy: Annotated[str | None, typer.Option(
         "--policy", help="A C2SP tlog-policy file: its witnesses (with a URL) are asked, its quorum must be met (default: none).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds asking the witnesses may take, every round and request included (default: 10); a witness still answering then is refused.")] = 10.0,
+    json: Json = False,
 ) -> None:
     """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree; with witnesses, cosigned by them
     (C2SP tlog-witness) and kept in the ledger, which `serve` and `publish` then give at /checkpoint: exit 1,
     a line per witness that did not cosign, when the quorum is not met."""
     signer, store = load_signer(key), open_store(ctx)
     witnesses = _witnesses(witness or [])
-    rule = policy_of([k for _, k in witnesses], quorum, load_policy(policy) if policy else None,
-                     str(signer.verifier), "--witness", policy or "--policy")
-    if rule is None:
-        write_stdout(signed_checkpoint(store, signer, paper_index=paper_index)[0].encode())
+    witnessing = witness_policy(str(signer.verifier), [k for _, k in witnesses], quorum, policy, key_option="--witness")
+    if witnessing is None:
+        _write_checkpoint(signed_checkpoint(store, signer, paper_index=paper_index)[0], signer.verifier, json)
         return
     if paper_index:
         raise InputError("checkpoint: witnesses cosign the checkpoint, not the paper index note (no --paper-index)")
+    rule = witnessing.rule
     targets = targets_of(witnesses, rule)
     note, size = signed_checkpoint(store, signer)
 
@@ -133,7 +140,18 @@ def checkpoint(
         say(f"note: {line}")
     if not keep_cosigned(store, cosigned):
         say("note: the ledger holds a cosigned checkpoint of a tree as large; it stays the one served at /checkpoint")
-    write_stdout(cosigned.encode())
+    _write_checkpoint(cosigned, signer.verifier, json, sorted(rule.cosigned(cosigned)))
+
+
+def _write_checkpoint(note: str, verifier: Verifier, json: bool, witnessed_by: list[str] | None = None) -> None:
+    """The signed note on stdout, exactly its bytes; with --json, an object that carries it (docs/json.md)."""
+    if not json:
+        write_stdout(note.encode())
+        return
+    signed = verify_checkpoint(note, verifier)
+    write_json({"note": note, "origin": signed.origin, "size": signed.size, "root": signed.root.hex(),
+                "index_root": None if signed.index_root is None else signed.index_root.hex(),
+                "witnessed_by": witnessed_by})
 
 
 @app.command()
@@ -183,11 +201,30 @@ def verify_proof_command(
     quorum: Quorum = None,
     policy: PolicyFile = None,
     cosigned: Cosigned = None,
+    json: Json = False,
 ) -> None:
     """Check a proof (inclusion, consistency or paper index) against a signed checkpoint, with no database;
     with witness keys or a policy, also that witnesses cosigned that tree."""
     data = load_json(proof, read_input(proof, PROOF))
     note = read_text(checkpoint_file, "a signed checkpoint")
     verifier = load_verifier(verifier_key)
+    witnessing = witness_policy(str(verifier), witness_key, quorum, policy, cosigned)
     proved = verify_proof(data, note, verifier, proof, checkpoint_file)
-    typer.echo(proof_account(proved) + witness_check(witness_key, quorum, policy, cosigned, verifier, note))
+    words, found = witness_check(witnessing, verifier, note)
+    if json:
+        write_json({"ok": True, "proof": _proved(proved), "account": proof_account(proved) + words,
+                    "witnessed_by": found})
+    else:
+        typer.echo(proof_account(proved) + words)
+
+
+def _proved(proved: Included | Prefix | PaperCount) -> dict:
+    """What a proof proved, for `verify-proof --json` (docs/json.md): its kind and its numbers."""
+    if isinstance(proved, Included):
+        return {"kind": "inclusion", "seq": proved.leaf_index + 1, "leaf_index": proved.leaf_index,
+                "tree_size": proved.tree_size, "signer": proved.signer}
+    if isinstance(proved, Prefix):
+        return {"kind": "consistency", "old_size": proved.old_size, "new_size": proved.new_size,
+                "signer": proved.signer}
+    return {"kind": "paper", "paper": proved.paper, "count": proved.count, "tree_size": proved.tree_size,
+            "events_root": None if proved.events_root is None else proved.events_root.hex(), "signer": proved.signer}

@@ -27,6 +27,7 @@ from ledger.cli.common import (
     read_text,
     say,
     witness_check,
+    witness_policy,
     write_json,
     write_stdout,
 )
@@ -230,8 +231,8 @@ def verify(
 ) -> None:
     """Re-check published records (digests and history), or with no file the whole chain (--full: and every row
     derived from it)."""
-    witnesses = (witness_key, quorum, policy, cosigned)
-    if (witness_key or any(option is not None for option in witnesses[1:])) and index is None and evidence is None:
+    witness_options = (witness_key, quorum, policy, cosigned)
+    if (witness_key or any(option is not None for option in witness_options[1:])) and index is None and evidence is None:
         raise InputError("--witness-key, --quorum, --policy and --cosigned: only with --evidence or --index")
     if full and (index is not None or evidence is not None):
         raise InputError("--full: checks the ledger itself, not with --evidence or --index")
@@ -239,9 +240,12 @@ def verify(
         if checkpoint is None or verifier_key is None or evidence is not None or records:
             raise InputError("--index: needs --checkpoint and --verifier-key, and nothing else to verify")
         note, verifier = read_text(checkpoint, "a signed checkpoint"), load_verifier(verifier_key)
+        witnessing = witness_policy(str(verifier), *witness_options)
         matched = verify_index(log_entries(index), note, verifier, checkpoint)
-        account = index_account(matched, checkpoint) + witness_check(*witnesses, verifier, note)
-        _say(json, {"file": index, "ok": True, "account": account}, f"{index}: {account}")
+        words, found = witness_check(witnessing, verifier, note)
+        account = index_account(matched, checkpoint) + words
+        _say(json, {"ok": True, "checked": "index", "file": index, "account": account, "witnessed_by": found},
+             f"{index}: {account}")
         return
     if checkpoint is not None:
         raise InputError("--checkpoint: only with --index")
@@ -252,11 +256,14 @@ def verify(
             raise InputError("--evidence: checks one bundle, nothing else: verify RECORD files (or --strict) in "
                              "another run")
         bundle, verifier = load_json(evidence, read_input(evidence, BUNDLE)), load_verifier(verifier_key)
+        witnessing = witness_policy(str(verifier), *witness_options)
         proved = verify_bundle(bundle, verifier, evidence)
         note = bundle["checkpoint"]  # verify_bundle has checked it is a note the log signed
-        account = bundle_account(proved) + witness_check(*witnesses, verifier, note, bundle.get("cosigned"))
+        words, found = witness_check(witnessing, verifier, note, bundle.get("cosigned"))
+        account = bundle_account(proved) + words
         complete = True if proved.indexed is not None else None  # None: a bundle from before the index proves none
-        _say(json, {"file": evidence, "ok": True, "complete": complete, "account": account}, f"{evidence}: {account}")
+        _say(json, {"ok": True, "checked": "evidence", "file": evidence, "complete": complete, "account": account,
+                    "witnessed_by": found}, f"{evidence}: {account}")
         return
     if verifier_key is not None:
         raise InputError("--verifier-key: only with --evidence or --index")
@@ -288,11 +295,11 @@ def _verify_records(names: list[str], store: Store | None, strict: bool, json: b
         except InputError as exc:
             unread.append((name, str(exc)))
     lines = [record_lines(check) for check in checks]
-    if json:
-        write_json([{"file": c.name, "ok": not c.problems, "history": c.history,
-                     **({"problems": c.problems} if c.problems else {"account": said[0]})}
-                    for c, said in zip(checks, lines)]
-                   + [{"file": name, "ok": False, "history": None, "problems": [problem]} for name, problem in unread])
+    if json:  # one object: the files' reports in order, then those that could not be read
+        files = [{"file": c.name, "ok": not c.problems, "history": c.history,
+                  **({"problems": c.problems} if c.problems else {"account": said[0]})} for c, said in zip(checks, lines)]
+        files += [{"file": name, "ok": False, "history": None, "problems": [problem]} for name, problem in unread]
+        write_json({"ok": all(f["ok"] for f in files), "checked": "records", "files": files})
     else:
         for said in lines:
             for line in said:
@@ -316,7 +323,7 @@ def _store_if_any(ctx: typer.Context) -> Store | None:
 
 def _say(json: bool, result: dict, text: str) -> None:
     if json:
-        write_json([result])
+        write_json(result)
     else:
         typer.echo(text)
 

@@ -190,6 +190,17 @@ class Policy:
         return {name: by_key[key.name] for name, key in self.witnesses.items() if key.name in by_key}
 
 
+@dataclass(frozen=True)
+class WitnessPolicy:
+    """A command's witness options, parsed once (`cli.common.witness_policy`) and handed to what checks or asks
+    for cosignatures, as sigstore-python's verifiers are handed a policy: `rule`, the witnesses and the quorum
+    they must meet, and where to count them: the text of the cosigned checkpoint `cosigned` (read from the file
+    `cosigned_name`), or None: on the checkpoint the proof or bundle is checked against (or one it carries)."""
+    rule: Policy
+    cosigned: str | None = None
+    cosigned_name: str = "--cosigned"
+
+
 def quorum_policy(keys: list[CosignerKey], quorum: int) -> Policy:
     """The policy of `--witness-key` (repeated) and `--quorum N`: any N of the keys.
     Raises: InputError for a quorum above the number of keys, or a key given twice."""
@@ -205,9 +216,10 @@ def quorum_policy(keys: list[CosignerKey], quorum: int) -> Policy:
 
 def policy_of(keys: list[CosignerKey], quorum: int | None, policy: Policy | None, log: str,
               key_option: str, source: str = "--policy") -> Policy | None:
-    """The witness policy a command's options give, the log's and the verifiers' alike: the keys of
-    `key_option` (repeated) with `--quorum` (default: all of them), or a tlog-policy read from `source`, whose
-    log lines, when it has any, must list the log's key `log`; None when neither is given.
+    """The witness policy a command's options give (`cli.common.witness_policy` reads them, for the log's
+    commands and the verifiers' alike): the keys of `key_option` (repeated) with `--quorum` (default: all of
+    them), or a tlog-policy read from `source`, whose log lines, when it has any, must list the log's key `log`;
+    None when neither is given.
     Raises: InputError for options that do not go together, or a policy for another log."""
     if policy is not None and (keys or quorum is not None):
         raise InputError(f"--policy: give it or {key_option} with --quorum, not both")

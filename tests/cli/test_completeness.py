@@ -77,7 +77,7 @@ def test_a_bundle_holds_every_event_of_its_paper_and_verifies_complete(keyed, bu
     assert result.exit_code == 0, result.stderr
     assert "complete: the signed paper index counts 42 events of arXiv:2407.20018 in the log of size 44" in result.stdout
     as_json = keyed("verify", "--evidence", "check.json", "--verifier-key", "ledger.vkey", "--json")
-    assert json.loads(as_json.stdout)[0]["complete"] is True
+    assert json.loads(as_json.stdout)["complete"] is True
 
 
 def test_a_bundle_known_at_an_earlier_time_says_so_and_is_complete(keyed, tmp_path):
@@ -191,7 +191,7 @@ def test_a_bundle_from_before_the_index_verifies_and_says_completeness_is_not_pr
     assert result.exit_code == 0, result.stderr
     assert "completeness not proven: the bundle carries no paper index proof" in result.stdout
     assert json.loads(keyed("verify", "--evidence", "check.json", "--verifier-key", "ledger.vkey",
-                            "--json").stdout)[0]["complete"] is None
+                            "--json").stdout)["complete"] is None
 
 
 def test_prove_paper_for_a_paper_with_events_and_one_without(keyed, tmp_path):

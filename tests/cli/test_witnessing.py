@@ -242,6 +242,9 @@ def test_paper_index_proofs_and_bundles_count_the_cosignatures_of_their_tree(key
     assert alone.exit_code == 1 and "give --cosigned with the checkpoint they cosigned" in alone.stderr
     both = keyed("verify-proof", "paper.json", "--checkpoint", "index.txt", *asked, "--cosigned", "cosigned.txt")
     assert both.exit_code == 0 and "witnessed by w0.example (1 of 1)" in both.stdout, both.stderr
+    as_json = json.loads(keyed("verify-proof", "paper.json", "--checkpoint", "index.txt", *asked, "--cosigned",
+                               "cosigned.txt", "--json").stdout)
+    assert as_json["witnessed_by"] == ["w0.example"] and as_json["account"] == both.stdout[:-1]
     assert keyed("replay", "--paper", "2407.20018", "--as-of", "2026-08-09", "--evidence", "b.json", "--key",
                  "ledger.key").exit_code == 0
     bundle = keyed("verify", "--evidence", "b.json", *asked, "--cosigned", "cosigned.txt")
@@ -249,6 +252,8 @@ def test_paper_index_proofs_and_bundles_count_the_cosignatures_of_their_tree(key
     (tmp_path / "log.jsonl").write_bytes(keyed("export").stdout_bytes)
     monitor = keyed("verify", "--index", "log.jsonl", "--checkpoint", "index.txt", *asked, "--cosigned", "cosigned.txt")
     assert monitor.exit_code == 0 and "witnessed by w0.example" in monitor.stdout, monitor.stderr
+    again = json.loads(keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey", "--json").stdout)
+    assert again["witnessed_by"] == ["w0.example"] and again["note"].startswith("example.org/ledger\n40\n")
     # A cosigned checkpoint of another tree does not vouch for this one.
     grow(keyed, tmp_path)
     (tmp_path / "later.txt").write_text(keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey").stdout)

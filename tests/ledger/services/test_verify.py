@@ -81,14 +81,14 @@ def test_json_gives_the_windows_and_the_late_facts(published, tmp_path):
     record_at(published, T2, resolution("2026-08-08T12:00:00Z"), tmp_path=tmp_path)
     result = verify(published, "--json", SEED)
     assert result.exit_code == 0, result.stderr
-    [found] = json.loads(result.stdout)
+    [found] = json.loads(result.stdout)["files"]
     assert (found["file"], found["ok"]) == (SEED, True)
     assert found["history"] == {
         "as_of": "2026-08-09T16:41:00Z", "agrees_now": False, "windows": [{"from": T1, "until": T2}],
         "late_facts": [{"seq": 41, "kind": "resolution.recorded", "subject": OBS, "effective_at": "2026-08-08T12:00:00Z",
                         "recorded_at": T2, "account": f"{CITED_BY}: resolution unresolved → verified_exact (local_arxiv)",
                         "citation": CITED_BY}]}
-    strict = json.loads(verify(published, "--json", "--strict", SEED).stdout)[0]
+    strict = json.loads(verify(published, "--json", "--strict", SEED).stdout)["files"][0]
     assert strict["ok"] is False and strict["history"] == found["history"] and len(strict["problems"]) == 3
 
 
@@ -99,7 +99,7 @@ def test_a_late_fact_after_as_of_changes_nothing(published, tmp_path):
         assert (result.exit_code, result.stderr) == (0, "")
         assert result.stdout == (f"{SEED}: ok: 12 observation digests and the context digest re-check; agrees with "
                                  f"the ledger's history at 2026-08-09T16:41:00Z (what the ledger knew from {T1} on)\n")
-    history = json.loads(verify(published, "--json", SEED).stdout)[0]["history"]
+    history = json.loads(verify(published, "--json", SEED).stdout)["files"][0]["history"]
     assert history["windows"] == [{"from": T1, "until": None}] and history["late_facts"] == []
     assert history["agrees_now"] is True
 
@@ -120,7 +120,7 @@ def test_several_windows_matched_stopped_matched_again_and_stopped(published, tm
     # be the rebuild again after it stopped being it.
     record_at(published, T2, notice("2026-08-09T10:00:00Z", FAILED), tmp_path=tmp_path)  # seq 41: stops
     record_at(published, T3, notice("2026-08-09T11:00:00Z", UNAVAILABLE), tmp_path=tmp_path)  # seq 42: again
-    now = json.loads(verify(published, "--json", SEED).stdout)[0]["history"]
+    now = json.loads(verify(published, "--json", SEED).stdout)["files"][0]["history"]
     assert now["windows"] == [{"from": T1, "until": T2}, {"from": T3, "until": None}] and now["agrees_now"]
     assert now["late_facts"] == []
     record_at(published, T4, resolution("2026-08-09T12:00:00Z"), tmp_path=tmp_path)  # seq 43: stops for good
@@ -129,7 +129,7 @@ def test_several_windows_matched_stopped_matched_again_and_stopped(published, tm
     assert f"agrees with what the ledger knew from {T1} until {T2} and from {T3} until {T4} (" in result.stdout
     # Late facts are those since the last window ended, not the ones the record outlived.
     assert [line.split(", ")[0] for line in result.stdout.splitlines()[1:]] == [f"{SEED}: late fact: seq 43"]
-    history = json.loads(verify(published, "--json", SEED).stdout)[0]["history"]
+    history = json.loads(verify(published, "--json", SEED).stdout)["files"][0]["history"]
     assert history["windows"] == [{"from": T1, "until": T2}, {"from": T3, "until": T4}]
     assert [row["seq"] for row in history["late_facts"]] == [43]
 
@@ -145,7 +145,7 @@ def test_a_record_no_recorded_time_ever_rebuilt_fails_naming_the_first_differenc
     assert result.stderr.splitlines()[0] == (
         f"ledger: {path}: history: observation {OBS} (inbound): differs from the ledger's history at "
         'resolution.observed_at: ledger has "2026-08-08T12:00:00Z", record has "2026-08-08T10:10:22.827490Z"')
-    [found] = json.loads(verify(published, "--json", path).stdout)
+    [found] = json.loads(verify(published, "--json", path).stdout)["files"]
     assert found["ok"] is False and found["history"]["windows"] == [] and found["history"]["late_facts"] == []
 
 
