@@ -1,5 +1,5 @@
 """Docstrings of the library say what a caller must know: a public function that raises names each exception
-type in a `Raises:` section, and every name there is a real exception class (README, "Map of the modules").
+type in a `Raises:` section, and every name there is a real exception class (docs/modules.md).
 
 A section is written `Raises: InputError, StoreError.` on one line, or Google style, one `Name: when` per
 indented line. A function with no `raise` of its own needs no section; the words "Raises nothing" are gone.
