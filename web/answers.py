@@ -5,7 +5,7 @@ another), which of the papers its cards name have a record (HTML only: a card li
 check is one small read of the store per request; the cache holds at most `BUDGET` bytes, least recently
 checked first out. Where the store has a commit counter (`Backend.watch`: SQLite's data version), a body
 checked at one value of it is sent again while the value is the same, without reading the store at all: no
-commit since means nothing it depends on changed. Changed in the store's thread only (`web.store_thread.Ledger`), so
+commit since means nothing it depends on changed. Changed in the store's thread only (`web.store_thread.StoreThread`), so
 it needs no lock; `knows` and `ready`, dict lookups that change nothing, are asked from the event loop.
 """
 

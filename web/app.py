@@ -25,7 +25,7 @@ from ledger.web.parameters import OPTIONS, strict
 from ledger.web.routes import ROUTES, Render, Route, ask
 from ledger.web.sending import answer_kept, respond
 from ledger.web.statuses import ERRORS, HANDLERS
-from ledger.web.store_thread import Ledger
+from ledger.web.store_thread import StoreThread
 
 
 class App(FastAPI):
@@ -37,7 +37,7 @@ class App(FastAPI):
             await super().__call__(scope, receive, send)
 
 
-def endpoint(ledger: Ledger, route: Route, form: str, render: Render) -> Callable:
+def endpoint(ledger: StoreThread, route: Route, form: str, render: Render) -> Callable:
     """The FastAPI endpoint of one form of a route: parse (`routes.ask`), render in the store's thread, send.
     Its signature, built from the row, is what FastAPI validates and the OpenAPI schema lists."""
     names = {OPTIONS[option][0]: option for option in route.query}
@@ -67,7 +67,7 @@ def endpoint(ledger: Ledger, route: Route, form: str, render: Render) -> Callabl
 def create_app(source: Store | str, signer: Signer | None = None) -> App:
     """The site over a Store, or over the ledger a `--db` location names (opened in the store's thread): a
     GET route, answering HEAD too (as a static host does), for each form of each row of `routes.ROUTES`."""
-    ledger = Ledger(source, signer)
+    ledger = StoreThread(source, signer)
 
     @asynccontextmanager
     async def lifespan(_app):

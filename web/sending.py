@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from ledger.core.errors import LedgerError
 from ledger.web.guard import SECURITY_HEADERS
 from ledger.web.site import Body
-from ledger.web.store_thread import Ledger
+from ledger.web.store_thread import StoreThread
 
 log = logging.getLogger("ledger.web")
 
@@ -56,7 +56,7 @@ def sent(body: Body) -> tuple[list, list]:
             secured(Response(status_code=304, headers=extra).raw_headers))
 
 
-async def answer_kept(ledger: Ledger, scope, send) -> bool:
+async def answer_kept(ledger: StoreThread, scope, send) -> bool:
     """Send what is kept for the GET of a URL answered before, when it is fresh; False when there is none or it
     is not (the request is routed then). While the store's commit counter reads as it did when the body was
     last found current, no commit came since, and nothing is read from the store."""

@@ -1,6 +1,6 @@
 """The one thread that owns the store: a Store is not thread-safe, and an exported `.jsonl` log lives in an
 in-memory SQLite connection bound to its thread, so one thread per process owns the store and runs every
-request's ledger work, in order (`Ledger`); serve several processes (`ledger serve --workers N`) to use
+request's ledger work, in order (`StoreThread`); serve several processes (`ledger serve --workers N`) to use
 several cores. It never parses a request nor builds a response.
 """
 
@@ -22,7 +22,7 @@ from ledger.web.site import Site
 log = logging.getLogger("ledger.web")
 
 
-class Ledger:
+class StoreThread:
     """The store and its pages, owned by one thread: every call runs there, in order. Closing it (the app's
     shutdown) closes a store it opened and ends the thread; a later call opens both again."""
 
