@@ -170,10 +170,7 @@ def create_new(path: str | Path, data: bytes, mode: int, dir_fd: int | None = No
         with os.fdopen(fd, "wb") as file:
             file.write(data)
     except OSError:
-        try:
-            os.unlink(path, dir_fd=dir_fd)
-        except OSError:
-            pass
+        _unlink(dir_fd, os.fspath(path))
         raise
 
 
@@ -220,7 +217,7 @@ def _link_refusal(relative: str, link: str, folder: Path) -> InputError:
                              "refusing to write through it")
 
 
-def _unlink(parent: int, name: str) -> None:
+def _unlink(parent: int | None, name: str) -> None:
     try:
         os.unlink(name, dir_fd=parent)
     except OSError:

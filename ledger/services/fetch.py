@@ -148,11 +148,10 @@ class _Connection(http.client.HTTPConnection):
         raw = _connect(self.host, self.port, self.deadline, self.what)
         sock = _Socket(raw.family, raw.type, raw.proto, fileno=raw.detach())
         sock.deadline, sock.what = self.deadline, self.what
-        sock.settimeout(self.deadline.left(self.what))  # a new socket object starts blocking
+        sock.settimeout(self.deadline.left(self.what))  # a new socket starts blocking; this bounds the handshake too
         if self.tls:
             context = ssl.create_default_context()
             context.sslsocket_class = _TLSSocket
-            sock.settimeout(self.deadline.left(self.what))  # the handshake: each of its reads
             sock = context.wrap_socket(sock, server_hostname=self.host)
             sock.deadline, sock.what = self.deadline, self.what
         self.sock = sock
