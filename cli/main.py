@@ -91,7 +91,7 @@ class LedgerGroup(TyperGroup):
             say(exc.format_message())
             code = exc.exit_code
         except typer.Abort:
-            typer.echo("ledger: aborted", err=True)
+            say("aborted")
             code = 1
         code = code if isinstance(code, int) else 0
         if standalone_mode:

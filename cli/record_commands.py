@@ -48,7 +48,7 @@ from ledger.projections import history as views
 from ledger.projections.text import render_text
 from ledger.services.keys import load_signer, load_verifier
 from ledger.services.proofs import evidence_bundle, latest_witnessed
-from ledger.services.replay import record_as_of, render_records, shared
+from ledger.services.replay import record_as_of, render_records, shared, subject_history
 from ledger.services.verify import compare_record, verify_chain
 from ledger.services.verify_store import verify_paper_ids, verify_store
 from ledger.storage.backends import sqlite_path
@@ -371,12 +371,7 @@ def history(
     json: Json = False,
 ) -> None:
     """Every event of an observation or a paper, oldest first, with what each changed."""
-    store = open_store(ctx)
-    observed = store.observation_facts(subject)
-    facts = observed or store.paper_facts(subject)
-    if not facts:
-        raise NotFoundError(f"no events of {subject} in this ledger")
-    rows = views.history(facts, None if observed else subject)
+    rows = subject_history(open_store(ctx), subject)
     if json:
         write_json(rows)
         return

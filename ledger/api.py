@@ -18,16 +18,15 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, TypedDict, cast
 
-from ledger.core.errors import InputError, IntegrityError, NotFoundError
+from ledger.core.errors import InputError, IntegrityError
 from ledger.core.inputs import read_input
 from ledger.core.limits import RECORD
 from ledger.core.times import When, when
 from ledger.importing import importer, logfile
 from ledger.log.chain import hex_hash
-from ledger.projections import history as views
 from ledger.services import proofs
 from ledger.services.keys import load_signer
-from ledger.services.replay import record_as_of
+from ledger.services.replay import record_as_of, subject_history
 from ledger.services.verify import compare_record
 from ledger.storage.store import Store
 
@@ -175,12 +174,7 @@ def history(book: Ledger, subject: str) -> list[HistoryRow]:
 
     Raises: NotFoundError when the ledger holds no event of it, InputError when it is closed, or StoreError.
     """
-    store = _opened(book)
-    observed = store.observation_facts(subject)
-    facts = observed or store.paper_facts(subject)
-    if not facts:
-        raise NotFoundError(f"no events of {subject} in this ledger")
-    return cast(list[HistoryRow], views.history(facts, None if observed else subject))
+    return cast(list[HistoryRow], subject_history(_opened(book), subject))
 
 
 def evidence_bundle(book: Ledger, paper: str, as_of: str, key: PathLike, known_at: str | None = None

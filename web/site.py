@@ -35,7 +35,7 @@ from ledger.projections import history as views
 from ledger.projections.text import counted_lines
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import evidence_bundle, witnessed_by
-from ledger.services.replay import record_as_of
+from ledger.services.replay import known_then, record_as_of
 from ledger.services.tilestore import read_tile
 from ledger.storage.cosigned_checkpoint import latest_cosigned
 from ledger.storage.store import Store
@@ -77,8 +77,6 @@ def _known(known_at: When | None) -> str | None:
     return known_at.key if known_at else None
 
 
-def _as_known(exc: NotFoundError, known_at: When | None) -> NotFoundError:
-    return NotFoundError(f"{exc} known at {known_at.text}" if known_at else str(exc))
 
 
 @cache
@@ -208,7 +206,7 @@ class Site:
         try:
             found = views.paper_diff(paper, self.facts(paper, known_at), start, end)
         except NotFoundError as exc:
-            raise _as_known(exc, known_at) from None
+            raise known_then(exc, known_at) from None
         return Body(canonical(found) + b"\n", JSON, SHORT)
 
     def diff_html(self, paper: str, start: When, end: When, known_at: When | None = None,
@@ -222,7 +220,7 @@ class Site:
         try:
             found = views.paper_diff(paper, facts, start, end)
         except NotFoundError as exc:
-            raise _as_known(exc, known_at) from None
+            raise known_then(exc, known_at) from None
         known = known_at.text if known_at else None
         page = render("diff.html", found=found, paper=paper, day=day, start=start.text, end=end.text,
                       json_url=urls.diff_url(paper, start.text, end.text, known, html=False),
@@ -235,8 +233,7 @@ class Site:
         `as_of`, newest first. A day has a page of its own when its end is before `as_of` and a snapshot of
         the paper is effective by then (before it there is no record)."""
         facts = [f for f in facts if f.effective_key <= as_of.key]
-        snapshots = [f.effective_key for f in facts if f.kind == PAPER_SNAPSHOT and f.subject == paper]
-        first = min(snapshots, default=None)
+        first = first_record(paper, facts)
         days = sorted({f.effective_key[:10] for f in facts}, reverse=True)
         return [(d, first is not None and first <= When.parse(d).key < as_of.key) for d in days]
 

@@ -1,5 +1,5 @@
-"""Composing records: `record_as_of`, the one place a record is built from the store (the API, the CLI, the
-web and the monitor call it), and rebuilding many records: one paper at a time, so memory follows the largest record, not the ledger.
+"""Composing records: `record_as_of`, the one place one paper's record is built from the store (the API, the
+CLI, the web and the monitor call it; many papers are rebuilt below, a paper at a time), a subject's history (`subject_history`), and rebuilding many records: one paper at a time, so memory follows the largest record, not the ledger.
 
 With several jobs (`replay --jobs`), each worker process opens the ledger itself and rebuilds the papers sent
 to it (BATCH at a time), handing each record to a `render` function (rendering and writing files happen in
@@ -15,6 +15,7 @@ from ledger.core.errors import NotFoundError
 from ledger.core.times import When
 from ledger.core.workers import Workers
 from ledger.model.events import Fact
+from ledger.projections.history import history
 from ledger.projections.record import build_record
 from ledger.storage.backends import sqlite_path
 from ledger.storage.store import Store
@@ -32,9 +33,23 @@ def record_as_of(store: Store, paper: str, as_of: When, known_at: When | None = 
     try:
         return build_record(paper, facts, as_of)
     except NotFoundError as exc:
-        if known_at is None:
-            raise
-        raise NotFoundError(f"{exc} known at {known_at.text}") from None
+        raise known_then(exc, known_at) from None
+
+
+def known_then(exc: NotFoundError, known_at: When | None) -> NotFoundError:
+    """What was not found, saying "known at" when the search was limited to what was known then."""
+    return NotFoundError(f"{exc} known at {known_at.text}" if known_at else str(exc))
+
+
+def subject_history(store: Store, subject: str) -> list[dict]:
+    """The history rows of an observation (by its id) or else of a paper (by its arXiv id), as `ledger history`
+    gives them: an observation's rows name both papers, a paper's are seen from it.
+    Raises: NotFoundError when the ledger holds no event of it, or StoreError."""
+    observed = store.observation_facts(subject)
+    facts = observed or store.paper_facts(subject)
+    if not facts:
+        raise NotFoundError(f"no events of {subject} in this ledger")
+    return history(facts, None if observed else subject)
 
 
 def records_as_of(store: Store, as_of: When, known_at: str | None = None) -> Iterator[tuple[str, dict]]:
