@@ -8,7 +8,6 @@ included, and the answers compared byte for byte and header for header.
 from __future__ import annotations
 
 import configparser
-import getpass
 import http.client
 import os
 import shutil
