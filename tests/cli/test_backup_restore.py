@@ -10,11 +10,13 @@ import json
 import os
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 
-from tests.conftest import POSTGRES, SEED_004, Cli, _admin, postgres_schema_url
-from tests.helpers import event_line
+from tests.conftest import POSTGRES, SEED_004, Cli, _admin, _free_port, postgres_schema_url
+from tests.helpers import event_line, stop_process
 
 AS_OF = "2026-09-03"
 
@@ -105,6 +107,31 @@ def test_a_backup_taken_while_a_real_import_appends_verifies(lost, tmp_path):
     assert sizes <= {40, 20_040}  # all or nothing: a backup holds the import whole or not at all
 
 
+def test_a_backup_records_the_cosigned_checkpoint_the_ledger_keeps(lost, tmp_path):
+    from ledger.storage.cosigned_checkpoint import keep_cosigned
+    from ledger.storage.store import Store
+
+    note = lost("checkpoint", "--key", "ledger.key").stdout  # as `checkpoint --witness` keeps one, less the cosignatures
+    store = Store.open("ledger.db")
+    try:
+        assert keep_cosigned(store, note)
+    finally:
+        store.close()
+    grow(lost, 1, 2)
+    made = lost("backup", "b.db", "--json")
+    assert made.exit_code == 0, made.stderr
+    assert json.loads(made.stdout)["checkpoints"] == [40] and json.loads(made.stdout)["size"] == 42
+    assert json.loads((tmp_path / "b.db.manifest.json").read_text())["checkpoints"] == [note]
+    checked = Cli("b.db")("verify", "--verifier-key", "ledger.vkey")
+    assert checked.exit_code == 0 and "consistent with its checkpoints of size 40 (signed by" in checked.stdout
+    # Checked with another log's key: named, exit 1.
+    from ledger.log.signed_notes import generate_signer
+
+    (tmp_path / "other.vkey").write_text(str(generate_signer("other.example/log").verifier) + "\n")
+    other = Cli("b.db")("verify", "--verifier-key", "other.vkey")
+    assert other.exit_code == 1 and other.stderr.startswith("ledger: b.db.manifest.json: checkpoint 1: "), other.stderr
+
+
 def publish(cli: Cli, out: str = "site") -> None:
     made = cli("publish", "--as-of", AS_OF, out, "--key", "ledger.key")
     assert made.exit_code == 0, made.stderr
@@ -122,6 +149,42 @@ def test_a_backup_behind_the_published_checkpoint_catches_up_from_the_site(lost,
     assert Cli("r.db")("export").stdout == lost("export").stdout
     assert not [name for name in listing(tmp_path) if name.startswith(".r.db")]  # the work folder is gone
     assert Cli("r.db")("verify", "--full").exit_code == 0
+
+
+@pytest.mark.slow
+def test_a_restore_catches_up_from_serve_and_a_site_older_than_the_backup_is_no_refusal(lost, tmp_path):
+    assert lost("backup", "old.db").exit_code == 0
+    publish(lost)  # the site: 40 entries
+    grow(lost, 1, 30)
+    assert lost("backup", "new.db").exit_code == 0  # 70: newer than the site, which is a prefix of it
+    ahead = Cli("r1.db")("restore", "new.db", "--from", "site", "--verifier-key", "ledger.vkey", "--json")
+    assert ahead.exit_code == 0, ahead.stderr
+    assert (json.loads(ahead.stdout)["size"], json.loads(ahead.stdout)["fetched"]) == (70, 0)
+    port = _free_port()
+    serve = subprocess.Popen(["timeout", "--kill-after=5", "300", sys.executable, "-m", "ledger.cli", "--db",
+                              "ledger.db", "serve", "--key", "ledger.key", "--port", str(port)], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                             env={k: v for k, v in os.environ.items() if k != "LEDGER_DB"})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for_serve(url, serve)
+        caught = Cli("r2.db")("restore", "old.db", "--from", url, "--verifier-key", "ledger.vkey", "--json")
+        assert caught.exit_code == 0, caught.stderr
+        assert (json.loads(caught.stdout)["size"], json.loads(caught.stdout)["fetched"]) == (70, 30)
+    finally:
+        stop_process(serve)
+    assert Cli("r2.db")("export").stdout == lost("export").stdout
+
+
+def wait_for_serve(url: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/checkpoint", timeout=2).close()
+            return
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.1)
 
 
 def test_a_backup_behind_the_checkpoint_without_the_site_is_refused_and_nothing_is_left(lost, tmp_path):
