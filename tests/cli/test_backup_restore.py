@@ -149,6 +149,15 @@ def test_a_backup_behind_the_published_checkpoint_catches_up_from_the_site(lost,
     assert Cli("r.db")("verify", "--full").exit_code == 0
 
 
+def test_a_manifest_is_read_within_its_limit_and_shape_checked(lost, tmp_path):
+    endless = lost("verify", "--manifest", "/dev/zero")
+    assert endless.exit_code == 2 and endless.stderr.count("\n") == 1 and "1 MiB" in endless.stderr, endless.stderr
+    (tmp_path / "m.json").write_text('{"format": "ledger.backup.v1", "size": "40"}')
+    shaped = lost("verify", "--manifest", "m.json")
+    assert shaped.exit_code == 2 and shaped.stderr.startswith("ledger: m.json: not a backup manifest (")
+    assert lost("verify", "--manifest", "m.json", str(SEED_004)).exit_code == 2  # records are another check
+
+
 @pytest.mark.slow
 def test_a_restore_catches_up_from_serve_and_a_site_older_than_the_backup_is_no_refusal(lost, tmp_path):
     assert lost("backup", "old.db").exit_code == 0
