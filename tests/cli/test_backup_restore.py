@@ -135,6 +135,7 @@ def publish(cli: Cli, out: str = "site") -> None:
     assert made.exit_code == 0, made.stderr
 
 
+@pytest.mark.slow
 def test_a_backup_behind_the_published_checkpoint_catches_up_from_the_site(lost, tmp_path):
     assert lost("backup", "b.db").exit_code == 0
     grow(lost, 1, 300)  # past a full tile
@@ -194,6 +195,7 @@ def wait_for_serve(url: str, process: subprocess.Popen) -> None:
             time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_backup_behind_the_checkpoint_without_the_site_is_refused_and_nothing_is_left(lost, tmp_path):
     assert lost("backup", "b.db").exit_code == 0
     grow(lost, 1, 5)
@@ -216,6 +218,7 @@ def test_a_backup_behind_the_checkpoint_without_the_site_is_refused_and_nothing_
     assert bare.exit_code == 2 and "give --checkpoint FILE" in bare.stderr
 
 
+@pytest.mark.slow
 def test_a_ledger_rebuilt_from_a_published_site_replays_byte_for_byte(lost, tmp_path):
     grow(lost, 1, 20)
     publish(lost)
@@ -229,6 +232,7 @@ def test_a_ledger_rebuilt_from_a_published_site_replays_byte_for_byte(lost, tmp_
     assert all((tmp_path / "old" / n).read_bytes() == (tmp_path / "new" / n).read_bytes() for n in old)
 
 
+@pytest.mark.slow
 def test_a_tampered_tile_is_named_and_nothing_is_left(lost, tmp_path):
     assert lost("backup", "b.db").exit_code == 0
     grow(lost, 1, 300)
@@ -245,6 +249,7 @@ def test_a_tampered_tile_is_named_and_nothing_is_left(lost, tmp_path):
         assert listing(tmp_path) == before
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not POSTGRES, reason="PostgreSQL: set LEDGER_TEST_POSTGRES (.ci/run does)")
 def test_a_postgresql_backup_is_pg_dump_and_verifies_once_restored(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
