@@ -296,7 +296,7 @@ def verify(
                     "account": account}, account)
         return
     if full or manifest is not None:
-        raise InputError("--full and --manifest: check the ledger itself, with no RECORD file")
+        raise InputError(f"{'--full' if full else '--manifest'}: checks the ledger itself, with no RECORD file")
     _verify_records(input_files(records, (".json",)), _store_if_any(ctx), strict, json)
 
 
