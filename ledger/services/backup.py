@@ -102,6 +102,8 @@ def backup(store: Store, target: Path, given: str | None = None, given_name: str
     Raises: InputError when `target` or its manifest exists or `given` is not a note, IntegrityError when the
     ledger is behind a checkpoint or not consistent with it, StoreError when the snapshot cannot be made."""
     manifest = manifest_of(target)
+    if not target.parent.is_dir():
+        raise InputError(f"{target}: no folder {target.parent}")
     for path in (target, manifest):
         if os.path.lexists(path):
             raise InputError(f"{path}: already exists; a backup is written to new files")

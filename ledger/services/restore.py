@@ -57,6 +57,8 @@ def restore(target: str, verifier: Verifier, snapshot: str | None = None, note: 
     path = _target(target)
     if snapshot is None and where is None:
         raise InputError("restore: give a SNAPSHOT, or --from URL|DIR to rebuild the ledger from the log's tiles")
+    if where is not None and not where.startswith(("http://", "https://")) and not Path(where).is_dir():
+        raise InputError(f"--from {where}: not a URL (http:// or https://) nor a published folder")
     if note is None and where is None and not (snapshot and manifest_of(snapshot).exists()):
         raise InputError("restore: give --checkpoint FILE (the latest the log published) or --from URL|DIR: a "
                          "restore is held to it, so that it cannot fork the log")

@@ -57,12 +57,12 @@ def copy_sqlite_file(source: str, target: str) -> Copied:
     except sqlite3.Error as exc:
         raise InputError(f"{source}: cannot read: {exc}") from None
     try:
-        return _backed_up(connection, target)
+        return _backed_up(connection, target, source)
     finally:
         connection.close()
 
 
-def _backed_up(source: sqlite3.Connection, target: str) -> Copied:
+def _backed_up(source: sqlite3.Connection, target: str, shown: str | None = None) -> Copied:
     if os.path.lexists(target):
         raise InputError(f"{target}: already exists; a copy is written to a new file")
     try:
@@ -77,7 +77,7 @@ def _backed_up(source: sqlite3.Connection, target: str) -> Copied:
         row = made.execute("SELECT value FROM ledger_meta WHERE key = ?", (COSIGNED,)).fetchone()
         return Copied(seq, bytes(chain), None if row is None else row[0])
     except sqlite3.DatabaseError as exc:
-        raise InputError(f"{target}: the copy is not a ledger: {exc}") from None
+        raise InputError(f"{shown or target}: not a ledger ({exc})") from None
     except sqlite3.Error as exc:
         raise StoreError(f"{target}: cannot write the copy: {exc}") from None
     finally:

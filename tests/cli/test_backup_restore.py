@@ -150,6 +150,25 @@ def test_a_backup_behind_the_published_checkpoint_catches_up_from_the_site(lost,
     assert Cli("r.db")("verify", "--full").exit_code == 0
 
 
+def test_what_cannot_be_backed_up_or_restored_is_one_line_and_exit_2(lost, tmp_path):
+    (tmp_path / "junk.db").write_text("hello\n")
+    (tmp_path / "cp.txt").write_text(lost("checkpoint", "--key", "ledger.key").stdout)
+    restore = ["--checkpoint", "cp.txt", "--verifier-key", "ledger.vkey"]
+    cases = [
+        (Cli("r.db")("restore", "junk.db", *restore), "ledger: junk.db: not a ledger (file is not a database)\n"),
+        (Cli("r.db")("restore", "nosuch.db", *restore), "ledger: nosuch.db: no such file (a snapshot `ledger backup` wrote)\n"),
+        (Cli("r.db")("restore", "--from", "nosuch", "--verifier-key", "ledger.vkey"),
+         "ledger: --from nosuch: not a URL (http:// or https://) nor a published folder\n"),
+        (Cli("ledger.db")("restore", "--from", ".", "--verifier-key", "ledger.vkey"),
+         "ledger: ledger.db: already exists; restore writes a new ledger\n"),
+        (Cli("r.db")("restore", "--verifier-key", "ledger.vkey"),
+         "ledger: restore: give a SNAPSHOT, or --from URL|DIR to rebuild the ledger from the log's tiles\n"),
+        (lost("backup", "nowhere/b.db"), "ledger: nowhere/b.db: no folder nowhere\n"),
+    ]
+    assert [(result.exit_code, result.stderr) for result, _ in cases] == [(2, said) for _, said in cases]
+    assert [name for name in os.listdir(tmp_path) if name.startswith((".", "r.db", "b.db", "nowhere"))] == []
+
+
 def test_a_manifest_is_read_within_its_limit_and_shape_checked(lost, tmp_path):
     endless = lost("verify", "--manifest", "/dev/zero")
     assert endless.exit_code == 2 and endless.stderr.count("\n") == 1 and "1 MiB" in endless.stderr, endless.stderr
