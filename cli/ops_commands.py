@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import Json, db_location, open_store, read_text, write_json
+from ledger.cli.common import (
+    Json,
+    PolicyFile,
+    Quorum,
+    WitnessKeys,
+    db_location,
+    open_store,
+    read_text,
+    witness_policy,
+    write_json,
+)
 from ledger.services.backup import backup as take_backup
 from ledger.services.keys import load_verifier
 from ledger.services.monitor_source import TIMEOUT
@@ -61,14 +71,20 @@ def restore(
     checkpoint: CheckpointFile = None,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0.1, help=f"Seconds reading --from may take in all (default: {TIMEOUT:g}).")] = TIMEOUT,
+    witness_key: WitnessKeys = None,
+    quorum: Quorum = None,
+    policy: PolicyFile = None,
     json: Json = False,
 ) -> None:
     """Restore a snapshot into the new SQLite ledger --db, never behind the latest checkpoint the log published
-    or had cosigned (--checkpoint, the snapshot's manifest, --from's): the entries it lacks are fetched from the
-    published tiles and checked against the checkpoint. Exit 1, nothing written, when they cannot be had."""
+    or had cosigned (--checkpoint, the snapshot's manifest, --from's; with --witness-key or --policy, cosigned as
+    asked): the entries it lacks are fetched from the published tiles and checked against the checkpoint. Exit 1,
+    nothing written, when they cannot be had."""
     note = read_text(checkpoint, "a signed checkpoint") if checkpoint is not None else None
-    done = run_restore(db_location(ctx), load_verifier(verifier_key), snapshot, note, f"--checkpoint {checkpoint}",
-                       where, timeout)
+    verifier = load_verifier(verifier_key)
+    witnessing = witness_policy(str(verifier), witness_key, quorum, policy)
+    done = run_restore(db_location(ctx), verifier, snapshot, note, f"--checkpoint {checkpoint}", where, timeout,
+                       witnessing.rule if witnessing else None)
     if json:
         write_json({"db": db_location(ctx), "size": done.size, "head": done.head, "fetched": done.fetched,
                     "checkpoint": done.checkpoint, "checked_against": done.checked_against})

@@ -21,8 +21,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.audit.quorum import witnessed
 from ledger.core.errors import InputError, IntegrityError
 from ledger.log.chain import hex_hash
+from ledger.log.cosignature import Policy
 from ledger.log.signed_notes import Checkpoint, Verifier
 from ledger.services.backup import consistent, manifest_of, read_note, verify_manifest
 from ledger.services.monitor import LEDGER, UnreachableError, follow
@@ -46,10 +48,12 @@ class Restored:
 
 
 def restore(target: str, verifier: Verifier, snapshot: str | None = None, note: str | None = None,
-            note_name: str = "--checkpoint", where: str | None = None, timeout: float = TIMEOUT) -> Restored:
+            note_name: str = "--checkpoint", where: str | None = None, timeout: float = TIMEOUT,
+            policy: Policy | None = None) -> Restored:
     """Restore `snapshot` (a SQLite file `ledger backup` wrote; None: rebuild from `where` alone) into the new
     SQLite ledger `target`, caught up to the latest of the checkpoints known (`note`, the snapshot's manifest's,
-    `where`'s) from `where`'s tiles, and verified.
+    `where`'s) from `where`'s tiles, and verified. With `policy`, `note` and `where`'s checkpoint must be cosigned
+    as it asks (what the log had cosigned, not only signed).
     Raises: InputError, IntegrityError or StoreError. InputError: options that cannot restore (no checkpoint
     to hold it to, a target that exists or is not a SQLite file). IntegrityError: the ledger would be left
     behind a checkpoint (the sizes named) or is not consistent with one, or the site's tiles are not the
@@ -66,6 +70,8 @@ def restore(target: str, verifier: Verifier, snapshot: str | None = None, note: 
     try:
         ledger = str(work / LEDGER)
         known: list[tuple[Checkpoint, str]] = [] if note is None else [(read_note(note, verifier, note_name), note_name)]
+        if note is not None and policy is not None:
+            witnessed(note, verifier, policy, name=note_name)
         if snapshot is not None:
             copy_sqlite_file(snapshot, ledger)
             known += _from_manifest(ledger, snapshot, verifier)
@@ -73,7 +79,7 @@ def restore(target: str, verifier: Verifier, snapshot: str | None = None, note: 
         fetched, site = 0, None
         if where is not None:
             try:
-                followed = follow(where, verifier, work, timeout=timeout)
+                followed = follow(where, verifier, work, policy, timeout=timeout)
             except UnreachableError as exc:
                 raise IntegrityError(_refusal(snapshot, held, known, f"{where} could not be read ({exc})")) from None
             fetched, site = followed.new_entries, followed.size

@@ -252,6 +252,28 @@ def test_a_ledger_rebuilt_from_a_published_site_replays_byte_for_byte(lost, tmp_
 
 
 @pytest.mark.slow
+def test_with_a_witness_policy_the_checkpoint_held_to_must_be_cosigned(lost, tmp_path):
+    from ledger.services.keys import load_cosigner
+
+    assert lost("keygen", "--cosigner", "witness.example/w1").exit_code == 0
+    assert lost("backup", "b.db").exit_code == 0
+    grow(lost, 1, 2)
+    publish(lost)
+    asked = ["--from", "site", "--verifier-key", "ledger.vkey", "--witness-key", "witness.vkey"]
+    unsigned = Cli("r.db")("restore", "b.db", *asked)
+    assert unsigned.exit_code == 1, unsigned.stderr
+    assert unsigned.stderr == ("ledger: site/checkpoint: checkpoint: the witness policy is not met: cosigned by no "
+                               "witness (0 of the 1 witness it lists)\n")
+    assert not os.path.exists("r.db")
+    note = (tmp_path / "site" / "checkpoint").read_text()
+    (tmp_path / "site" / "checkpoint").write_text(note + load_cosigner("witness.key").cosign(
+        note.split("\n\n")[0] + "\n", 1_700_000_000))
+    cosigned = Cli("r.db")("restore", "b.db", *asked)
+    assert cosigned.exit_code == 0, cosigned.stderr
+    assert cosigned.stdout.startswith("restored r.db: 42 entries")
+
+
+@pytest.mark.slow
 def test_a_tampered_tile_is_named_and_nothing_is_left(lost, tmp_path):
     assert lost("backup", "b.db").exit_code == 0
     grow(lost, 1, 300)
