@@ -21,6 +21,7 @@ from ledger import __version__
 from ledger.cli import (
     log_commands,
     monitor_commands,
+    ops_commands,
     proof_commands,
     publish_commands,
     record_commands,
@@ -153,6 +154,7 @@ app.add_typer(proof_commands.app)
 app.add_typer(publish_commands.app)
 app.add_typer(witness_commands.app, name="witness")
 app.add_typer(monitor_commands.app)
+app.add_typer(ops_commands.app)
 
 
 def _reflowed(commands: typer.Typer) -> None:

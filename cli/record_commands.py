@@ -31,7 +31,14 @@ from ledger.cli.common import (
     write_json,
     write_stdout,
 )
-from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines, store_account
+from ledger.cli.wording import (
+    bundle_account,
+    chain_account,
+    index_account,
+    manifest_account,
+    record_lines,
+    store_account,
+)
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.core.files import Folder, write_file
@@ -46,6 +53,7 @@ from ledger.model.arxiv import is_paper_id, skipped_paper
 from ledger.model.parts import counted, lane_counts, one_line, other_words
 from ledger.projections import history as views
 from ledger.projections.text import render_text
+from ledger.services.backup import backup_manifest, verify_manifest
 from ledger.services.keys import load_signer, load_verifier
 from ledger.services.proofs import evidence_bundle, latest_witnessed
 from ledger.services.replay import record_as_of, render_records, shared, subject_history
@@ -227,10 +235,13 @@ def verify(
     quorum: Quorum = None,
     policy: PolicyFile = None,
     cosigned: Cosigned = None,
+    manifest: Annotated[str | None, typer.Option("--manifest", help="With no file: a backup's manifest the ledger "
+                                                 "must match (default: DB.manifest.json beside a SQLite --db, if "
+                                                 "there).")] = None,
     json: Json = False,
-) -> None:
+) -> None:  # long: one branch per kind of check, each a few lines
     """Re-check published records (digests and history), or with no file the whole chain (--full: and every row
-    derived from it)."""
+    derived from it; with a backup's manifest: its head and checkpoints)."""
     witness_options = (witness_key, quorum, policy, cosigned)
     if (witness_key or any(option is not None for option in witness_options[1:])) and index is None and evidence is None:
         raise InputError("--witness-key, --quorum, --policy and --cosigned: only with --evidence or --index")
@@ -265,9 +276,10 @@ def verify(
         _say(json, {"ok": True, "checked": "evidence", "file": evidence, "complete": complete, "account": account,
                     "witnessed_by": found}, f"{evidence}: {account}")
         return
-    if verifier_key is not None:
-        raise InputError("--verifier-key: only with --evidence or --index")
     location = db_location(ctx)
+    manifest = manifest if manifest is not None or records else backup_manifest(location)
+    if verifier_key is not None and manifest is None:
+        raise InputError("--verifier-key: only with --evidence, --index or a backup's manifest")
     if not records:
         if is_exported_log(location):  # entries only: nothing derived is stored in it
             account = chain_account(verify_chain(log_entries(location), progress))
@@ -277,11 +289,14 @@ def verify(
             store = open_store(ctx)
             account = chain_account(verify_chain(store.entries(), progress))
             verify_paper_ids(store)  # a paper id appended before import checked ids, named as --full names it
+        if manifest is not None:
+            verifier = load_verifier(verifier_key) if verifier_key is not None else None
+            account += "; " + manifest_account(verify_manifest(open_store(ctx), manifest, verifier))
         _say(json, {"ok": True, "checked": "store" if full and not is_exported_log(location) else "chain",
                     "account": account}, account)
         return
-    if full:
-        raise InputError("--full: checks the ledger itself, with no RECORD file")
+    if full or manifest is not None:
+        raise InputError(f"{'--full' if full else '--manifest'}: checks the ledger itself, with no RECORD file")
     _verify_records(input_files(records, (".json",)), _store_if_any(ctx), strict, json)
 
 
