@@ -90,8 +90,7 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
     location = str(state / LEDGER)
     store = Store.open(location) if Path(location).exists() else Store.create(location)
     try:
-        held = store.head()[0]
-        seen = _state_note(state / SEEN) if (state / SEEN).exists() else None
+        held, seen = store.head()[0], _state_note(state / SEEN) if (state / SEEN).exists() else None
         new = catch_up(source, store, note, signed, seen, where)
         if signed.size < held:
             return Followed(signed.origin, signed.size, _b64(signed.root), 0, 0, 0, found, behind=held)
@@ -108,7 +107,7 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
 
 def catch_up(source: Source, store: Store, note: str, signed: Checkpoint, seen: str | None, where: str) -> int:
     """Bring `store`, a copy of the log at `source`, to the tree of the log-signed `note` (`signed`; `seen`: the
-    held tree's note, for evidence), each new entry checked and imported; how many (0: a tree held or its prefix).
+    held tree's note, for evidence), each new entry checked and imported; how many (0: a prefix of the tree held).
     Raises: MisbehaviourError (a fork, a tile or an entry that is not the log's), UnreachableError."""
     held = store.head()[0]
     if signed.size <= held:
@@ -118,7 +117,8 @@ def catch_up(source: Source, store: Store, note: str, signed: Checkpoint, seen: 
                 evidence["consistency"] = prove_consistency(store, signed.size, held)
             raise MisbehaviourError(f"{where}: the checkpoint of size {signed.size} is not the tree this monitor "
                                     f"holds (size {held}): the log forked", evidence)
-        return 0
+        if signed.size < held:
+            return 0
     # Two passes (memory flat, nothing unverified imported): the level-0 tiles alone give the root, checked
     # before any entry is appended; then each bundle, checked against its tile's digest, is imported.
     edge = [_nodes(store, held)[pair] for pair in frontier_nodes(held)]
