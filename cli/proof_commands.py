@@ -108,7 +108,7 @@ def checkpoint(
     key: Annotated[str, typer.Option("--key", help="The signing key file (ledger keygen).")],
     paper_index: Annotated[bool, typer.Option(
         "--paper-index", help="The paper index note instead: the same lines and the paper index root, which paper "
-                              "index proofs are checked against (witnesses do not cosign it).")] = False,
+                              "index proofs are checked against (only auditing witnesses cosign it).")] = False,
     witness: Annotated[list[str] | None, typer.Option(
         "--witness", metavar="URL=VKEY", help="Ask this witness to cosign (repeat); URL is its submission prefix (default: none, no witness).")] = None,
     quorum: Annotated[int | None, typer.Option(

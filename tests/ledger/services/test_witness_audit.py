@@ -148,3 +148,40 @@ def test_a_split_view_of_the_same_size_is_caught_as_today(log, tmp_path):
     assert answer.status_code == 422 and "the log has forked" in answer.text, answer.text
     assert [reason for _, reason, _, _ in audited.witness.evidence()] == [
         "the size held (40) with another root: the log has forked"]
+
+
+def test_with_a_poll_interval_the_tree_is_audited_before_it_is_asked_for(log, tmp_path):
+    import time
+
+    signer = generate_signer("example.org/p")
+    site = tmp_path / "p"
+    site.mkdir()
+    note = write_site(site, signer, leaves_of(log, 40), index_root(log, 40))
+    state = str(tmp_path / "witness.db")
+    auditor = Auditor(signer.name, str(site), signer.verifier, folder_of(state, signer.name), poll=0.05)
+    auditor.start()
+    from ledger.log.signed_notes import verify_checkpoint
+    checkpoint = verify_checkpoint(note, signer.verifier)
+    deadline = time.monotonic() + 60
+    while auditor.outcome(checkpoint) is None:  # nobody asked: the worker read /checkpoint itself
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert auditor.outcome(checkpoint).status == 200
+    witness = Witness(COSIGNER, {signer.name: signer.verifier}, state, new=True, audits={signer.name: auditor})
+    answer = TestClient(create_witness_app(witness)).post("/add-checkpoint", content=submission(0, [], note))
+    assert answer.status_code == 200, answer.text
+
+
+def test_a_plain_witness_has_no_paper_index_route_and_its_state_no_new_table(log, tmp_path):
+    import sqlite3
+
+    signer = generate_signer("example.org/plain")
+    witness = Witness(COSIGNER, {signer.name: signer.verifier}, str(tmp_path / "plain.db"), new=True)
+    client = TestClient(create_witness_app(witness))
+    note = write_site(tmp_path, signer, leaves_of(log, 40), index_root(log, 40))
+    assert client.post("/add-checkpoint", content=submission(0, [], note)).status_code == 200
+    other = client.post("/paper-index", content=(tmp_path / "paper-index" / "40").read_text())
+    assert other.status_code == 404 and other.text == "no such path: the witness answers POST /add-checkpoint\n"
+    with sqlite3.connect(tmp_path / "plain.db") as db:
+        assert {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} == {
+            "logs", "cosigned", "evidence"}
