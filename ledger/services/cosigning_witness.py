@@ -36,7 +36,7 @@ from ledger.core.errors import InputError, IntegrityError
 from ledger.log.cosignature import Cosigner
 from ledger.log.merkle import EMPTY_ROOT, verify_consistency
 from ledger.log.signed_notes import DASH, Checkpoint, Verifier, open_note, parse_checkpoint, split_note
-from ledger.services.witness_audit import AUDITED, RETRY_AFTER, UNREADABLE, WAIT, Auditor
+from ledger.services.witness_audit import AUDITED, NO_INDEX, RETRY_AFTER, UNREADABLE, WAIT, Auditor
 from ledger.storage.witness_state import Held, Swap, WitnessState
 
 MAX_BODY = 16 * 1024  # as transparency-dev/witness: more than a 63-line proof and a note with many signatures
@@ -194,15 +194,15 @@ class Witness:
                  last: bool) -> str:
         """The text of the log's paper index note of the tree, once its audit holds.
         Raises: _AuditPendingError (not done, a first time), CosignRefusedError: 503 with Retry-After (not done),
-        502 (the log could not be read), 422 or 424 (refused: the checkpoint is kept as evidence)."""
+        502 (the log could not be read) or 424 (no index note), 422 (refused: the checkpoint is kept as evidence)."""
         outcome = auditor.outcome(checkpoint)
         if outcome is None:
             if not last:
                 raise _AuditPendingError()
             raise CosignRefusedError(503, f"the audit of tree {checkpoint.size} is not done yet; retry in "
                                           f"{RETRY_AFTER} s", retry=RETRY_AFTER)
-        if outcome.status == UNREADABLE:
-            raise CosignRefusedError(502, outcome.reason)
+        if outcome.status in (UNREADABLE, NO_INDEX):  # nothing the log signed shows a fault: nothing is kept
+            raise CosignRefusedError(outcome.status, outcome.reason)
         if outcome.status != AUDITED:
             kept = self._keep(db, checkpoint.origin, outcome.reason, text, signed, outcome.evidence or held)
             db.commit()

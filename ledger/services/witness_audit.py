@@ -47,7 +47,7 @@ AUDITED, REFUSED, NO_INDEX, UNREADABLE = 200, 422, 424, 502  # an outcome's stat
 class Outcome:
     """The audit of one tree: AUDITED (with the log-signed index note's text, to cosign), REFUSED (an entry, the
     tree or the index root is not what the log's tiles and the import rules give), NO_INDEX, or UNREADABLE
-    (the log could not be read within the bounds: not remembered, the next request tries again)."""
+    (the log could not be read within the bounds). The last two accuse nobody and are not remembered."""
     status: int
     reason: str
     index_text: str = ""
@@ -93,12 +93,12 @@ class Auditor:
             self.changed.wait_for(lambda: (signed.size, signed.root) in self.outcomes, timeout=seconds)
 
     def outcome(self, signed: Checkpoint) -> Outcome | None:
-        """The outcome of the tree's audit; None when it is not done. An UNREADABLE outcome is given once,
-        then forgotten (the next request tries again)."""
+        """The outcome of the tree's audit; None when it is not done. An UNREADABLE or NO_INDEX outcome is
+        given once, then forgotten (the next request tries again: the log may answer, or publish the note)."""
         key = (signed.size, signed.root)
         with self.changed:
             found = self.outcomes.get(key)
-            if found is not None and found.status == UNREADABLE:
+            if found is not None and found.status in (UNREADABLE, NO_INDEX):
                 del self.outcomes[key]
             return found
 

@@ -131,6 +131,17 @@ def test_three_logs_push_to_one_auditing_witness(keyed, tmp_path, logs, hosts):
                         "witness.vkey", "--quorum", "1")
         assert checked.exit_code == 0, checked.stderr
         assert "the index checked by 1 auditing witness: w.example (1 of 1)" in checked.stdout
+        # verify --index, the same options: the index note as the bundle carries it, re-computed from the export.
+        (tmp_path / "index.txt").write_text(bundle["checkpoint"])
+        (tmp_path / "log.jsonl").write_bytes(keyed("export").stdout_bytes)
+        asked = ["--verifier-key", "ledger.vkey", "--witness-key", "witness.vkey"]
+        index = keyed("verify", "--index", "log.jsonl", "--checkpoint", "index.txt", *asked)
+        assert index.exit_code == 0 and "the index checked by 1 auditing witness: w.example" in index.stdout
+        # Not met: exit 1, naming who cosigned.
+        from ledger.log.cosignature import generate_cosigner
+        (tmp_path / "absent.vkey").write_text(f"{generate_cosigner('absent.example').key}\n")
+        short = keyed("verify", "--evidence", "b.json", *asked, "--witness-key", "absent.vkey", "--quorum", "2")
+        assert short.exit_code == 1 and "cosigned by w.example (1 of the 2 witnesses it lists)" in short.stderr, short.stderr
         # A split view: the same size with another root, shown to the witness: caught as a plain witness does.
         signer = load_signer(str(tmp_path / "ledger.key"))
         split = signer.sign(Checkpoint(signer.name, 40, tree_root(leaves_of(entries, 39) + [b"{}"])).text())
