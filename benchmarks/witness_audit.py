@@ -3,18 +3,18 @@ first request to the cosignature of the checkpoint and of the paper index note, 
 on a log of N events, and the witness's peak RSS after each step.
 
     .venv/bin/python -m benchmarks.witness_audit --papers 200          # ~20,000 events
-    .venv/bin/python -m benchmarks.witness_audit --papers 1000         # ~100,000 events
+    .venv/bin/python -m benchmarks.witness_audit --papers 1000,3000    # ~100,000 then ~300,000 events
 
 The log is the publish benchmark's ledger (`benchmarks.publish.ledger_of`, every event of the generator's first
 N papers) served by `ledger serve --key` in a process of its own; the witness is `ledger witness serve --audit`
 of that URL in another, polling nothing (`--audit-poll 0`: every audit starts with the request, the worst
 case). First the witness is brought to size N - (sum of the steps) (its first audit: the whole log so far,
-timed and reported, not a target), then each step's checkpoint is pushed as `ledger checkpoint --witness`
+timed and reported, not a target) and started again on the state it kept, then each step's checkpoint is pushed as `ledger checkpoint --witness`
 pushes it (`cosign_gathering.collect`, the same client: 409, the proof, 503 and Retry-After until the audit is
 done, then POST /paper-index). A row includes: the requests, the witness's fetch of the new tiles and bundles
 from the served log, their import into its copy, the index re-computed there, the log's index note fetched,
 both cosignatures. Gates: every step cosigned with the index note's cosignature verifying. The peak RSS is the
-witness process's VmHWM. The figures go to benchmarks/RESULTS.md, in a section of their own.
+witness process's VmHWM since that restart (the steps' own). The figures go to benchmarks/RESULTS.md, in a section of their own.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ from benchmarks.publish import ledger_of
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.witness_audit: begin -->", "<!-- benchmarks.witness_audit: end -->"
 SECTION_TITLE = "## An auditing witness cosigning a day's change (`benchmarks.witness_audit`)"
 ORIGIN = "bench.example/ledger"
+NOTE = ("A row: from the log client's first request to both cosignatures (checkpoint and paper index note), the "
+        "witness auditing only when asked (no --audit-poll). Peak RSS: the witness process's VmHWM; it is started "
+        "again on its state after the first audit, so the steps' figure is theirs (both steps so far).")
 
 
 def _cli(folder: Path, *args: str) -> None:
@@ -65,6 +68,12 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, 15)
+    process.wait(timeout=30)
 
 
 def _peak_rss(process: subprocess.Popen) -> int:
@@ -121,10 +130,10 @@ def run(papers: int, seed: int, steps: list[int], cache: Path, results: Path | N
         witness = None
         store = Store.open(str(folder / "ledger.db"))
         try:
-            witness = _started(["--db", "w.db", "witness", "serve", "--new", "--key", "witness.key", "--log",
-                                f"{ORIGIN}=ledger.vkey", "--audit", f"{ORIGIN}=http://127.0.0.1:{log_port}",
-                                "--rate", "0", "--port", str(witness_port)], folder,
-                               f"http://127.0.0.1:{witness_port}/add-checkpoint", "witness")
+            witness_args = ["--db", "w.db", "witness", "serve", "--new", "--key", "witness.key", "--log",
+                            f"{ORIGIN}=ledger.vkey", "--audit", f"{ORIGIN}=http://127.0.0.1:{log_port}", "--rate", "0",
+                            "--port", str(witness_port)]
+            witness = _started(witness_args, folder, f"http://127.0.0.1:{witness_port}/add-checkpoint", "witness")
             target = Target("w.example", f"http://127.0.0.1:{witness_port}",
                             parse_cosigner_key((folder / "witness.vkey").read_text().strip()))
             signer = load_signer(str(folder / "ledger.key"))
@@ -135,6 +144,9 @@ def run(papers: int, seed: int, steps: list[int], cache: Path, results: Path | N
             seconds = _push(store, signer, target, first, 1800)
             report(f"| first audit (the whole log so far) | {first:,} | {seconds:.1f} s | "
                    f"{_peak_rss(witness) / 2**20:.0f} MiB |")
+            _stop(witness)  # started again on the state it kept: each step's peak RSS is its own
+            again = [arg for arg in witness_args if arg != "--new"]
+            witness = _started(again, folder, f"http://127.0.0.1:{witness_port}/add-checkpoint", "witness")
             size = first
             for step in steps:
                 size += step
@@ -144,24 +156,33 @@ def run(papers: int, seed: int, steps: list[int], cache: Path, results: Path | N
             store.close()
             for process in (witness, log):
                 if process is not None:
-                    os.killpg(process.pid, 15)
-                    process.wait(timeout=30)
+                    _stop(process)
     if results is not None:
-        section = "\n".join([SECTION_BEGIN, SECTION_TITLE, "", *report.lines, SECTION_END])
-        replace_section(results, section, SECTION_BEGIN, SECTION_END)
+        write_section(results, report.lines)
     return report
+
+
+def write_section(results: Path, lines: list[str]) -> None:
+    section = "\n".join([SECTION_BEGIN, SECTION_TITLE, "", *lines, SECTION_END])
+    replace_section(results, section, SECTION_BEGIN, SECTION_END)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--papers", type=int, default=200, help="generated papers in the log (~100 events each)")
+    parser.add_argument("--papers", default="200", help="generated papers in the log (~100 events each); "
+                                                         "comma-separated: one log after the other")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--steps", default="1000,10000", help="new events of each step, comma-separated")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ledger-bench")
     parser.add_argument("--no-results", action="store_true", help="do not write benchmarks/RESULTS.md")
     args = parser.parse_args()
     steps = [int(s) for s in args.steps.split(",")]
-    run(args.papers, args.seed, steps, args.cache, None if args.no_results else HERE / "RESULTS.md")
+    lines: list[str] = []
+    for papers in (int(p) for p in args.papers.split(",")):
+        lines += run(papers, args.seed, steps, args.cache, None).lines + [""]
+    if not args.no_results:
+        write_section(HERE / "RESULTS.md", [f"`python -m benchmarks.witness_audit --papers {args.papers} --steps "
+                                            f"{args.steps}`", "", NOTE, "", *lines[:-1]])
     return 0
 
 

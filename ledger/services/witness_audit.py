@@ -111,7 +111,10 @@ class Auditor:
                 job = self._polled()
             if job is None:
                 continue
-            done = self.audit(*job[1])
+            try:
+                done = self.audit(*job[1])
+            except Exception as exc:  # noqa: BLE001 (the worker must outlive any one audit, or every request waits)
+                done = Outcome(UNREADABLE, f"the audit of tree {job[0][0]} could not run: {_line(exc)}")
             with self.changed:
                 self.wanted.pop(job[0], None)
                 self.outcomes[job[0]] = done
