@@ -25,6 +25,7 @@ from ledger.services.cosigning_witness import SIZE_TYPE, submission
 from ledger.services.fetch import Deadline, DeadlineError, UnreachableError, post, post_answer
 
 ROUNDS = 3  # old 0, then the size the 409 named, then once more if a push from elsewhere moved it meanwhile
+REASON = 400  # characters of a refusal's line reported: an auditing witness's names an entry or two roots
 PAUSE = 5.0  # seconds at most between asks when a witness answers 503 with Retry-After (its audit not done)
 
 
@@ -54,14 +55,14 @@ def _ask(target: Target, old: int, proof: list[bytes], note: str, text: str,
         return "refused", f"no answer within {deadline.seconds:g} s"
     except UnreachableError as exc:
         return "refused", f"unreachable at {exc}"
-    words = body.decode("utf-8", "replace").strip().split("\n")[0][:200]
+    words = body.decode("utf-8", "replace").strip().split("\n")[0][:REASON]
     if status == 409:
         if kind.split(";")[0].strip() != SIZE_TYPE or not words.isdigit():
             # the peer's words are quoted (redacted, escaped, shortened): its ESC or CR never reaches a terminal
             return "refused", f"answered 409 without its size ({quoted(kind) if kind else 'no content type'})"
         return "held", int(words)
     if status != 200:
-        return "refused", f"answered {status}: {quoted(words) if words else '(no reason given)'}"
+        return "refused", f"answered {status}: {quoted(words, REASON) if words else '(no reason given)'}"
     try:
         lines = body.decode("utf-8").split("\n")
     except UnicodeDecodeError:

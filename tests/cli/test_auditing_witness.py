@@ -197,3 +197,18 @@ def test_the_audit_path_bounds_a_slow_log_a_huge_tile_and_a_missing_tile(keyed, 
         assert status == 422 and "does not serve tile/0/000.p/40" in body, body
     finally:
         stop_process(witness)
+
+
+def test_checkpoint_witness_reports_an_audit_refusal_per_witness(keyed, tmp_path):
+    assert keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key").exit_code == 0
+    (tmp_path / "out" / "paper-index" / "40").unlink()  # a log that never published its index note for 40
+    witness, url = start_witness(tmp_path, "--log", "example.org/ledger=ledger.vkey", "--audit",
+                                 "example.org/ledger=out")
+    try:
+        made = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=witness.vkey", "--timeout", "20")
+    finally:
+        stop_process(witness)
+    assert made.exit_code == 1 and made.stdout == ""
+    assert made.stderr == ("ledger: witness w.example: answered 424: 'the log gives no paper index note for tree 40 "
+                           "(out/paper-index/40): nothing to audit the index against'\n"
+                           "ledger: checkpoint: the quorum is not met: 0 of 1 witness cosigned\n")
