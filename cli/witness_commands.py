@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -54,7 +55,7 @@ def parse_logs(given: list[str]) -> dict[str, Verifier]:
 def parse_audits(given: list[str], logs: dict[str, Verifier], state: str, poll: float,
                  timeout: float) -> dict[str, Auditor]:
     """`--audit ORIGIN=URL|DIR` options: origin -> its Auditor, its copy of the log beside the state file.
-    Raises: InputError naming the option that is wrong, UnreachableError for a folder that is not one."""
+    Raises: InputError naming the option that is wrong (a URL that cannot be one, a folder that is not one)."""
     from ledger.services.witness_audit import Auditor, folder_of
 
     audits: dict[str, Auditor] = {}
@@ -66,6 +67,8 @@ def parse_audits(given: list[str], logs: dict[str, Verifier], state: str, poll: 
             raise InputError(f"--audit {origin}: not a --log this witness follows")
         if origin in audits:
             raise InputError(f"--audit {origin}: given twice")
+        if not where.startswith(("http://", "https://")) and not os.path.isdir(where):
+            raise InputError(f"--audit {origin}: {where}: not a URL (http:// or https://) nor a published folder")
         audits[origin] = Auditor(origin, where, logs[origin], folder_of(state, origin), poll, timeout)
     return audits
 

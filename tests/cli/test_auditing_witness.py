@@ -212,3 +212,19 @@ def test_checkpoint_witness_reports_an_audit_refusal_per_witness(keyed, tmp_path
     assert made.stderr == ("ledger: witness w.example: answered 424: 'the log gives no paper index note for tree 40 "
                            "(out/paper-index/40): nothing to audit the index against'\n"
                            "ledger: checkpoint: the quorum is not met: 0 of 1 witness cosigned\n")
+
+
+def test_witness_serve_refuses_bad_audit_options_in_one_line(keyed, tmp_path):
+    assert keyed("keygen", "--cosigner", "w.example").exit_code == 0
+    logged = ["--log", "example.org/ledger=ledger.vkey", "--new"]
+    for args, problem in [
+        (["--audit", "example.org/other=out"], "--audit example.org/other: not a --log this witness follows"),
+        (["--audit", "example.org/ledger"], "--audit example.org/ledger: expected ORIGIN=URL|DIR"),
+        (["--audit", "example.org/ledger=no-such-folder"], "no-such-folder: not a URL (http:// or https://) nor a "
+                                                          "published folder"),
+        (["--audit", "example.org/ledger=.", "--audit", "example.org/ledger=."], "--audit example.org/ledger: given twice"),
+    ]:
+        refused = run_ledger("--db", "state.db", "witness", "serve", "--key", "witness.key", *logged, *args, cwd=tmp_path)
+        assert refused.returncode == 2 and refused.stderr.count(b"\n") == 1 and problem.encode() in refused.stderr, \
+            refused.stderr
+        assert not (tmp_path / "state.db").exists()

@@ -185,3 +185,17 @@ def test_a_plain_witness_has_no_paper_index_route_and_its_state_no_new_table(log
     with sqlite3.connect(tmp_path / "plain.db") as db:
         assert {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} == {
             "logs", "cosigned", "evidence"}
+
+
+def test_serve_gives_the_paper_index_note_of_each_size_it_holds(log):
+    from ledger.services.proofs import checkpoint
+    from ledger.web.app import create_app
+
+    signer = generate_signer("example.org/ledger")
+    client = TestClient(create_app(log, signer))
+    for size in (1, 40, 41):
+        answer = client.get(f"/paper-index/{size}")
+        assert answer.status_code == 200 and answer.text == checkpoint(log, signer, size, paper_index=True)[0]
+    assert client.get("/paper-index/42").status_code == 404  # a tree the log does not hold
+    assert client.get("/paper-index/040").status_code == 400
+    assert TestClient(create_app(log, None)).get("/paper-index/40").status_code == 404  # no key: nothing signed
