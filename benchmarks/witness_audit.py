@@ -163,6 +163,7 @@ def run(papers: int, seed: int, steps: list[int], cache: Path, results: Path | N
 
 
 def write_section(results: Path, lines: list[str]) -> None:
+    """This benchmark's section of the results file, in place of the one there."""
     section = "\n".join([SECTION_BEGIN, SECTION_TITLE, "", *lines, SECTION_END])
     replace_section(results, section, SECTION_BEGIN, SECTION_END)
 
