@@ -27,7 +27,7 @@ from ledger.storage.store import Store
 
 if TYPE_CHECKING:
     from ledger.log.cosignature import CosignerKey, WitnessPolicy
-    from ledger.log.signed_notes import Verifier
+    from ledger.log.signed_notes import Checkpoint, Verifier
 
 DEFAULT_DB = "ledger.db"
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (default: text).")]  # every command's --json
@@ -192,11 +192,32 @@ def witness_check(policy: WitnessPolicy | None, verifier: Verifier, note: str,
     else:
         text, name = (note, "checkpoint") if carried is None else (carried, "the bundle's cosigned checkpoint")
     of = verify_checkpoint(note, verifier)
+    audited = _audited(policy, verifier, note, of)
+    if audited is not None:
+        return audited
     try:
         found = sorted(witnessed(text, verifier, policy.rule, of, name))
     except IntegrityError as exc:
         if policy.cosigned is None and carried is None and of.index_root is not None:
-            raise IntegrityError(f"{exc} (this is the paper index note, which witnesses do not cosign: give "
+            raise IntegrityError(f"{exc} (this is the paper index note, which only auditing witnesses cosign: give "
                                  f"--cosigned with the checkpoint they cosigned)") from None
         raise
     return f"; witnessed by {', '.join(found) or 'none needed'} ({len(found)} of {len(policy.rule.witnesses)})", found
+
+
+def _audited(policy: WitnessPolicy, verifier: Verifier, note: str, of: Checkpoint) -> tuple[str, list[str]] | None:
+    """With no --cosigned, the policy met on the paper index note itself (auditing witnesses cosign it, once
+    they re-computed the index: docs/witnesses.md): the account saying so, and who; else None (counted then
+    on the checkpoint, as by plain witnesses)."""
+    from ledger.audit.quorum import witnessed
+    from ledger.model.parts import counted
+
+    if policy.cosigned is not None or of.index_root is None or not policy.rule.cosigned(note):
+        return None
+    try:
+        found = sorted(witnessed(note, verifier, policy.rule, of, "the paper index note"))
+    except IntegrityError:
+        return None
+    by = counted(len(found), "auditing witness", "auditing witnesses")
+    return (f"; the index checked by {by}: {', '.join(found) or 'none needed'} ({len(found)} of "
+            f"{len(policy.rule.witnesses)})", found)

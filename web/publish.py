@@ -253,6 +253,8 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
                     folder.put(route.file_of("file", Question(tile=tile)), data)
         for route in published(SIGNED):
             write(route, Question(size=signed))
+        if signed < size:  # the index note of the log's own size too: what an auditing witness asked for it fetches
+            write(next(r for r in published(SIGNED) if r.name == "paper_index"), Question(size=size))
     state.keep_site_files(folder.files)
     count, paper_files = state.paper_totals()
     unchanged = paper_files + state.site_count(tile.path() for tile in partial_tiles(size)) - folder.written
