@@ -41,6 +41,22 @@ def more_papers() -> bytes:
     return b"".join(lines)
 
 
+NEW = "2606.00001"
+
+
+def next_day() -> bytes:
+    me = {"arxiv_id": NEW, "snapshot_observed_at": "2026-09-02T00:00:00Z", "title": "A new paper"}
+    lines = [event_line("paper.snapshot", {**me, "latest_version": 1}),
+             event_line("paper.snapshot", {"arxiv_id": PAPERS[5], "latest_version": 2, "title": "Paper 5, again",
+                                           "snapshot_observed_at": "2026-09-02T00:00:00Z"})]
+    for ref, cited in enumerate(PAPERS[:2], start=1):
+        citation = {"cited_paper": None, "cited_work": {"pith_arxiv_id": cited, "title": None},
+                    "citing_paper": {**me, "version": 1}, "reference_index": ref, "source": "pdf_text",
+                    "source_observed_at": me["snapshot_observed_at"]}
+        lines.append(event_line("citation.observed", {"citation": citation, "observation_id": f"{NEW}/out/{ref}"}))
+    return b"".join(lines)
+
+
 @pytest.fixture
 def ledger(ledger_location, tmp_path, monkeypatch):
     """A ledger of 33 papers on the test's backend, a key beside it; the working directory the test's own."""
@@ -113,6 +129,18 @@ def test_three_shards_replay_and_publish_what_one_process_does(ledger, tmp_path)
     assert not_papers <= set(files_of(tmp_path / "site-1"))  # the site's own files are shard 1's
     lines = sorted(line for run in runs[2 * N:] for line in run.stdout.splitlines())
     assert lines == sorted(whole[2].stdout.splitlines()) and len(lines) == len(records)
+
+    # The next day: a new paper citing two of another shard's (their cards now link to it), a paper's new version.
+    (tmp_path / "next.jsonl").write_bytes(next_day())
+    assert ledger("import", "next.jsonl").exit_code == 0
+    again = ledger_processes(ledger.location, ["publish", "site", "--as-of", AS_OF, "--key", "ledger.key"],
+                             *[["publish", f"site-{k}", "--as-of", AS_OF, "--key", "ledger.key", "--shard", f"{k}/{N}"]
+                               for k in shards])
+    assert [run.returncode for run in again] == [0] * (N + 1), [run.stderr for run in again]
+    site = files_of(tmp_path / "site")
+    assert f"paper/{NEW}/index.html" in site and union([tmp_path / f"site-{k}" for k in shards]) == site
+    rendered = [int(run.stdout.split(b"rendered ")[1].split()[0]) for run in again]
+    assert sum(rendered[1:]) >= rendered[0] > 1  # a shard renders a linked paper also when the new one is not its own
 
 
 def test_a_shard_with_no_paper_says_so_and_succeeds(cli, tmp_path, monkeypatch):
