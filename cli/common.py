@@ -44,9 +44,9 @@ PolicyFile = Annotated[str | None, typer.Option("--policy", help="A C2SP tlog-po
                                                                     "--witness-key and --quorum (default: none).")]
 # replay, publish and monitor: this process's part of the papers (`ledger.model.shards`; docs/scale.md).
 ShardOption = Annotated[Shard, typer.Option(
-    "--shard", metavar="K/N", parser=lambda text: text if isinstance(text, Shard) else parse_shard(text), help="Only the papers of shard K of N (by a "
-    "stable hash of the id, docs/scale.md): N processes, one per shard, together do what one does (default: 1/1, "
-    "every paper).")]
+    "--shard", metavar="K/N", show_default=False, parser=lambda text: text if isinstance(text, Shard) else parse_shard(text),
+    help="Only the papers of shard K of N (by a stable hash of the id, docs/scale.md): N processes, one per shard, "
+         "together do what one does (default: 1/1, every paper).")]
 Cosigned = Annotated[str | None, typer.Option(
     "--cosigned", help="The cosigned checkpoint of the same tree, when the proof's is the paper index note "
                        "(default: the cosignatures are looked for on the proof's own checkpoint).")]
