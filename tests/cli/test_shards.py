@@ -111,7 +111,8 @@ def test_three_shards_replay_and_publish_what_one_process_does(ledger, tmp_path)
                              ["replay", "--as-of", AS_OF])
     assert [run.returncode for run in whole] == [0, 0, 0], [run.stderr for run in whole]
     runs = ledger_processes(ledger.location, *(
-        [["replay", "--as-of", AS_OF, "--out", f"records-{k}", "--shard", f"{k}/{N}"] for k in shards]
+        [["replay", "--as-of", AS_OF, "--out", f"records-{k}", "--shard", f"{k}/{N}", "--jobs", str(k % 2 + 1)]
+         for k in shards]
         + [["publish", f"site-{k}", "--as-of", AS_OF, "--key", "ledger.key", "--shard", f"{k}/{N}"] for k in shards]
         + [["replay", "--as-of", AS_OF, "--shard", f"{k}/{N}", "--jobs", "2"] for k in shards]))
     assert [run.returncode for run in runs] == [0] * 3 * N, [run.stderr for run in runs]
