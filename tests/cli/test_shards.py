@@ -41,19 +41,20 @@ def more_papers() -> bytes:
     return b"".join(lines)
 
 
-NEW = "2606.00001"
+NEW, NEXT = "2606.00001", "2607.00001"
 
 
-def next_day() -> bytes:
-    me = {"arxiv_id": NEW, "snapshot_observed_at": "2026-09-02T00:00:00Z", "title": "A new paper"}
+def next_day(new: str = NEW, cites: list[str] = PAPERS[:2], at: str = "2026-09-02T00:00:00Z") -> bytes:
+    """A new paper citing `cites`, and a new version of one of ours, observed `at`."""
+    me = {"arxiv_id": new, "snapshot_observed_at": at, "title": f"A new paper {new}"}
     lines = [event_line("paper.snapshot", {**me, "latest_version": 1}),
-             event_line("paper.snapshot", {"arxiv_id": PAPERS[5], "latest_version": 2, "title": "Paper 5, again",
-                                           "snapshot_observed_at": "2026-09-02T00:00:00Z"})]
-    for ref, cited in enumerate(PAPERS[:2], start=1):
+             event_line("paper.snapshot", {"arxiv_id": PAPERS[5], "latest_version": 2, "title": f"Paper 5, again {at}",
+                                           "snapshot_observed_at": at})]
+    for ref, cited in enumerate(cites, start=1):
         citation = {"cited_paper": None, "cited_work": {"pith_arxiv_id": cited, "title": None},
                     "citing_paper": {**me, "version": 1}, "reference_index": ref, "source": "pdf_text",
                     "source_observed_at": me["snapshot_observed_at"]}
-        lines.append(event_line("citation.observed", {"citation": citation, "observation_id": f"{NEW}/out/{ref}"}))
+        lines.append(event_line("citation.observed", {"citation": citation, "observation_id": f"{new}/out/{ref}"}))
     return b"".join(lines)
 
 
@@ -142,6 +143,14 @@ def test_three_shards_replay_and_publish_what_one_process_does(ledger, tmp_path)
     assert f"paper/{NEW}/index.html" in site and union([tmp_path / f"site-{k}" for k in shards]) == site
     rendered = [int(run.stdout.split(b"rendered ")[1].split()[0]) for run in again]
     assert sum(rendered[1:]) >= rendered[0] > 1  # a shard renders a linked paper also when the new one is not its own
+
+    # And a quick daily run (--trust-folder: only the papers with new events are read) after a third day.
+    (tmp_path / "third.jsonl").write_bytes(next_day(NEXT, PAPERS[7:9], "2026-09-03T00:00:00Z"))
+    assert ledger("import", "third.jsonl").exit_code == 0
+    quick = ledger_processes(ledger.location, *[[*run.args[5:], "--trust-folder"] for run in again])
+    assert [run.returncode for run in quick] == [0] * (N + 1), [run.stderr for run in quick]
+    site = files_of(tmp_path / "site")
+    assert f"paper/{NEXT}/index.html" in site and union([tmp_path / f"site-{k}" for k in shards]) == site
 
 
 def test_a_shard_with_no_paper_says_so_and_succeeds(cli, tmp_path, monkeypatch):
