@@ -1,7 +1,8 @@
 """What every command module shares: the global options' values, opening the store, reading key files, the
 witness options (parsed once, by `witness_policy`, into the policy a command hands on), and writing results
 (a date option is read by `ledger.core.times.when`, as the web's query is; a paper id by `ledger.model.arxiv`,
-as the web's path is, once, at the option: `paper_option`). Command modules import this, never `cli.main`
+as the web's path is, once, at the option: `paper_option`; `--shard K/N` by `ledger.model.shards`, at the option:
+`ShardOption`). Command modules import this, never `cli.main`
 (which imports them).
 
 stdout carries results only (`write_stdout`, `write_json`); progress goes to stderr, and only on a terminal.
@@ -23,6 +24,7 @@ from ledger.core.limits import NOTE, Limit
 from ledger.core.redact import redact
 from ledger.importing.logfile import open_ledger
 from ledger.model.arxiv import PREFIX, looks_like_paper_id, parse_arxiv_id
+from ledger.model.shards import Shard, parse_shard
 from ledger.storage.store import Store
 
 if TYPE_CHECKING:
@@ -40,6 +42,11 @@ Quorum = Annotated[int | None, typer.Option("--quorum", min=0, help="How many --
                                                                        "(default: all).")]
 PolicyFile = Annotated[str | None, typer.Option("--policy", help="A C2SP tlog-policy file instead of "
                                                                     "--witness-key and --quorum (default: none).")]
+# replay, publish and monitor: this process's part of the papers (`ledger.model.shards`; docs/scale.md).
+ShardOption = Annotated[Shard, typer.Option(
+    "--shard", metavar="K/N", show_default=False, parser=lambda text: text if isinstance(text, Shard) else parse_shard(text),
+    help="Only the papers of shard K of N (by a stable hash of the id, docs/scale.md): N processes, one per shard, "
+         "together do what one does (default: 1/1, every paper).")]
 Cosigned = Annotated[str | None, typer.Option(
     "--cosigned", help="The cosigned checkpoint of the same tree, when the proof's is the paper index note "
                        "(default: the cosignatures are looked for on the proof's own checkpoint).")]

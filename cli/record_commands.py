@@ -18,6 +18,7 @@ from ledger.cli.common import (
     Meter,
     PolicyFile,
     Quorum,
+    ShardOption,
     WitnessKeys,
     db_location,
     open_store,
@@ -51,6 +52,7 @@ from ledger.importing.logfile import is_exported_log, log_entries
 from ledger.log.chain import hex_hash
 from ledger.model.arxiv import is_paper_id, skipped_paper
 from ledger.model.parts import counted, lane_counts, one_line, other_words
+from ledger.model.shards import EVERY
 from ledger.projections import history as views
 from ledger.projections.text import render_text
 from ledger.services.backup import backup_manifest, verify_manifest
@@ -118,12 +120,15 @@ def replay(
     key: Annotated[str | None, typer.Option("--key", help="Signing key file for the bundle's checkpoint (with "
                                                              "--evidence; default: none).")] = None,
     jobs: Jobs = 1,
+    shard: ShardOption = EVERY,
 ) -> None:
     """Rebuild records as of a date, byte for byte as published."""
     if fmt not in ("json", "text"):
         raise InputError(f"--format: expected json or text, found {fmt!r}")
     at, known = when("--as-of", as_of), when("--known-at", known_at)
     known_key = known.key if known else None
+    if not shard.whole and (paper is not None or evidence is not None):
+        raise InputError("--shard: splits every paper's records, not with --paper or --evidence")
     if evidence is not None:
         if paper is None or key is None:
             raise InputError("--evidence: needs --paper and --key")
@@ -167,15 +172,17 @@ def replay(
     count = 0
     with Workers(jobs) as workers:
         meter = Meter("replay", "records")
-        total = store.paper_count(at.key, known_key) if meter.live else None
-        for count, (arxiv_id, data) in enumerate(render_records(store, at, known_key, emit, workers), start=1):
+        total = store.paper_count(at.key, known_key) if meter.live and shard.whole else None
+        for count, (arxiv_id, data) in enumerate(render_records(store, at, known_key, emit, workers, shard), start=1):
             if data == SKIPPED:
                 say(f"warning: {skipped_paper(arxiv_id)}")
             elif data is not None:
                 write_stdout(data)
             meter.update("", count, total, count)
         meter.close()
-    if count == 0:
+    if count == 0 and not shard.whole and store.paper_count(at.key, known_key):
+        say(f"note: no paper of shard {shard} as of {at.text}{known_note}; the other shards hold them")
+    elif count == 0:
         raise NotFoundError(f"no record of any paper as of {at.text}{known_note}")
     if stats:
         elapsed = time.perf_counter() - started

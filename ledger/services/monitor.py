@@ -43,6 +43,7 @@ from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
 from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.arxiv import is_paper_id
 from ledger.model.paths import INTEGRITY, RECORD, fill
+from ledger.model.shards import EVERY, Shard
 from ledger.services.fetch import UnreachableError
 from ledger.services.monitor_source import TIMEOUT, MisbehaviourError, Source
 from ledger.services.proofs import prove_consistency
@@ -71,9 +72,10 @@ class Followed:
 
 
 def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = None,
-           paper: str | None = None, timeout: float = TIMEOUT) -> Followed:
+           paper: str | None = None, timeout: float = TIMEOUT, shard: Shard = EVERY) -> Followed:
     """Follow the log at `where` from the state in `state` (made when missing); see the module's account.
-    `paper`: compare that paper's record and index note only (the whole log is still checked).
+    `paper`: compare that paper's record and index note only (the whole log is still checked); `shard`: only
+    the records and index notes of that shard's papers (the checkpoint, the tiles and every entry all the same).
     `timeout`: seconds the whole run may take; every fetch past them fails the run (UnreachableError).
     Raises: UnreachableError (exit 3), MisbehaviourError (exit 1), InputError for a state folder that is not one."""
     source = Source(where, timeout)
@@ -96,7 +98,7 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
             return Followed(signed.origin, signed.size, _b64(signed.root), 0, 0, 0, found, behind=held)
         _save(state / SEEN, note)
         since = vouched.size if vouched is not None else 0
-        papers = {paper} if paper is not None else _changed(store, since, signed.size)
+        papers = {paper} if paper is not None else set(shard.papers(_changed(store, since, signed.size)))
         records, notes, later = _compare(source, store, sorted(papers), signed, verifier, note)
         _save(state / VOUCHED, note)
         return Followed(signed.origin, signed.size, _b64(signed.root), new, records, notes, found,
