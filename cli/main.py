@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.cli import (
+    history_commands,
     log_commands,
     monitor_commands,
     ops_commands,
@@ -149,6 +150,7 @@ def _options(
 
 
 app.add_typer(record_commands.app)
+app.add_typer(history_commands.app)
 app.add_typer(log_commands.app)
 app.add_typer(proof_commands.app)
 app.add_typer(publish_commands.app)

@@ -1,4 +1,4 @@
-"""Commands about records: import, replay, verify, and the audit views history and diff."""
+"""Commands about records: import, replay and verify (the audit views are `history_commands`)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from ledger.cli.common import (
     db_location,
     open_store,
     paper_option,
-    paper_or_other_id,
     progress,
     read_text,
     say,
@@ -51,14 +50,13 @@ from ledger.importing.importer import import_files
 from ledger.importing.logfile import is_exported_log, log_entries
 from ledger.log.chain import hex_hash
 from ledger.model.arxiv import is_paper_id, skipped_paper
-from ledger.model.parts import counted, lane_counts, one_line, other_words
+from ledger.model.parts import counted
 from ledger.model.shards import EVERY
-from ledger.projections import history as views
 from ledger.projections.text import render_text
 from ledger.services.backup import backup_manifest, verify_manifest
 from ledger.services.keys import load_signer, load_verifier
 from ledger.services.proofs import evidence_bundle, latest_witnessed
-from ledger.services.replay import record_as_of, render_records, shared, subject_history
+from ledger.services.replay import record_as_of, render_records, shared
 from ledger.services.verify import compare_record, verify_chain
 from ledger.services.verify_store import verify_paper_ids, verify_store
 from ledger.storage.backends import sqlite_path
@@ -348,56 +346,3 @@ def _say(json: bool, result: dict, text: str) -> None:
         write_json(result)
     else:
         typer.echo(text)
-
-
-@app.command()
-def diff(
-    ctx: typer.Context,
-    paper: Annotated[str, typer.Argument(metavar="ID", callback=paper_option, help="arXiv id of the paper.")],
-    start: Annotated[str, typer.Option("--from", help="Earlier date or timestamp.")],
-    end: Annotated[str, typer.Option("--to", help="Later date or timestamp.")],
-    known_at: KnownAt = None,
-    json: Json = False,
-) -> None:
-    """What changed in a paper's record between two dates."""
-    begin, finish, known = when("--from", start), when("--to", end), when("--known-at", known_at)
-    result = views.paper_diff(paper, open_store(ctx).paper_facts(paper, known.key if known else None), begin, finish)
-    if json:
-        write_json(result)
-        return
-    lines = [f"arXiv:{paper} from {begin.text} to {finish.text}",
-             f"context_digest {result['from']['context_digest']} → {result['to']['context_digest']}"]
-    lines += [f"added: {_named(o)} (observation {o['observation_id']}, {o['digest']})" for o in result["added"]]
-    lines += [f"removed: {_named(o)}" + (f": {o['account']}" if o["account"] else "")
-              + f" (observation {o['observation_id']}, {o['digest']})" for o in result["removed"]]
-    lines += [f"changed: {_named(o)}: {'; '.join(o['details'])} (observation {o['observation_id']}, "
-              f"{o['from_digest']} → {o['to_digest']})" for o in result["changed"]]
-    lines += [f"coverage {c['lane']}: {lane_counts(c['from'])} → {lane_counts(c['to'])}" for c in result["coverage"]]
-    lines += result["field_details"]
-    if not result["content_changed"]:
-        same = result["from"]["context_digest"] == result["to"]["context_digest"]
-        lines.append("no change" if same else "no change in content (the context digest follows the date: it "
-                                              "covers the thesis, which names the day)")
-    typer.echo("\n".join(lines))
-
-
-def _named(change: dict) -> str:
-    return other_words(change["direction"], change["other_id"], change["title"])
-
-
-@app.command()
-def history(
-    ctx: typer.Context,
-    subject: Annotated[str, typer.Argument(metavar="ID", callback=paper_or_other_id, help="An observation id or an "
-                                                                                          "arXiv id.")],
-    json: Json = False,
-) -> None:
-    """Every event of an observation or a paper, oldest first, with what each changed."""
-    rows = subject_history(open_store(ctx), subject)
-    if json:
-        write_json(rows)
-        return
-    typer.echo("seq\teffective_at\trecorded_at\tkind\taccount")  # tab-separated, as `cut` and `sort -t` read it
-    for row in rows:
-        # An account carries outside text (a title, a reason): escaped, it cannot break the row or the columns.
-        typer.echo(f"{row['seq']}\t{row['effective_at']}\t{row['recorded_at']}\t{row['kind']}\t{one_line(row['account'])}")

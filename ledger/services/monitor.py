@@ -45,7 +45,7 @@ from ledger.model.arxiv import is_paper_id
 from ledger.model.paths import INTEGRITY, RECORD, fill
 from ledger.model.shards import EVERY, Shard
 from ledger.services.fetch import UnreachableError
-from ledger.services.monitor_source import TIMEOUT, MisbehaviourError, Source
+from ledger.services.monitor_source import TIMEOUT, MisbehaviourError, Source, note_text
 from ledger.services.proofs import prove_consistency
 from ledger.services.replay import record_as_of
 from ledger.services.tilestore import read_entries, read_tile
@@ -79,7 +79,7 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
     `timeout`: seconds the whole run may take; every fetch past them fails the run (UnreachableError).
     Raises: UnreachableError (exit 3), MisbehaviourError (exit 1), InputError for a state folder that is not one."""
     source = Source(where, timeout)
-    note = _text(source.get("checkpoint", "checkpoint"), f"{where}/checkpoint")
+    note = note_text(source.get("checkpoint", "checkpoint"), f"{where}/checkpoint")
     try:
         signed = verify_checkpoint(note, verifier)
         found = witnessed(note, verifier, policy) if policy is not None else {}
@@ -134,15 +134,6 @@ def catch_up(source: Source, store: Store, note: str, signed: Checkpoint, seen: 
 
 def _b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode()
-
-
-def _text(data: bytes | None, name: str) -> str:
-    if data is None:
-        raise UnreachableError(f"{name}: not found (is it the log's URL or published folder, with a key?)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise MisbehaviourError(f"{name}: not UTF-8", {"checkpoint": base64.b64encode(data).decode()}) from None
 
 
 def _read_note(path: Path, verifier: Verifier) -> Checkpoint | None:
