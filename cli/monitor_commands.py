@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, witness_policy, write_json
+from ledger.cli.job_metrics import MetricsFile, monitor_figures, write_figures
+from ledger.core.errors import LedgerError
 from ledger.model.parts import counted
 from ledger.services.keys import load_verifier
 from ledger.services.monitor import TIMEOUT, MisbehaviourError, UnreachableError, follow
@@ -30,6 +32,7 @@ def monitor(
         "--timeout", min=0.1, help=f"Seconds the whole run may take, every request included (default: "
                                    f"{TIMEOUT:g}); a log that answers slower is unreachable.")] = TIMEOUT,
     json: Json = False,
+    metrics_file: MetricsFile = None,
 ) -> None:
     """Follow a log: its checkpoint verified and consistent with the last one kept, only the new tiles
     fetched and every new entry checked, the records of the papers that changed rebuilt and compared with the
@@ -39,13 +42,19 @@ def monitor(
     try:
         found = follow(where, verifier, state, witnessing.rule if witnessing else None, paper, timeout)
     except MisbehaviourError as exc:
+        write_figures(metrics_file, monitor_figures(verifier.name, "misbehaviour"))
         if json:
             write_json({"status": "misbehaviour", "log": verifier.name, **exc.evidence})
         raise
     except UnreachableError as exc:
+        write_figures(metrics_file, monitor_figures(verifier.name, "unreachable"))
         if json:
             write_json({"status": "unreachable", "log": verifier.name, "problem": str(exc)})
         raise
+    except LedgerError:
+        write_figures(metrics_file, monitor_figures(verifier.name, "error"))
+        raise
+    write_figures(metrics_file, monitor_figures(verifier.name, "consistent", found.size, found.new_entries))
     if json:
         write_json({"status": "consistent", "log": found.origin, "size": found.size, "root": found.root,
                     "new_entries": found.new_entries, "records": found.records, "index_notes": found.index_notes,

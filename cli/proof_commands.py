@@ -24,8 +24,9 @@ from ledger.cli.common import (
     write_json,
     write_stdout,
 )
+from ledger.cli.job_metrics import MetricsFile, checkpoint_figures, write_figures
 from ledger.cli.wording import proof_account
-from ledger.core.errors import InputError
+from ledger.core.errors import InputError, IntegrityError
 from ledger.core.files import create_new
 from ledger.core.inputs import read_input
 from ledger.core.limits import PROOF
@@ -38,7 +39,7 @@ from ledger.services.fetch import check_url
 from ledger.services.keys import load_cosigner_key, load_signer, load_verifier
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
-from ledger.storage.cosigned_checkpoint import keep_cosigned
+from ledger.storage.cosigned_checkpoint import keep_cosigned, latest_cosigned
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
@@ -116,6 +117,7 @@ def checkpoint(
         "--policy", help="A C2SP tlog-policy file: its witnesses (with a URL) are asked, its quorum must be met (default: none).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds asking the witnesses may take, every round and request included (default: 10); a witness still answering then is refused.")] = 10.0,
     json: Json = False,
+    metrics_file: MetricsFile = None,
 ) -> None:
     """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree; with witnesses, cosigned by them
     (C2SP tlog-witness) and kept in the ledger, which `serve` and `publish` then give at /checkpoint: exit 1,
@@ -124,18 +126,26 @@ def checkpoint(
     witnesses = _witnesses(witness or [])
     witnessing = witness_policy(str(signer.verifier), [k for _, k in witnesses], quorum, policy, key_option="--witness")
     if witnessing is None:
-        _write_checkpoint(signed_checkpoint(store, signer, paper_index=paper_index)[0], signer.verifier, json)
+        note, size = signed_checkpoint(store, signer, paper_index=paper_index)
+        _write_checkpoint(note, signer.verifier, json)
+        write_figures(metrics_file, checkpoint_figures(True, size, [], [], latest_cosigned(store)))
         return
     if paper_index:
         raise InputError("checkpoint: witnesses cosign the checkpoint, not the paper index note (no --paper-index)")
     rule = witnessing.rule
     targets = targets_of(witnesses, rule)
     note, size = signed_checkpoint(store, signer)
+    asked = sorted({t.name for t in targets} | set(rule.witnesses))
 
     def prove(old: int) -> list[bytes]:
         return [] if old in (0, size) else [bytes.fromhex(h) for h in prove_consistency(store, old, size)["path"]]
 
-    cosigned, refusals = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule, prove, timeout)
+    try:
+        cosigned, refusals = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule, prove, timeout)
+    except IntegrityError as exc:  # the quorum is not met: the run failed, and says which witnesses did not cosign
+        write_figures(metrics_file, checkpoint_figures(False, size, asked, exc.problems, latest_cosigned(store)))
+        raise
+    write_figures(metrics_file, checkpoint_figures(True, size, asked, refusals, cosigned))
     for line in refusals:
         say(f"note: {line}")
     if not keep_cosigned(store, cosigned):
