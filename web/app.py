@@ -103,13 +103,14 @@ def observed(app: App, requests: Requests | None, metrics: bool, metrics_port: i
     ledger = app.state.ledger
     labels = {route.served(form): route.pattern + (paths.JSON if form == "json" else "")
               for route in ROUTES for form, _ in route.forms()}
+    named = {(route.name, form): labels[route.served(form)] for route in ROUTES for form, _ in route.forms()}
 
     def route_of(scope) -> str:
         route = scope.get("route")
         if route is not None:
             return labels.get(route.path, OTHER)
         found = ledger.answers.urls.get((scope["path"], scope.get("query_string", b"")))
-        return OTHER if found is None else labels.get(found[0].served(found[1][0][1]), OTHER)
+        return OTHER if found is None else named.get((found[0].name, found[1][0][1]), OTHER)
 
     async def gather():
         try:

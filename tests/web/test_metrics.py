@@ -36,7 +36,10 @@ def samples(text: str) -> dict[tuple, float]:
 
 def served(store, signer=None, stream=None, form="json", **options) -> TestClient:
     app = create_app(store, signer, options.pop("max_age", None))
-    return TestClient(observed(app, Requests(form, stream) if stream is not None else None, True, **options))
+    requests = Requests(form, stream) if stream is not None else None
+    client = TestClient(observed(app, requests, True, **options))
+    client.requests = requests  # the test flushes its lines: they are written at most DELAY seconds later
+    return client
 
 
 def test_requests_are_counted_by_route_pattern_and_status_with_the_cache_and_the_log(rich):
@@ -70,6 +73,7 @@ def test_a_line_per_request_names_the_route_never_the_query(rich, form):
     secret = "ed25519SECRETKEYMATERIAL"
     assert client.get(RECORD).status_code == 200
     assert client.get(f"/paper/{PAPER_004}/citation-record.json?known_at={secret}").status_code == 400
+    client.requests.flush()
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2 and secret not in stream.getvalue() and PAPER_004 not in stream.getvalue()
     if form == "json":
