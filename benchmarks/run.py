@@ -31,9 +31,9 @@ from benchmarks.appends import appends_section
 from benchmarks.common import HERE, SYNCHRONOUS, Report, gate, kept_section, replace_section, run_main
 from benchmarks.index_costs import INDEX_BEGIN, INDEX_END, index_section
 from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN
+from benchmarks.monitor import SECTION_END as MONITOR_END
 from benchmarks.observe_costs import SECTION_BEGIN as OBSERVE_BEGIN
 from benchmarks.observe_costs import SECTION_END as OBSERVE_END
-from benchmarks.monitor import SECTION_END as MONITOR_END
 from benchmarks.pg_writers import postgres_section
 from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
 from benchmarks.publish import SECTION_END as PUBLISH_END
