@@ -97,7 +97,7 @@ def create_app(source: Store | str, signer: Signer | None = None, max_checkpoint
 
 
 def observed(app: App, requests: Requests | None, metrics: bool, metrics_port: int | None = None):
-    """`app` counted and logged (`web.metrics.Observed`): a request's route is its row's pattern (`.json` for
+    """`app` counted and logged (`web.metrics.Observed`), or `app` itself with neither: a request's route is its row's pattern (`.json` for
     the JSON form), found from the route that answered it or, for an answer sent from the cache before any
     routing, from the URL the cache remembers; the figures of a scrape are read in the store's thread."""
     ledger = app.state.ledger
@@ -118,6 +118,8 @@ def observed(app: App, requests: Requests | None, metrics: bool, metrics_port: i
         except Exception:  # the store is down: say so, with what the process counted
             return health.cache_figures(ledger.answers, ledger.errors, up=False)
 
+    if not metrics and requests is None:
+        return app  # nothing to count or write: not wrapped at all
     return Observed(app, Metrics(gather) if metrics else None, requests, route_of, metrics_port)
 
 

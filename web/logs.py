@@ -50,20 +50,24 @@ class Requests:
 
     def line(self, client: str, method: str, route: str, status: int, seconds: float) -> None:
         """Write the line of one request answered (`route`: its pattern, never the path asked)."""
-        at = self.clock(time.time())
+        now = time.time()
+        second, clock = int(now), self.clock
+        if second != clock.second:
+            clock(now)
+        at = f"{clock.text}.{int((now - second) * 1000):03d}Z"
         if self.form == "json":
             self.pending.append(orjson.dumps({"time": at, "level": "info", "msg": "request", "client": client,
                                               "method": method, "route": route, "status": status,
                                               "duration_ms": round(seconds * 1000, 3)}).decode() + "\n")
         else:
             self.pending.append(f"{at} request {client} {method} {route} {status} {seconds * 1000:.2f}ms\n")
-        if len(self.pending) >= self.BATCH:
-            self.flush()
-        elif len(self.pending) == 1:
+        if len(self.pending) == 1:
             try:
                 asyncio.get_running_loop().call_later(self.DELAY, self.flush)
             except RuntimeError:  # no event loop: at once
                 self.flush()
+        elif len(self.pending) >= self.BATCH:
+            self.flush()
 
     def flush(self) -> None:
         """Write the lines not written yet. Raises: nothing (a closed stderr loses them)."""

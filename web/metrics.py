@@ -145,10 +145,15 @@ class Observed:
     keep: Callable[[dict], bool] | None = None
     done: Callable[[dict, bytes, int], None] | None = None
 
+    def __post_init__(self) -> None:
+        # The paths this wrapper may answer itself; any path on a metrics port. Every other request goes
+        # straight to the app: the cached path pays two clock reads, a status kept, a count and a line.
+        self.own = ({"/metrics"} if self.metrics is not None else set()) | ({"/healthz", "/readyz"} if self.extra else set())
+
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        start, status, body = time.perf_counter(), 500, bytearray()
+        start, status = time.perf_counter(), 500
 
         async def sending(message):
             nonlocal status
@@ -156,20 +161,40 @@ class Observed:
                 status = message["status"]
             await send(message)
 
+        try:
+            if (scope["path"] in self.own or self.metrics_port is not None) and await self._own(scope, sending):
+                pass
+            elif self.keep is not None and self.keep(scope):
+                await self._kept(scope, receive, sending)
+            else:
+                await self.app(scope, receive, sending)
+        finally:
+            seconds = time.perf_counter() - start
+            route = scope.get("ledger.route") or self.route_of(scope)
+            if self.metrics is not None:
+                self.metrics.observe(route, status, seconds)
+            if self.requests is not None:
+                client = scope.get("client")
+                self.requests.line(client[0] if client else "-", scope["method"], route, status, seconds)
+
+    async def _kept(self, scope, receive, send) -> None:
+        """The app's answer to a request whose body `done` hears, with the status sent."""
+        body, sent = bytearray(), {}
+
         async def receiving():
             message = await receive()
             if message["type"] == "http.request" and len(body) < 1 << 20:
                 body.extend(message.get("body", b""))
             return message
 
-        try:
-            if not await self._own(scope, sending):
-                kept = self.keep is not None and self.keep(scope)
-                await self.app(scope, receiving if kept else receive, sending)
-                if kept and self.done is not None:
-                    self.done(scope, bytes(body), status)
-        finally:
-            self._count(scope, status, time.perf_counter() - start)
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                sent["status"] = message["status"]
+            await send(message)
+
+        await self.app(scope, receiving, sending)
+        if self.done is not None:
+            self.done(scope, bytes(body), sent.get("status", 500))
 
     async def _own(self, scope, send) -> bool:
         """Answer what this wrapper answers itself: /metrics, another path on the metrics port, `extra`'s."""
@@ -184,11 +209,3 @@ class Observed:
             await answer_text(send, 404, b"no such path: this port answers /metrics only\n")
             return True
         return self.extra is not None and await self.extra(scope, send)
-
-    def _count(self, scope, status: int, seconds: float) -> None:
-        route = scope.get("ledger.route") or self.route_of(scope)
-        if self.metrics is not None:
-            self.metrics.observe(route, status, seconds)
-        if self.requests is not None:
-            client = scope.get("client")
-            self.requests.line(client[0] if client else "-", scope["method"], route, status, seconds)
