@@ -252,3 +252,15 @@ def test_the_sizes_section_prints_its_rows_and_targets(tmp_path, monkeypatch):
         "verify vs tight recompute loop", "peak memory 900 vs 900 events", "peak memory 900 vs 900 events",
         "peak memory of `replay --out --jobs 2` 900 vs 900 events"]
     assert all(ok is not None and detail for _, ok, detail in say.verdicts)
+
+
+@pytest.mark.slow
+def test_the_observing_costs_benchmark_checks_its_counts_and_lines_and_keeps_its_section(tmp_path):
+    from benchmarks.observe_costs import SECTION_BEGIN, SECTION_END, main
+
+    out = tmp_path / "RESULTS.md"
+    out.write_text(f"# Benchmark results\n\nkept\n\n{SECTION_BEGIN}\nold\n{SECTION_END}\n")
+    assert main(["--events", "500", "--requests", "100", "--reps", "2", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "kept" in text and "old" not in text and text.count(SECTION_BEGIN) == 1
+    assert "| `--no-metrics --log-format none` |" in text and "server CPU µs per request" in text
