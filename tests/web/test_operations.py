@@ -5,11 +5,15 @@ appended, the ledger verifies and equals what it was)."""
 
 from __future__ import annotations
 
+import glob
 import os
+import pwd
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -210,3 +214,64 @@ def test_an_import_stopped_by_sigterm_appends_nothing(tmp_path, jobs):
     assert run_ledger("--db", str(db), "head").stdout == before
     verified = run_ledger("--db", str(db), "verify", "--full")
     assert verified.returncode == 0, verified.stderr
+
+
+class OwnPostgres:
+    """A throwaway PostgreSQL server of this test's own (initdb in a tmp folder, loopback, trust), so that it
+    can be stopped and started under a running `serve` without touching the server the other tests use."""
+
+    def __init__(self):
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda b: int(b.split("/")[-2]))
+        if not bins:
+            if os.environ.get("CI"):
+                pytest.fail("CI must install Debian's postgresql (.ci/run)")
+            pytest.skip("PostgreSQL's server binaries are not installed (/usr/lib/postgresql/*/bin)")
+        # Not below pytest's tmp folder, which the postgres user cannot enter (as the session fixture does).
+        self.bin, self.data, self.port = bins[-1], Path(tempfile.mkdtemp(prefix="ledger-pg-own.")), free_port()
+        os.chmod(self.data, 0o700)
+        self.as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_pg:
+            shutil.chown(self.data, "postgres")
+        self.user = "postgres" if self.as_pg else pwd.getpwuid(os.getuid()).pw_name
+        subprocess.run([*self.as_pg, f"{self.bin}/initdb", "-D", str(self.data), "-A", "trust", "-U", self.user],
+                       check=True, capture_output=True)
+        self.url = f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        subprocess.run([*self.as_pg, f"{self.bin}/pg_ctl", "-D", str(self.data), "-l", str(self.data / "log"), "-w",
+                        "-o", f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.data}", "start"],
+                       check=True, capture_output=True)
+
+    def stop(self) -> None:
+        subprocess.run([*self.as_pg, f"{self.bin}/pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop"],
+                       capture_output=True)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.data, ignore_errors=True)
+
+
+def test_readyz_fails_while_postgresql_is_stopped_and_recovers_when_it_is_back(tmp_path):
+    database = OwnPostgres()
+    database.start()
+    try:
+        assert run_ledger("--db", database.url, "init").returncode == 0
+        assert run_ledger("--db", database.url, "import", str(SEED_004)).returncode == 0
+        process, port = launch(tmp_path, "--db", database.url, "serve")
+        try:
+            assert get(port, "/readyz") == (200, b"ready\n")
+            database.stop()
+            status, body = get(port, "/readyz")
+            assert status == 503 and body.count(b"\n") == 1 and b"Traceback" not in body, body
+            assert get(port, "/healthz") == (200, b"ok\n")
+            assert b"ledger_database_up 0.0" in get(port, "/metrics")[1]
+            database.start()
+            deadline = time.monotonic() + 30
+            while get(port, "/readyz")[0] != 200:  # the pool reconnects at its next use
+                assert time.monotonic() < deadline, get(port, "/readyz")
+                time.sleep(0.2)
+            assert get(port, f"/paper/{PAPER_004}/citation-record.json?as_of=2026-09-02")[0] == 200
+        finally:
+            stop_process(process)
+    finally:
+        database.remove()
