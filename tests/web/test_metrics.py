@@ -159,3 +159,17 @@ def test_a_witness_counts_what_it_cosigned_and_refused_by_origin_and_reason(rich
     refused = client.get("/readyz")
     assert (refused.status_code, refused.text) == (503, "not ready: the witness's state file is gone\n")
     assert samples(client.get("/metrics").text)["ledger_database_up", ()] == 0
+
+
+@pytest.mark.parametrize("args, says", [
+    (["serve", "--log-format", "xml"], "--log-format xml: expected one of plain, json, none"),
+    (["-v", "serve", "--quiet"], "--quiet and -v: give one of them"),
+    (["witness", "serve", "--key", "w.key", "--log", "a=b", "--log-format", "yaml"], "--log-format yaml"),
+])
+def test_a_wrong_log_option_is_refused_in_one_line_before_anything_starts(tmp_path, args, says):
+    from tests.conftest import run_ledger
+
+    done = run_ledger("--db", str(tmp_path / "none.db"), *args, cwd=tmp_path)
+    first, *rest = done.stderr.decode().splitlines()
+    assert done.returncode == 2 and says in first
+    assert rest == [] or "-v" in args  # -v adds the traceback, as for every error
