@@ -27,7 +27,7 @@ from ledger.web.guard import Guard
 from ledger.web.logs import Requests
 from ledger.web.metrics import OTHER, Metrics, Observed
 from ledger.web.parameters import OPTIONS, strict
-from ledger.web.routes import ROUTES, Render, Route, ask
+from ledger.web.routes import PROBES, ROUTES, Render, Route, ask
 from ledger.web.sending import answer_kept, respond
 from ledger.web.statuses import ERRORS, HANDLERS
 from ledger.web.store_thread import StoreThread
@@ -92,7 +92,7 @@ def create_app(source: Store | str, signer: Signer | None = None, max_checkpoint
             app.api_route(path, methods=["HEAD"], include_in_schema=False, response_class=Response,
                           dependencies=checked)(answer)  # as a static host does; the schema lists the GET
             app.api_route(path, methods=["GET"], response_class=Response, responses=ERRORS,
-                          dependencies=checked)(answer)
+                          dependencies=checked, include_in_schema=route.name not in PROBES)(answer)
     return app
 
 

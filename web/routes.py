@@ -223,6 +223,9 @@ ROUTES = (
 )
 
 
+PROBES = ("healthz", "readyz")  # an operator's, not the site's: left out of the OpenAPI schema
+
+
 def published(kind: str) -> list[Route]:
     """The rows `ledger publish` writes files for, of one `kind` (ONCE, PER_ASSET, PER_PAPER, ...)."""
     return [route for route in ROUTES if route.published == kind]
