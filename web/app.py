@@ -4,7 +4,8 @@
 
 Routes are thin: parse the path and query, render in the store's thread (`web.site`, which calls `ledger/`
 and `projections/`), send the bytes (`web.sending`). A GET of a URL answered before is sent from the cache
-ahead of all of that (`App`), while fresh.
+ahead of all of that (`App`), while fresh. `observed` wraps the app for its operator (`web.metrics`): each
+request counted by its route's pattern and logged, /metrics answered.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ IdleTimeout}` and a listener's connection cap):
 uvicorn's own options cover the idle timeout only; its httptools parser (kept: `benchmarks/serve.py` measured
 it several times faster than h11 on the cached path) has no header limit, and nothing times out a connection
 that never completes a request. `Protocol` adds both, counting bytes as they arrive. Floods from many machines
-are out of scope: they belong to a reverse proxy. This module never reads a ledger and never decides what an
-application answers.
+are out of scope: they belong to a reverse proxy. On SIGTERM (or Ctrl-C) `run` stops as uvicorn does, with a
+bound: it stops listening, lets the requests in flight finish for up to the grace period, and returns (exit 0).
+This module never reads a ledger and never decides what an application answers.
 """
 
 from __future__ import annotations
