@@ -10,17 +10,55 @@ by their key's name, the log by its origin.
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
+import orjson
 import typer
 
+from ledger.core.errors import LedgerError
 from ledger.web.health import cosigned_at
+from ledger.web.logs import Clock
 from ledger.web.metrics import Figure, textfile
 
 MetricsFile = Annotated[str | None, typer.Option("--metrics-file", metavar="PATH", help=(
     "Write this run's figures to PATH in node_exporter's textfile form (a .prom file in its collector's folder), "
     "also when it fails (default: none)."))]
+
+
+JobLog = Annotated[str, typer.Option("--log-format", help=(
+    "A line on stderr when the run ends (its outcome, duration and size): plain, json, or none."))]
+
+
+@contextmanager
+def job_line(job: str, form: str) -> Iterator[dict]:
+    """Write one line on stderr when the run of `job` ends (`--log-format`, none: no line): its outcome ("ok",
+    or "failed" with the exit code), its duration, and what the run put in the dict yielded (sizes, counts).
+    Raises: InputError for a --log-format that is not plain, json or none; what the run raises, after the line."""
+    if form not in ("plain", "json", "none"):
+        from ledger.core.errors import InputError
+
+        raise InputError(f"--log-format {form}: expected one of plain, json, none")
+    fields: dict = {}
+    started, outcome, code = time.monotonic(), "ok", 0
+    try:
+        yield fields
+    except LedgerError as exc:
+        outcome, code = "failed", exc.exit_code
+        raise
+    finally:
+        if form != "none":
+            seconds, at = time.monotonic() - started, Clock()(time.time())
+            if form == "json":
+                line = orjson.dumps({"time": at, "level": "info", "msg": "job", "job": job, "outcome": outcome,
+                                     "exit": code, "duration_ms": round(seconds * 1000, 3), **fields}).decode()
+            else:
+                extra = "".join(f" {name}={value}" for name, value in fields.items())
+                line = f"{at} job {job} {outcome} exit={code} {seconds * 1000:.0f}ms{extra}"
+            sys.stderr.write(line + "\n")
 
 
 def checkpoint_figures(ok: bool, size: int | None, asked: list[str], refusals: list[str],

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, witness_policy, write_json
-from ledger.cli.job_metrics import MetricsFile, monitor_figures, write_figures
+from ledger.cli.job_metrics import JobLog, MetricsFile, job_line, monitor_figures, write_figures
 from ledger.core.errors import LedgerError
 from ledger.model.parts import counted
 from ledger.services.keys import load_verifier
@@ -33,10 +33,18 @@ def monitor(
                                    f"{TIMEOUT:g}); a log that answers slower is unreachable.")] = TIMEOUT,
     json: Json = False,
     metrics_file: MetricsFile = None,
+    log_format: JobLog = "none",
 ) -> None:
     """Follow a log: its checkpoint verified and consistent with the last one kept, only the new tiles
     fetched and every new entry checked, the records of the papers that changed rebuilt and compared with the
     site's. Exit 0 consistent, 1 misbehaviour (--json: the evidence), 3 unreachable."""
+    with job_line("monitor", log_format) as fields:
+        _monitor(where, verifier_key, state, witness_key, quorum, policy, paper, timeout, json, metrics_file, fields)
+
+
+def _monitor(where, verifier_key, state, witness_key, quorum, policy, paper, timeout, json, metrics_file,
+             fields: dict) -> None:
+    """`monitor`'s run; `fields` gets what its line on stderr reports (`cli.job_metrics.job_line`)."""
     verifier = load_verifier(verifier_key)
     witnessing = witness_policy(str(verifier), witness_key, quorum, policy)
     try:
@@ -55,6 +63,7 @@ def monitor(
         write_figures(metrics_file, monitor_figures(verifier.name, "error"))
         raise
     write_figures(metrics_file, monitor_figures(verifier.name, "consistent", found.size, found.new_entries))
+    fields.update(size=found.size, new_entries=found.new_entries)
     if json:
         write_json({"status": "consistent", "log": found.origin, "size": found.size, "root": found.root,
                     "new_entries": found.new_entries, "records": found.records, "index_notes": found.index_notes,

@@ -24,7 +24,7 @@ from ledger.cli.common import (
     write_json,
     write_stdout,
 )
-from ledger.cli.job_metrics import MetricsFile, checkpoint_figures, write_figures
+from ledger.cli.job_metrics import JobLog, MetricsFile, checkpoint_figures, job_line, write_figures
 from ledger.cli.wording import proof_account
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.files import create_new
@@ -118,10 +118,17 @@ def checkpoint(
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds asking the witnesses may take, every round and request included (default: 10); a witness still answering then is refused.")] = 10.0,
     json: Json = False,
     metrics_file: MetricsFile = None,
+    log_format: JobLog = "none",
 ) -> None:
     """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree; with witnesses, cosigned by them
     (C2SP tlog-witness) and kept in the ledger, which `serve` and `publish` then give at /checkpoint: exit 1,
     a line per witness that did not cosign, when the quorum is not met."""
+    with job_line("checkpoint", log_format) as fields:
+        _checkpoint(ctx, key, paper_index, witness, quorum, policy, timeout, json, metrics_file, fields)
+
+
+def _checkpoint(ctx, key, paper_index, witness, quorum, policy, timeout, json, metrics_file, fields: dict) -> None:
+    """`checkpoint`'s run; `fields` gets what its line on stderr reports (`cli.job_metrics.job_line`)."""
     signer, store = load_signer(key), open_store(ctx)
     witnesses = _witnesses(witness or [])
     witnessing = witness_policy(str(signer.verifier), [k for _, k in witnesses], quorum, policy, key_option="--witness")
@@ -129,6 +136,7 @@ def checkpoint(
         note, size = signed_checkpoint(store, signer, paper_index=paper_index)
         _write_checkpoint(note, signer.verifier, json)
         write_figures(metrics_file, checkpoint_figures(True, size, [], [], latest_cosigned(store)))
+        fields["size"] = size
         return
     if paper_index:
         raise InputError("checkpoint: witnesses cosign the checkpoint, not the paper index note (no --paper-index)")
@@ -146,6 +154,7 @@ def checkpoint(
         write_figures(metrics_file, checkpoint_figures(False, size, asked, exc.problems, latest_cosigned(store)))
         raise
     write_figures(metrics_file, checkpoint_figures(True, size, asked, refusals, cosigned))
+    fields.update(size=size, cosigned=len(asked) - len(refusals), refused=len(refusals))
     for line in refusals:
         say(f"note: {line}")
     if not keep_cosigned(store, cosigned):

@@ -60,3 +60,21 @@ def test_monitor_writes_its_outcome_consistent_or_unreachable(keyed, tmp_path):
 def test_a_metrics_file_in_a_missing_folder_is_refused_in_one_line(keyed, tmp_path):
     made = keyed("checkpoint", "--key", "ledger.key", "--metrics-file", "nowhere/ledger.prom")
     assert made.exit_code == 2 and "nowhere/ledger.prom" in made.stderr and "Traceback" not in made.stderr
+
+
+def test_a_job_writes_one_line_when_it_ends_with_its_outcome(keyed, tmp_path):
+    import orjson
+
+    made = keyed("checkpoint", "--key", "ledger.key", "--log-format", "json")
+    assert made.exit_code == 0, made.stderr
+    [line] = made.stderr.splitlines()
+    found = orjson.loads(line)
+    assert (found["msg"], found["job"], found["outcome"], found["exit"], found["size"]) == ("job", "checkpoint", "ok", 0, 40)
+    assert "ledger.key" not in line
+    gone = keyed("monitor", f"http://127.0.0.1:{_free_port()}", "--verifier-key", "ledger.vkey", "--state", "state",
+                 "--timeout", "2", "--log-format", "plain")
+    assert gone.exit_code == 3
+    [line] = [line.split() for line in gone.stderr.splitlines() if " job monitor " in line]  # before the error's line
+    assert line[1:5] == ["job", "monitor", "failed", "exit=3"] and line[5].endswith("ms")
+    quiet = keyed("checkpoint", "--key", "ledger.key")
+    assert quiet.exit_code == 0 and quiet.stderr == ""  # no line unless asked: a cron job's mail stays empty
