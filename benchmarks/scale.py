@@ -75,8 +75,13 @@ class Disk:
         self.work, self.peak = work, 0
 
     def __call__(self) -> None:
-        done = subprocess.run(["du", "-sb", str(self.work)], capture_output=True, text=True)
-        self.peak = max(self.peak, int(done.stdout.split()[0]) if done.returncode == 0 else 0)
+        self.peak = max(self.peak, du(self.work))
+
+
+def du(folder: Path) -> int:
+    """The bytes of the files under `folder` (`du -sb`: apparent sizes)."""
+    done = subprocess.run(["du", "-sb", str(folder)], capture_output=True, text=True)
+    return int(done.stdout.split()[0]) if done.returncode == 0 else 0
 
 
 class Work(NamedTuple):
@@ -86,6 +91,7 @@ class Work(NamedTuple):
     rows: list[Row]
     notes: list[str]
     disk: Disk
+    storage: dict[str, int]  # bytes, by what holds them
 
 
 def built(n: int, w: Work) -> tuple[Path, Path, int, int]:
@@ -121,6 +127,7 @@ def records(db: str, w: Work, events: int, papers: int) -> dict[str, str]:
     w.rows.append(row("replay N", f"the same, `--jobs {w.args.jobs}`", replayed(db, many, w.args.jobs, papers), papers,
                     "records"))
     expected = digests(one)
+    w.storage["records"] = sum(p.stat().st_size for p in one.iterdir())
     gate(digests(many) == expected, f"replay --jobs {w.args.jobs}: not the bytes of --jobs 1")
     w.disk()
     shutil.rmtree(one)
@@ -163,6 +170,7 @@ def site(db: str, w: Work, events: int, papers: int, expected: dict[str, str]) -
     w.rows.append(row("monitor first", "`ledger monitor OUT --state S`, first run: every tile and bundle read and "
                     "checked, the entries imported, every record rebuilt and compared",
                     monitored(out, vkey, state, events, papers), events, "entries"))
+    w.storage["site"] = du(out)
     day = daily_events(w.args.seed, papers, max(2, events // 1000))
     (w.folder / "day.jsonl").write_bytes(b"".join(event_line(e) for e in day))
     w.rows.append(row("day import", f"`ledger import day.jsonl`: a day's {len(day):,} new events (0.1%: new inbound "
@@ -178,7 +186,7 @@ def site(db: str, w: Work, events: int, papers: int, expected: dict[str, str]) -
 def measure(n: int, args: argparse.Namespace, folder: Path) -> Size:
     """Every row at about `n` events, in `folder` (made here; the caller removes it)."""
     folder.mkdir(parents=True)
-    w = Work(args, folder, [], [], Disk(folder))
+    w = Work(args, folder, [], [], Disk(folder), {})
     lines, db, events, papers = built(n, w)
     on_disk, sqlite_parts = sqlite_bytes(db)
     kinds = entry_sizes(str(db))
@@ -189,7 +197,7 @@ def measure(n: int, args: argparse.Namespace, folder: Path) -> Size:
     w.rows.append(row("zstd", "`zstd -T0` (level 3) of that file", squeezed, events, "events"))
     site(str(db), w, events, papers, expected)
     storage = {"sqlite": on_disk, "canonical": sum(total for _, total in kinds.values()),
-               "lines": lines.stat().st_size, "zstd": packed}
+               "lines": lines.stat().st_size, "zstd": packed, **w.storage}
     parts = {"sqlite": sqlite_parts}
     if args.postgres:
         pg_rows, (storage["postgres"], parts["postgres"]) = postgres_rows(args.postgres, lines, events, folder / "pg")
@@ -244,7 +252,10 @@ def size_lines(s: Size) -> list[str]:
                    f"{per['postgres']:,.0f} |")
     out += [f"| the entries' canonical bytes (what each entry hash is taken of) | {per['canonical']:,.0f} |",
             f"| the event lines imported | {per['lines']:,.0f} |",
-            f"| `ledger export`, zstd level 3 | {per['zstd']:,.0f} |", ""]
+            f"| `ledger export`, zstd level 3 | {per['zstd']:,.0f} |",
+            f"| the records `replay --out` wrote (one file a paper) | {per['records']:,.0f} |",
+            f"| the site the first `publish` wrote (`du -sb`; {s.storage['site'] / s.storage['records']:.2f} times "
+            f"the records) | {per['site']:,.0f} |", ""]
     for name, parts in s.parts.items():
         if parts:
             out.append(f"{name} by table or index, bytes an event: " + ", ".join(
@@ -303,7 +314,7 @@ def seed_sizes(folder: Path) -> dict[str, tuple[int, int]]:
     return found
 
 
-def section(args, argv: list[str], folder: Path, sizes: list[Size], seed: dict, about: str) -> str:
+def section(args, argv: list[str], sizes: list[Size], seed: dict, about: str) -> str:
     lines = [SECTION_BEGIN, SECTION_TITLE, "",
              f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Command: `python -m benchmarks.scale {' '.join(argv)}`. "
              f"Machine: {about}. The machine was shared with other work while it ran: rates are of this one run, "
@@ -311,7 +322,7 @@ def section(args, argv: list[str], folder: Path, sizes: list[Size], seed: dict, 
              f"Every row is a whole command (or one script where it says so) in a fresh process, from its start to its "
              f"exit, with the largest process's max RSS; N = {args.jobs}. The ledger is built from the generator's "
              "realistic event lines (benchmarks/generate.py, `write_realistic`, seed "
-             f"{args.seed}). Correctness gates passed at every size.", ""]
+             f"{args.seed}). Correctness gates passed at every size below.", ""]
     for s in sizes:
         lines += size_lines(s)
     lines += kinds_lines(seed, sizes[-1].kinds) + ratio_lines(sizes)
@@ -348,12 +359,13 @@ def main(argv: list[str] | None = None) -> int:
                 done.append(measure(n, args, work))
             finally:
                 shutil.rmtree(work, ignore_errors=True)  # the ledger and the site, before the next size
+            # Written after every size: a larger size that fails hours later leaves the smaller ones' rows.
+            text = section(args, argv, done, seed, about)
+            replace_section(Path(args.out), text, SECTION_BEGIN, SECTION_END)
     finally:
         if not args.folder:
             shutil.rmtree(folder, ignore_errors=True)
-    text = section(args, argv, folder, done, seed, about)
     print(text)
-    replace_section(Path(args.out), text, SECTION_BEGIN, SECTION_END)
     return 0
 
 

@@ -143,17 +143,19 @@ def replayed(db: str, out: Path, jobs: int, papers: int, *options: str) -> Ran:
 
 
 def sharded(db: str, folder: Path, shards: int, expected: dict[str, str]) -> Ran:
-    """`replay --out` with `--shard k/N`, the N shards as concurrent processes, into one folder: their union must
-    be the unsharded records, byte for byte.
+    """`replay --out` with `--shard k/N`, the N shards as concurrent processes, each into a folder of its own: their
+    records must not overlap, and their union must be the unsharded records, byte for byte.
 
     Raises:
-        GateError: when a shard fails or the union differs.
+        GateError: when a shard fails, two shards write one paper, or the union differs.
     """
     out = folder / f"shards-{shards}"
-    out.mkdir()
-    ran = together([[*LEDGER, "--db", db, "replay", "--as-of", AS_OF, "--out", str(out), "--shard", f"{k}/{shards}"]
-                    for k in range(1, shards + 1)], f"replay --shard k/{shards}")
-    gate(digests(out) == expected, f"replay with {shards} shards: the union is not the unsharded records")
+    ran = together([[*LEDGER, "--db", db, "replay", "--as-of", AS_OF, "--out", str(out / str(k)), "--shard",
+                     f"{k}/{shards}"] for k in range(1, shards + 1)], f"replay --shard k/{shards}")
+    parts = [digests(out / str(k)) for k in range(1, shards + 1)]
+    union = {name: digest for part in parts for name, digest in part.items()}
+    gate(sum(map(len, parts)) == len(union), f"replay with {shards} shards: a paper written by two shards")
+    gate(union == expected, f"replay with {shards} shards: the union is not the unsharded records")
     return ran
 
 
