@@ -92,18 +92,20 @@ def _papers(seed: int) -> Iterator[list[Event]]:
                                  rng.uniform(0, 200 * 86400)))
 
 
-def generate(total: int, seed: int = 7) -> list[Event]:
-    """About `total` events (exactly `total`, cut at the end), deterministic for a seed."""
+def generate(total: int, seed: int = 7, realistic: bool = False) -> list[Event]:
+    """About `total` events (exactly `total`, cut at the end), deterministic for a seed; `realistic`: the events
+    of `realistic_papers`, the size of real ones (the default keeps the short events every test pins)."""
     events: list[Event] = []
-    papers = _papers(seed)
+    papers = realistic_papers(seed) if realistic else _papers(seed)
     while len(events) < total:
         events.extend(next(papers))
     return events[:total]
 
 
-def generate_papers(count: int, seed: int = 7) -> list[Event]:
-    """Every event of the first `count` papers (the probe paper among them), deterministic for a seed."""
-    papers = _papers(seed)
+def generate_papers(count: int, seed: int = 7, realistic: bool = False) -> list[Event]:
+    """Every event of the first `count` papers (the probe paper among them), deterministic for a seed;
+    `realistic` as for `generate`."""
+    papers = realistic_papers(seed) if realistic else _papers(seed)
     return [event for _ in range(count) for event in next(papers)]
 
 

@@ -158,7 +158,8 @@ def postgres_rows(url: str, lines: Path, events: int, folder: Path) -> tuple[lis
                            f"{writers} PostgreSQL writers")
             verified(location, events)  # every seq once, in order, and the chain re-computes
         shutil.rmtree(folder / f"chunks-{writers}")
-        rows.append(row(f"pg writers {writers}", f"{writers} concurrent writer processes (`ledger.import_files`, one "
+        who = "1 writer process" if writers == 1 else f"{writers} concurrent writer processes"
+        rows.append(row(f"pg writers {writers}", f"{who} (`ledger.import_files`, one "
                         "transaction per chunk of ~5,000 lines, whole papers dealt in turn), first start to last "
                         "exit (start-up, decoding, checks, append, tree, waiting on the write lock)", ran, events, "events"))
     return rows, stored

@@ -164,3 +164,13 @@ def test_the_postgresql_rows_import_and_write_with_four_writers(tmp_path):
     assert [r.key for r in rows] == ["pg import", "pg writers 1", "pg writers 4"]
     assert all(r.units == events and r.seconds > 0 and r.rss > 0 for r in rows)
     assert total == sum(parts.values()) > 0 and "events" in parts
+
+
+def test_the_short_events_are_kept_and_the_realistic_ones_are_one_argument_away():
+    from benchmarks.generate import generate, generate_papers
+
+    short = generate(500, seed=3)
+    assert short[0].payload.startswith(b'{"arxiv_id":"2999.00001","latest_version":1') and b"Paper 2999.00001" in short[0].payload
+    realistic = generate(500, seed=3, realistic=True)
+    assert len(realistic) == 500 and realistic == [e for p in first_papers(30, seed=3) for e in p][:500]
+    assert generate_papers(4, seed=3, realistic=True) == [e for p in first_papers(4, seed=3) for e in p]
