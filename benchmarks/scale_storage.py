@@ -138,17 +138,41 @@ def chunks(lines: Path, folder: Path, writers: int, size: int = 5000) -> list[li
     return owned
 
 
-def postgres_rows(url: str, lines: Path, events: int, folder: Path) -> tuple[list[Row], tuple[int, dict[str, int]]]:
-    """On PostgreSQL: one `ledger import` of the event lines (one transaction), then 1 and 4 concurrent writers of
-    chunked transactions, each into a new schema, each verified; and the relation bytes after the first.
+def import_rows(location: str, lines: Path, events: int, jobs: int, chunk: int | None, folder: Path) -> tuple[Ran, str]:
+    """`ledger import --jobs N` of the event lines into the ledger at `location`: one command (one transaction), or
+    with `chunk`, the lines cut into files of about `chunk` lines at papers' boundaries, one command each in turn
+    (the seconds summed, the largest RSS); the run and what it includes.
+
+    Raises:
+        GateError: when a command fails or does not append every event of its file.
+    """
+    if not chunk:
+        return imported(location, lines, jobs, events), "one command, one transaction"
+    files = chunks(lines, folder, 1, size=chunk)[0]
+    seconds, rss = 0.0, 0
+    for path in files:
+        with path.open("rb") as given:
+            count = sum(1 for _ in given)
+        ran = imported(location, path, jobs, count)
+        seconds, rss = seconds + ran.seconds, max(rss, ran.rss)
+    shutil.rmtree(folder)
+    return Ran(seconds, rss, b""), f"{len(files):,} commands in turn, one a file of ~{chunk:,} lines (seconds summed)"
+
+
+def postgres_rows(url: str, lines: Path, events: int, folder: Path,
+                  chunk: int | None = None) -> tuple[list[Row], tuple[int, dict[str, int]]]:
+    """On PostgreSQL: `ledger import` of the event lines (one transaction, or `chunk` as `import_rows`), then 1 and
+    4 concurrent writers of chunked transactions, each into a new schema, each verified; and the relation bytes
+    after the first.
 
     Raises:
         GateError: when an import, a writer or the verification fails.
     """
     rows = []
     with schema(url) as location:
-        rows.append(row("pg import", "`ledger --db postgresql://... import events.jsonl`, 1 job, one transaction (start-up, "
-                        "decoding, checks, append, tree)", imported(location, lines, 1, events), events, "events"))
+        ran, how = import_rows(location, lines, events, 1, chunk, folder / "import")
+        rows.append(row("pg import", f"`ledger --db postgresql://... import events.jsonl`, 1 job, {how} (start-up, "
+                        "decoding, checks, append, tree)", ran, events, "events"))
         stored = relation_bytes(location)
         verified(location, events)
     for writers in (1, 4):

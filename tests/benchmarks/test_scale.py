@@ -1,6 +1,7 @@
 """The scale benchmark's parts, kept working at a tiny size: the realistic generator's events, the whole run's
 rows and gates, its ratios and its refusal of a size the disk cannot hold. (Timings are never asserted here.)"""
 
+import re
 import subprocess
 import sys
 
@@ -174,3 +175,20 @@ def test_the_short_events_are_kept_and_the_realistic_ones_are_one_argument_away(
     realistic = generate(500, seed=3, realistic=True)
     assert len(realistic) == 500 and realistic == [e for p in first_papers(30, seed=3) for e in p][:500]
     assert generate_papers(4, seed=3, realistic=True) == [e for p in first_papers(4, seed=3) for e in p]
+
+
+@pytest.mark.slow
+def test_without_the_site_and_in_chunks_the_run_skips_publish_and_monitor_and_says_so(tmp_path):
+    results = tmp_path / "RESULTS.md"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.scale", "--events", "1000", "--rebuilds", "20",
+                           "--requests", "8", "--postgres", "", "--without-site", "--import-chunk", "300",
+                           "--out", str(results)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = results.read_text()
+    assert "`publish` and `monitor`: not run (`--without-site`" in text
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ")]
+    assert "| serve uncached" in rows and "| checkpoint" in rows
+    assert not [r for r in rows if r.startswith(("| publish", "| monitor", "| day"))]
+    assert "the site the first `publish` wrote" not in text
+    assert re.search(r"1 job, [2-9] commands in turn, one a file of ~300 lines \(seconds summed\)", text)
