@@ -20,6 +20,7 @@ from pathlib import Path
 from benchmarks.common import gate
 from benchmarks.scale_steps import Ran, Row, imported, ledger, row, run, together, verified
 from ledger.log.chain import entry_bytes
+from ledger.model.events import PAPER_SNAPSHOT
 from ledger.storage.store import Store
 
 
@@ -102,6 +103,7 @@ def relation_bytes(location: str) -> tuple[int, dict[str, int]]:
     return sum(parts.values()), parts
 
 
+SNAPSHOT_LINE = b'"kind":"%s"' % PAPER_SNAPSHOT.encode()  # a paper's events begin with its snapshot
 WRITER = """
 import sys
 from ledger import import_files, open_ledger
@@ -127,7 +129,7 @@ def chunks(lines: Path, folder: Path, writers: int, size: int = 5000) -> list[li
 
     with lines.open("rb") as given:
         for line in given:
-            if b'"kind":"paper.snapshot"' in line:
+            if SNAPSHOT_LINE in line:
                 paper += 1
                 if len(buffers[paper % writers]) >= size:
                     flush(paper % writers)
