@@ -38,6 +38,7 @@ from ledger.web.routes import (
     ONCE,
     PER_ASSET,
     PER_DAY,
+    PER_KEPT_DAY,
     PER_MONTH,
     PER_PAPER,
     PER_TILE,
@@ -52,6 +53,9 @@ from ledger.web.site import ASSETS, Site
 # no route serves it.
 STATE = ".ledger-publish"
 STATE_FILE = f"{STATE}/state.sqlite"
+# A paper's change days, newest first, whose full record (JSON and HTML) is a file; an older change day keeps its
+# change page, and `ledger serve` answers its record's path (docs/publishing.md: a host falls through to it).
+DAY_RECORDS = 3
 
 
 @dataclass
@@ -65,11 +69,12 @@ class Published:
     rebuilt: int = 0  # papers rendered this time; the others' files were left as the last publish wrote them
     whole: str | None = None  # why every paper was rendered (no state, another as-of, key, ledger or renderer)
     skipped: tuple[str, ...] = ()  # papers whose id cannot be a path (appended before import checked ids)
+    removed: int = 0  # files of a change day's record older than the window (`day_records`), found and removed
 
     def as_json(self) -> dict:
         return {"as_of": self.as_of, "out": self.out, "papers": self.papers, "rebuilt": self.rebuilt,
-                "tree_size": self.tree_size, "unchanged": self.unchanged, "whole": self.whole,
-                "written": self.written}
+                "removed": self.removed, "tree_size": self.tree_size, "unchanged": self.unchanged,
+                "whole": self.whole, "written": self.written}
 
 
 class Folder:
@@ -81,6 +86,7 @@ class Folder:
         self.folder = written_files.Folder(out)
         self.root = os.path.realpath(out)
         self.written = 0
+        self.removed = 0
         # relative path -> [size, mtime_ns] of what this run wrote or found written: the site's own files, and
         # the current paper's (handed to the state a paper at a time, so memory stays flat)
         self.files: dict[str, list[int]] = {}
@@ -90,6 +96,13 @@ class Folder:
         written, stat = self.folder.put(relative, data, only_changed=True)
         self.written += written
         (self.paper_files if relative.startswith("paper/") else self.files)[relative] = [stat.st_size, stat.st_mtime_ns]
+
+    def remove(self, relative: str) -> None:
+        """Remove a file this site no longer holds, when it is there, and a page's folder with it (a host would
+        answer an empty folder 403, not from `serve`)."""
+        self.removed += self.folder.remove(relative)
+        if relative.endswith("/index.html"):
+            self.folder.remove(relative.removesuffix("/index.html"))
 
     def next_paper(self) -> None:
         """Forget the last paper's files and close its folders: what is held stays one paper's worth."""
@@ -141,7 +154,8 @@ def _whole(before: dict | None, settings: dict, store: Store, size: int) -> str 
     """Why every paper must be rendered again, or None when the last publish's files can be kept."""
     if before is None:
         return "no earlier publish in this folder"
-    for name, why in (("as_of", "another --as-of"), ("verifier", "another key"), ("renderer", "another version")):
+    for name, why in (("as_of", "another --as-of"), ("verifier", "another key"), ("renderer", "another version"),
+                      ("day_records", "another --day-records")):
         if before.get(name) != settings[name]:
             return why
     old = before.get("tree_size")
@@ -165,18 +179,21 @@ def _usable(papers: Iterable[str], skipped: set[str]) -> list[str]:
 
 
 def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
-            progress: Callable[[int, int], None] | None = None, trust: bool = False) -> Published:
+            progress: Callable[[int, int], None] | None = None, trust: bool = False,
+            day_records: int = DAY_RECORDS) -> Published:
     """Write the site as of `as_of` under `out`; return how many files were written and left alone.
     Papers with no event since the last publish into `out` (its state: as-of, key, tree size, every file's
     size and time) keep their files, unless one was edited or deleted since. With `trust`, the files of those
     papers and the site's are not looked at (one lstat a file, the run's cost on a large site): only the
     papers with events since are read at all. `progress(done, total)` is told after each paper rendered or
-    checked."""
+    checked. Of a paper's change days, the newest `day_records` get their record's files; an older one keeps
+    its change page, and its record's files are removed where an earlier run wrote them.
+    Raises: InputError for a path or file OUT/ refuses (a symbolic link), StoreError from the store."""
     folder = Folder(out)
     try:
         state = PublishState(folder.state_file())
         try:
-            return _publish(store, folder, state, as_of, signer, progress, trust)
+            return _publish(store, folder, state, as_of, signer, progress, trust, day_records)
         finally:
             state.close()
     finally:
@@ -184,10 +201,11 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
 
 
 def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, signer: Signer | None,
-             progress: Callable[[int, int], None] | None, trust: bool) -> Published:
+             progress: Callable[[int, int], None] | None, trust: bool, day_records: int) -> Published:
     size, chain, _ = store.head()
     site = Site(store, signer)
-    settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None}
+    settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None,
+                "day_records": day_records}
     before = state.settings()
     whole = _whole(before, settings, store, size)
     since, touched, skipped = 0, set(), set()
@@ -234,7 +252,7 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
         if paper in changed or files is None or folder.touched(files):
             rendered += 1
             months.add(month_of(paper))
-            state.keep_paper(paper, _render(site, paper, as_of, write, folder))
+            state.keep_paper(paper, _render(site, paper, as_of, write, folder, day_records))
         if progress:
             progress(count, len(papers))
     for route in published(PER_MONTH):  # the lists of the months with a paper rendered or a page touched
@@ -258,21 +276,28 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
     unchanged = paper_files + state.site_count(tile.path() for tile in partial_tiles(size)) - folder.written
     state.save({**settings, "tree_size": size, "chain": chain.hex()})
     return Published(as_of.text, count, folder.written, unchanged, size, str(folder.out), rendered, whole,
-                     tuple(sorted(skipped)))
+                     tuple(sorted(skipped)), folder.removed)
 
 
 def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Question], None],
-            folder: Folder) -> dict[str, list[int]]:
-    """Every file of one paper, written where its bytes changed; its files as they are now."""
+            folder: Folder, day_records: int) -> dict[str, list[int]]:
+    """Every file of one paper, written where its bytes changed; its files as they are now. The record of a
+    change day past the newest `day_records` is not written, and removed where it was (the window moved)."""
     folder.next_paper()
     shared = Question(paper, as_of)  # one read of the paper's facts and one record for all its files
     for route in published(PER_PAPER):
         write(route, shared)
-    for day, own in site.change_days(paper, shared.facts_from(site), as_of):
-        if own:
-            on = Question(paper, when("as_of", day), day=day, facts=shared.facts)
-            for route in published(PER_DAY):
+    days = [day for day, own in site.change_days(paper, shared.facts_from(site), as_of) if own]  # newest first
+    for n, day in enumerate(days):
+        on = Question(paper, when("as_of", day), day=day, facts=shared.facts)
+        for route in published(PER_DAY):
+            write(route, on)
+        for route in published(PER_KEPT_DAY):
+            if n < day_records:
                 write(route, on)
+                continue
+            for form, _ in route.forms():
+                folder.remove(route.file_of(form, on))
     return folder.paper_files
 
 
