@@ -1,7 +1,8 @@
 """`ledger publish`: every path of the site written as static files under OUT/, the bytes `ledger serve`
 gives for the same paths at the same as-of time, so that any static host or CDN can serve them. What is
 written is the route table's (`web.routes`): each row's forms, once or per asset, paper, day with a record of
-its own, or tile, and the checkpoint with a key.
+its own (a change page; the day's full record only for the paper's newest `day_records` change days, `serve`
+answering the others' paths), or tile, and the checkpoint with a key.
 
 An HTML page is `<path>/index.html`, which every static host serves for `<path>/` (and most for `<path>`);
 everything else keeps its path. A re-run costs what changed: the state saved last in OUT/ (`STATE`: the
@@ -9,7 +10,8 @@ as-of, key, renderer, tree size and chain hash, every file's size and time) tell
 since and which files were edited or deleted since; only those papers are rendered, only new tiles read
 (with `trust`, the other papers' files are not looked at, so a run costs the same at any size). Another
 as-of, key, ledger or version renders every paper. A file whose bytes are already there is left alone; a
-partial tile of an earlier size stays, as C2SP asks of a log that signed a checkpoint of that size. Every id
+partial tile of an earlier size stays, as C2SP asks of a log that signed a checkpoint of that size; the files
+of a day record that fell out of its paper's window are removed when the paper is rendered. Every id
 is checked to be a well-formed arXiv id (a paper whose id is not, appended before import checked ids, is
 skipped and named in `Published.skipped`), and every file is written through
 `ledger.core.files`: only inside OUT/, never through a symbolic link, replaced atomically (write, then rename).
