@@ -3,6 +3,7 @@ day keeps its change page, its record's path is answered by `serve` with replay'
 rebuilt offline from the evidence bundle the site publishes. A re-run that moves the window removes the record
 files that fell out of it; the pages never link a file publish did not write, but for the paths documented live."""
 
+import inspect
 import os
 import re
 
@@ -91,6 +92,12 @@ def test_another_window_renders_every_paper_and_zero_writes_no_day_record(rich, 
     assert publish(cli, out, "--day-records", "0")["rebuilt"] == 0
     refused = cli("publish", "--as-of", AS_OF, str(out), "--day-records", "-1")
     assert refused.exit_code == 2 and "--day-records" in refused.stderr and not refused.stdout
+
+
+def test_the_commands_default_window_is_publishs():
+    from ledger.cli.publish_commands import publish as command
+
+    assert inspect.signature(command).parameters["day_records"].default == DAY_RECORDS == 3
 
 
 def test_no_page_links_a_file_publish_did_not_write_but_the_paths_documented_live(rich, key_file, tmp_path):
