@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--papers", type=int, default=600, help="papers of the held-out shape")
     parser.add_argument("--mix", type=int, default=10, help=f"papers of each shape of {MIX} change days")
-    parser.add_argument("--day-records", default=f"{EVERY},3,0", help="the windows compared, comma-separated")
+    parser.add_argument("--day-records", default=f"{EVERY},4,3,0", help="the windows compared, comma-separated")
     parser.add_argument("--seed", type=int, default=45)
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = parser.parse_args(argv)

@@ -108,7 +108,7 @@ def publish(
     day_records: Annotated[int, typer.Option(
         "--day-records", min=0, max=100_000, help="Change days of each paper, newest first, whose full record is "
                                                   "written; an older day keeps its change page, and `serve` answers "
-                                                  "its record (default: 3).")] = 3,
+                                                  "its record (default: 4).")] = 4,
     json: Json = False,
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""

@@ -57,7 +57,7 @@ STATE = ".ledger-publish"
 STATE_FILE = f"{STATE}/state.sqlite"
 # A paper's change days, newest first, whose full record (JSON and HTML) is a file; an older change day keeps its
 # change page, and `ledger serve` answers its record's path (docs/publishing.md: a host falls through to it).
-DAY_RECORDS = 3
+DAY_RECORDS = 4
 
 
 @dataclass

@@ -18,7 +18,7 @@ from tests.helpers import event_line
 from tests.web.test_publish import AS_OF, files_of, publish
 from tests.web.test_routes import path_pattern
 
-OLD_DAY, KEPT = "2026-08-09", ("2026-08-22", "2026-08-21", "2026-08-20")  # seed 004's paper, as of AS_OF
+OLD_DAY, KEPT = "2026-08-08", ("2026-08-22", "2026-08-21", "2026-08-20", "2026-08-09")  # seed 004's paper, as of AS_OF
 BASE = f"paper/{PAPER_004}"
 
 
@@ -68,9 +68,9 @@ def test_a_new_change_day_moves_the_window_and_removes_the_record_that_fell_out(
     moved = publish(cli, out, "--trust-folder")
     assert (moved["rebuilt"], moved["removed"]) == (1, 2)
     now = files_of(out)
-    assert set(day_files("2026-08-23")) <= set(now) and not set(day_files("2026-08-20")) & set(now)
-    assert not (out / f"{BASE}/as-of/2026-08-20/citation-record").exists()  # no empty folder for a host to refuse
-    assert f"{BASE}/as-of/2026-08-20/changes/index.html" in now
+    assert set(day_files("2026-08-23")) <= set(now) and not set(day_files("2026-08-09")) & set(now)
+    assert not (out / f"{BASE}/as-of/2026-08-09/citation-record").exists()  # no empty folder for a host to refuse
+    assert f"{BASE}/as-of/2026-08-09/changes/index.html" in now
     # What is left is what a publish from nothing writes, and a re-run, checked or trusted, has nothing to do.
     fresh = tmp_path / "fresh"
     publish(cli, fresh)
@@ -97,7 +97,7 @@ def test_another_window_renders_every_paper_and_zero_writes_no_day_record(rich, 
 def test_the_commands_default_window_is_publishs():
     from ledger.cli.publish_commands import publish as command
 
-    assert inspect.signature(command).parameters["day_records"].default == DAY_RECORDS == 3
+    assert inspect.signature(command).parameters["day_records"].default == DAY_RECORDS == 4
 
 
 def test_no_page_links_a_file_publish_did_not_write_but_the_paths_documented_live(rich, key_file, tmp_path):
