@@ -106,7 +106,7 @@ def test_no_page_links_a_file_publish_did_not_write_but_the_paths_documented_liv
     publish(Cli.of(store), out, "--key", str(key_file))  # with a key: the evidence page links the checkpoint
     files = set(files_of(out))
     live = {route.name: route for route in ROUTES if route.live}
-    assert set(live) == {"day_record", "diff"}
+    assert set(live) == {"day_record", "diff", "healthz", "readyz"}  # the probes: the server's own state
     missing = set()
     for name in files:
         if name.endswith(".html"):
