@@ -92,6 +92,8 @@ class Kind:
 
     name: str
     observation: bool
+    # True: `slot` is the subject whatever the payload, so a fold reads the payload of only the fact it keeps.
+    subject_slot = False
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Check `payload` (unless `checked`: built from parts `published.check_record` accepted) and give its
@@ -150,6 +152,7 @@ class PaperSnapshot(Kind):
 class CitationObserved(Kind):
     name = "citation.observed"
     observation = True
+    subject_slot = True
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         oid = _observation_id(payload, checked)
@@ -183,6 +186,7 @@ class CitationObserved(Kind):
 class ResolutionRecorded(Kind):
     name = "resolution.recorded"
     observation = True
+    subject_slot = True
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Raises: InputError naming the field, or for a resolution without a time."""
@@ -211,6 +215,7 @@ class ResolutionRecorded(Kind):
 class NoticeChecked(Kind):
     name = "notice.checked"
     observation = True
+    subject_slot = True
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Raises: InputError naming the field, or when neither receipts nor the line give the sweep time."""
@@ -303,6 +308,7 @@ class MeasurementsChecked(Kind):
 class ObservationWithdrawn(Kind):
     name = "observation.withdrawn"
     observation = True
+    subject_slot = True
     page = None  # a withdrawn observation is not in the record: the pages have nothing of it to show
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
