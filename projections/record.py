@@ -41,11 +41,18 @@ def _observation(oid: str, citation: dict, resolution: dict | None, notice: dict
     links = {"citing_paper": fill(PAPER, paper=citation["citing_paper"]["arxiv_id"])}
     if citation.get("cited_paper") is not None:
         links["cited_paper"] = fill(PAPER, paper=citation["cited_paper"]["arxiv_id"])
-    obs = {"citation": citation, "links": links, "observation_id": oid,
-           "resolution": resolution or UNRESOLVED, "standing_notice": notice or NOT_CHECKED}
-    # `observation_digest`'s bytes (the observation without its digest), taken before the digest is in: no copy.
-    obs["observation_digest"] = parsed_digest(obs)  # parts from loads_finite, see build_record
-    return obs
+    return {"citation": citation, "links": links, "observation_id": oid,
+            "resolution": resolution or UNRESOLVED, "standing_notice": notice or NOT_CHECKED}
+
+
+def _digested(shown: list[dict]) -> list[dict]:
+    """`shown` with each observation's digest in: only those a record lists are digested, not those past the
+    page cap (a paper cited thousands of times lists 100)."""
+    for obs in shown:
+        if "observation_digest" not in obs:  # one citing its own paper is listed both ways: digested once
+            # `observation_digest`'s bytes (the observation without its digest), taken before it is in: no copy.
+            obs["observation_digest"] = parsed_digest(obs)  # parts from loads_finite, see build_record
+    return shown
 
 
 class Fold:
@@ -152,7 +159,8 @@ PAGE_ORDER = {
 
 
 def directions(draft: Draft) -> tuple[list[dict], list[dict]]:
-    """Every observation of the draft, inbound and outbound (one citing its own paper is both), in page order."""
+    """Every observation of the draft, inbound and outbound (one citing its own paper is both), in page order,
+    without its digest (a record adds it to those it lists)."""
     inbound, outbound = [], []
     for oid, citation in draft.citations.items():
         obs = _observation(oid, citation, draft.resolutions.get(oid), draft.notices.get(oid))
@@ -232,7 +240,7 @@ def _assemble(draft: Draft, base: Draft, as_of: str) -> dict:
     if draft.paper is None:
         raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
     inbound, outbound = directions(draft)
-    shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
+    shown_in, shown_out = _digested(inbound[: CAPS["inbound"]]), _digested(outbound[: CAPS["outbound"]])
     total = _total(draft, base, len(shown_in), len(shown_out))
     sources = sorted(draft.sources, key=lambda s: s["source"])
     counts = dict.fromkeys(RESOLUTION_STATES, 0)
