@@ -214,7 +214,8 @@ def report(args: argparse.Namespace, say, events: int, files: int, figures: dict
     """The table of the three rows and the ratios measured side by side in each repetition."""
     say(SECTION_TITLE)
     say(f"\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: `python -m benchmarks.fold --papers "
-        f"{args.papers} --reps {args.reps}`, {os.cpu_count()} cores (shared with other work: the CPU column moves "
+        f"{args.papers} --reps {args.reps}{' --folder ' + args.folder if args.folder else ''}`, ledgers and records "
+        f"in {Path(args.folder or tempfile.gettempdir())}, {os.cpu_count()} cores (shared with other work: the CPU column moves "
         f"less than the wall clock), Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}. Corpus: the "
         f"generator's first {args.papers:,} papers (seed {args.seed}), {events:,} event lines; {files:,} records "
         "rebuilt per command, as of AS_OF. Medians of the repetitions; the ratios are the medians of the "
@@ -243,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--today-python", default=None, help="an interpreter whose `-m ledger.cli` stands for "
                                                               "today's command (tests), instead of building one")
     parser.add_argument("--profile", action="store_true", help="add the top of a cProfile table of each version")
+    parser.add_argument("--folder", default=None, help="where the ledgers and the written records go (default: the "
+                                                        "system's temporary folder; /dev/shm keeps disk traffic out)")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = parser.parse_args(argv)
     compiled()
@@ -252,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
         lines.append(line)
 
-    folder = Path(tempfile.mkdtemp(prefix="fold-bench-"))
+    folder = Path(tempfile.mkdtemp(prefix="fold-bench-", dir=args.folder))
     try:
         measure(args, folder, say)
     finally:
