@@ -116,9 +116,16 @@ def ledger_of(python: Path, lines: Path, db: Path) -> None:
         timed([str(python), "-m", "ledger.cli", "--db", str(db), *args])
 
 
+def emptied(out: Path) -> None:
+    """`out` removed, and every file system write flushed: the last command's dirty pages and deleted files
+    must not be written back during the next one's timing."""
+    shutil.rmtree(out, ignore_errors=True)
+    os.sync()
+
+
 def replay(python: Path, db: Path, out: Path) -> list[float]:
     """[wall, CPU, RSS] of `ledger replay --as-of AS_OF --out` into an empty folder `out`."""
-    shutil.rmtree(out, ignore_errors=True)
+    emptied(out)
     wall, cpu, rss, _ = timed([str(python), "-m", "ledger.cli", "--db", str(db), "replay", "--as-of", AS_OF,
                                "--out", str(out)])
     return [wall, cpu, rss]
@@ -130,7 +137,7 @@ def floor(db: Path, manifest: Path, out: Path, rows: int) -> list[float]:
     Raises:
         GateError: when it fetched another number of rows than `rows`.
     """
-    shutil.rmtree(out, ignore_errors=True)
+    emptied(out)
     out.mkdir()
     sql = f"SELECT {_COLUMNS} FROM events WHERE {_paper_events('?', None, None)[0]} ORDER BY seq"
     wall, cpu, rss, said = timed([sys.executable, "-c", FLOOR, str(db), str(manifest), str(out), sql])
