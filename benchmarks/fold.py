@@ -11,8 +11,8 @@ system, which other work on a shared machine moves less), on one corpus, in turn
   worktree of that commit, reading a ledger built by its own `ledger init` and `ledger import` of the corpus's
   event lines (another branch may change the schema);
 - new: this tree's `ledger replay`, on a ledger built the same way by this tree's `ledger import`;
-- floor: `python -c` with sqlite3 alone: for each paper (the list and the record sizes given), the statement
-  `Cursor.paper_facts` runs, every row fetched, then as many bytes as the paper's record written to a file
+- floor: `python -c` with sqlite3 alone: for each paper (the list and the record sizes given), the statement(s)
+  `Cursor.paper_facts` runs (captured from it, as the driver gets them), every row fetched, then as many bytes as the paper's record written to a file
   of the same name in an empty folder. No parse, no fold, no digest, no ledger module imported.
 
 Gates: today's and the new folder hold the same files, byte for byte; the floor wrote the same names and
@@ -39,7 +39,6 @@ import orjson
 
 from benchmarks.common import AS_OF, HERE, compiled, gate, paired, replace_section, run_main
 from benchmarks.corpus import write_corpus
-from ledger.storage.cursor import _COLUMNS, _paper_events  # the statement the floor must run, as storage writes it
 from ledger.storage.store import Store
 
 TODAY = "91eb5e824d7dd876f20cc73012f4e7f91c32d599"
@@ -60,13 +59,14 @@ _WRAPPER = ("import resource, subprocess, sys, time\n"
             "sys.stderr.buffer.write(done.stderr)\n"
             "sys.stdout.buffer.write(done.stdout)\n"
             "print(elapsed, use.ru_utime + use.ru_stime, use.ru_maxrss * 1024, done.returncode, file=sys.stderr)\n")
-# The floor: what any replay must do, and nothing else (argv: database, manifest, folder, statement).
+# The floor: what any replay must do, and nothing else (argv: database, manifest, folder).
 FLOOR = ("import json, os, sqlite3, sys\n"
-         "db, manifest, out, sql = sys.argv[1:5]\n"
+         "db, manifest, out = sys.argv[1:4]\n"
          "connection = sqlite3.connect(f'file:{db}?mode=ro', uri=True)\n"
          "rows = 0\n"
-         "for name, size, params in json.load(open(manifest)):\n"
-         "    rows += len(connection.execute(sql, params).fetchall())\n"
+         "for name, size, statements in json.load(open(manifest)):\n"
+         "    for sql, params in statements:\n"
+         "        rows += len(connection.execute(sql, params).fetchall())\n"
          "    with open(os.path.join(out, name), 'wb') as file:\n"
          "        file.write(b'x' * size)\n"
          "print(rows)\n")
@@ -139,8 +139,7 @@ def floor(db: Path, manifest: Path, out: Path, rows: int) -> list[float]:
     """
     emptied(out)
     out.mkdir()
-    sql = f"SELECT {_COLUMNS} FROM events WHERE {_paper_events('?', None, None)[0]} ORDER BY seq"
-    wall, cpu, rss, said = timed([sys.executable, "-c", FLOOR, str(db), str(manifest), str(out), sql])
+    wall, cpu, rss, said = timed([sys.executable, "-c", FLOOR, str(db), str(manifest), str(out)])
     gate(int(said) == rows, f"floor: fetched {int(said)} rows, the ledger holds {rows} facts of its papers")
     return [wall, cpu, rss]
 
@@ -158,15 +157,34 @@ def same_files(ours: Path, theirs: Path) -> int:
     return len(names)
 
 
+def statements_of(store: Store, paper: str) -> tuple[list[list], int]:
+    """The statements `Cursor.paper_facts` runs for `paper`, as the driver gets them ([SQL, parameters] each),
+    and how many facts it read: the floor runs exactly these, whatever storage's SQL becomes."""
+    seen: list[list] = []
+    with store.reading() as cursor:
+        run = cursor.execute
+
+        def spy(sql: str, params: tuple | list = ()):
+            seen.append([store.backend.sql(sql), list(params)])
+            return run(sql, params)
+
+        cursor.execute = spy  # type: ignore[method-assign]
+        try:
+            facts = cursor.paper_facts(paper)
+        finally:
+            del cursor.execute  # the class's own again: the store keeps this cursor
+    return seen, len(facts)
+
+
 def manifest_of(db: Path, out: Path, path: Path) -> int:
-    """Write the floor's list (file name, record size, the statement's parameters) of the records in `out`,
-    and return how many facts the ledger at `db` holds of those papers."""
+    """Write the floor's list (file name, record size, the paper's statements) of the records in `out`, and
+    return how many facts the ledger at `db` holds of those papers."""
     store, rows, listed = Store.open(str(db)), 0, []
     try:
         for file in sorted(out.iterdir()):
-            paper = file.name.removesuffix(".json")
-            listed.append([file.name, file.stat().st_size, _paper_events(paper, None, None)[1]])
-            rows += len(store.paper_facts(paper))
+            statements, count = statements_of(store, file.name.removesuffix(".json"))
+            listed.append([file.name, file.stat().st_size, statements])
+            rows += count
     finally:
         store.close()
     path.write_bytes(orjson.dumps(listed))
