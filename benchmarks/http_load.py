@@ -39,12 +39,14 @@ def free_port() -> int:
 class Server:
     """`ledger serve` in a process group of its own, stopped by itself after `limit` seconds at the latest."""
 
-    def __init__(self, db: Path, workers: int, key: Path, limit: int = 900):
+    def __init__(self, db: Path, workers: int, key: Path, limit: int = 900, options: tuple[str, ...] = (),
+                 log: Path | None = None):
+        """`options`: more of serve's (`--no-metrics`, ...); `log`: the file its stderr goes to (default: none)."""
         self.port = free_port()
         self.process = subprocess.Popen(
             ["timeout", "--kill-after=5", str(limit), sys.executable, "-m", "ledger.cli", "--db", str(db), "serve",
-             "--port", str(self.port), "--workers", str(workers), "--key", str(key)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+             "--port", str(self.port), "--workers", str(workers), "--key", str(key), *options],
+            stdout=subprocess.DEVNULL, stderr=open(log, "ab") if log else subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 60
         while True:
             try:

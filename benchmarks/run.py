@@ -34,6 +34,8 @@ from benchmarks.fold import SECTION_END as FOLD_END
 from benchmarks.index_costs import INDEX_BEGIN, INDEX_END, index_section
 from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN
 from benchmarks.monitor import SECTION_END as MONITOR_END
+from benchmarks.observe_costs import SECTION_BEGIN as OBSERVE_BEGIN
+from benchmarks.observe_costs import SECTION_END as OBSERVE_END
 from benchmarks.pg_writers import postgres_section
 from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
 from benchmarks.publish import SECTION_END as PUBLISH_END
@@ -83,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     kept = (kept_section(args.out, SECTION_BEGIN, SECTION_END) + kept_section(args.out, PUBLISH_BEGIN, PUBLISH_END)
-            + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, FOLD_BEGIN, FOLD_END)
+            + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, OBSERVE_BEGIN, OBSERVE_END)
+            + kept_section(args.out, FOLD_BEGIN, FOLD_END)
             + kept_section(args.out, *ARCHIVE))
     Path(args.out).write_text("\n".join(say.lines) + "\n" + kept)
     return 0

@@ -17,7 +17,8 @@ from ledger.cli.common import (
     witness_policy,
     write_json,
 )
-from ledger.core.errors import InputError
+from ledger.cli.job_metrics import JobLog, MetricsFile, job_line, monitor_figures, write_figures
+from ledger.core.errors import InputError, LedgerError
 from ledger.model.parts import counted
 from ledger.model.shards import EVERY
 from ledger.services.keys import load_verifier
@@ -42,24 +43,42 @@ def monitor(
                                    f"{TIMEOUT:g}); a log that answers slower is unreachable.")] = TIMEOUT,
     shard: ShardOption = EVERY,
     json: Json = False,
+    metrics_file: MetricsFile = None,
+    log_format: JobLog = "none",
 ) -> None:
     """Follow a log: its checkpoint verified and consistent with the last one kept, only the new tiles
     fetched and every new entry checked, the records of the papers that changed rebuilt and compared with the
-    site's (with --shard, only that shard's papers; the log is checked whole). Exit 0 consistent, 1 misbehaviour (--json: the evidence), 3 unreachable."""
+    site's (with --shard, only that shard's papers; the log is checked whole). Exit 0 consistent, 1 misbehaviour
+    (--json: the evidence), 3 unreachable."""
     if paper is not None and not shard.whole:
         raise InputError("--shard: splits the papers compared, not with --paper")
+    with job_line("monitor", log_format) as fields:
+        _monitor(where, verifier_key, state, witness_key, quorum, policy, paper, timeout, shard, json, metrics_file,
+                 fields)
+
+
+def _monitor(where, verifier_key, state, witness_key, quorum, policy, paper, timeout, shard, json, metrics_file,
+             fields: dict) -> None:
+    """`monitor`'s run; `fields` gets what its line on stderr reports (`cli.job_metrics.job_line`)."""
     verifier = load_verifier(verifier_key)
     witnessing = witness_policy(str(verifier), witness_key, quorum, policy)
     try:
         found = follow(where, verifier, state, witnessing.rule if witnessing else None, paper, timeout, shard)
     except MisbehaviourError as exc:
+        write_figures(metrics_file, monitor_figures(verifier.name, "misbehaviour"))
         if json:
             write_json({"status": "misbehaviour", "log": verifier.name, **exc.evidence})
         raise
     except UnreachableError as exc:
+        write_figures(metrics_file, monitor_figures(verifier.name, "unreachable"))
         if json:
             write_json({"status": "unreachable", "log": verifier.name, "problem": str(exc)})
         raise
+    except LedgerError:
+        write_figures(metrics_file, monitor_figures(verifier.name, "error"))
+        raise
+    write_figures(metrics_file, monitor_figures(verifier.name, "consistent", found.size, found.new_entries))
+    fields.update(size=found.size, new_entries=found.new_entries)
     if json:
         write_json({"status": "consistent", "log": found.origin, "size": found.size, "root": found.root,
                     "new_entries": found.new_entries, "records": found.records, "index_notes": found.index_notes,

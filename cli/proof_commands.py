@@ -25,8 +25,9 @@ from ledger.cli.common import (
     write_json,
     write_stdout,
 )
+from ledger.cli.job_metrics import JobLog, MetricsFile, checkpoint_figures, job_line, write_figures
 from ledger.cli.wording import proof_account
-from ledger.core.errors import InputError
+from ledger.core.errors import InputError, IntegrityError
 from ledger.core.files import create_new
 from ledger.core.inputs import read_input
 from ledger.core.limits import PROOF
@@ -39,7 +40,7 @@ from ledger.services.fetch import check_url
 from ledger.services.keys import load_cosigner_key, load_signer, load_verifier
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
-from ledger.storage.cosigned_checkpoint import INDEX_KEY, keep_cosigned
+from ledger.storage.cosigned_checkpoint import INDEX_KEY, keep_cosigned, latest_cosigned
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
@@ -117,21 +118,33 @@ def checkpoint(
         "--policy", help="A C2SP tlog-policy file: its witnesses (with a URL) are asked, its quorum must be met (default: none).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds asking the witnesses may take, every round and request included (default: 10); a witness still answering then is refused.")] = 10.0,
     json: Json = False,
+    metrics_file: MetricsFile = None,
+    log_format: JobLog = "none",
 ) -> None:
     """A signed checkpoint (C2SP tlog-checkpoint) of the current Merkle tree; with witnesses, cosigned by them
     (C2SP tlog-witness) and kept in the ledger, which `serve` and `publish` then give at /checkpoint: exit 1,
     a line per witness that did not cosign, when the quorum is not met."""
+    with job_line("checkpoint", log_format) as fields:
+        _checkpoint(ctx, key, paper_index, witness, quorum, policy, timeout, json, metrics_file, fields)
+
+
+def _checkpoint(ctx, key, paper_index, witness, quorum, policy, timeout, json, metrics_file, fields: dict) -> None:
+    """`checkpoint`'s run; `fields` gets what its line on stderr reports (`cli.job_metrics.job_line`)."""
     signer, store = load_signer(key), open_store(ctx)
     witnesses = _witnesses(witness or [])
     witnessing = witness_policy(str(signer.verifier), [k for _, k in witnesses], quorum, policy, key_option="--witness")
     if witnessing is None:
-        _write_checkpoint(signed_checkpoint(store, signer, paper_index=paper_index)[0], signer.verifier, json)
+        note, size = signed_checkpoint(store, signer, paper_index=paper_index)
+        _write_checkpoint(note, signer.verifier, json)
+        write_figures(metrics_file, checkpoint_figures(True, size, [], [], latest_cosigned(store)))
+        fields["size"] = size
         return
     if paper_index:
         raise InputError("checkpoint: witnesses cosign the checkpoint, not the paper index note (no --paper-index)")
     rule = witnessing.rule
     targets = targets_of(witnesses, rule)
     note, size = signed_checkpoint(store, signer)
+    asked = sorted({t.name for t in targets} | set(rule.witnesses))
 
     def prove(old: int) -> list[bytes]:
         return [] if old in (0, size) else [bytes.fromhex(h) for h in prove_consistency(store, old, size)["path"]]
@@ -141,8 +154,14 @@ def checkpoint(
         made = signed_checkpoint(store, signer, size, paper_index=True)[0]
         return made, open_note(made, signer.verifier)
 
-    cosigned, refusals, index_cosigned = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule,
-                                                prove, timeout, index)
+    try:
+        cosigned, refusals, index_cosigned = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule,
+                                                    prove, timeout, index)
+    except IntegrityError as exc:  # the quorum is not met: the run failed, and says which witnesses did not cosign
+        write_figures(metrics_file, checkpoint_figures(False, size, asked, exc.problems, latest_cosigned(store)))
+        raise
+    write_figures(metrics_file, checkpoint_figures(True, size, asked, refusals, cosigned))
+    fields.update(size=size, cosigned=len(asked) - len(refusals), refused=len(refusals))
     for line in refusals:
         say(f"note: {line}")
     if not keep_cosigned(store, cosigned):

@@ -53,6 +53,33 @@ MaxConnections = Annotated[int, typer.Option("--max-connections", min=1, max=655
     "Connections open at once (per worker); one more is answered 503 and closed."))]
 
 
+# What a server tells its operator (`ledger.web.metrics`, `ledger.web.logs`), the same for both servers. 10 s of
+# grace is under systemd's 90 s TimeoutStopSec and Kubernetes' 30 s: a request in flight is one render or cosign.
+GRACE = 10.0
+MetricsPort = Annotated[int | None, typer.Option("--metrics-port", min=1, max=65535, help=(
+    "Answer /metrics on this port (of --host) only, not on --port (default: on --port)."))]
+NoMetrics = Annotated[bool, typer.Option("--no-metrics", help="Count nothing and answer no /metrics.")]
+LogFormat = Annotated[str, typer.Option("--log-format", help=(
+    "A line per request on stderr: plain, json, or none (warnings and errors are logged either way)."))]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Warnings and errors only: no line per request.")]
+GracePeriod = Annotated[float, typer.Option("--grace-period", min=0, max=3600, help=(
+    "On SIGTERM or Ctrl-C: stop listening, and let the requests in flight finish for up to this many seconds "
+    "(then cancel them); exit 0."))]
+
+
+def log_level(ctx: typer.Context, log_format: str, quiet: bool) -> str:
+    """The level `web.logs.configure` takes, from `-v` and `--quiet`, after checking --log-format.
+    Raises: InputError for a --log-format that is not one of them, or --quiet with -v."""
+    from ledger.web.logs import FORMATS
+
+    if log_format not in FORMATS:
+        raise InputError(f"--log-format {log_format}: expected one of {', '.join(FORMATS)}")
+    verbose = bool(ctx.obj and ctx.obj.get("verbose"))
+    if verbose and quiet:
+        raise InputError("--quiet and -v: give one of them")
+    return "verbose" if verbose else "quiet" if quiet else "normal"
+
+
 def limits(header_bytes: int, header_timeout: float, idle_timeout: float, connections: int):
     """The `ledger.web.server.Limits` of a server's command-line options."""
     from ledger.web.server import Limits
@@ -72,28 +99,43 @@ def serve(
     header_timeout: HeaderTimeout = HEADER_TIMEOUT,
     idle_timeout: IdleTimeout = IDLE_TIMEOUT,
     max_connections: MaxConnections = CONNECTIONS,
+    max_checkpoint_age: Annotated[float | None, typer.Option("--max-checkpoint-age", min=1, help=(
+        "Seconds: /readyz answers 503 while the latest cosigned checkpoint is older (default: no limit)."))] = None,
+    metrics_port: MetricsPort = None,
+    no_metrics: NoMetrics = False,
+    log_format: LogFormat = "plain",
+    quiet: Quiet = False,
+    grace_period: GracePeriod = GRACE,
 ) -> None:
-    """Serve the records' links, the evidence and the log's tiles over HTTP, read-only."""
-    from ledger.web.app import create_app
+    """Serve the records' links, the evidence and the log's tiles over HTTP, read-only; /metrics, /healthz and
+    /readyz for its operator."""
+    from ledger.web.app import create_app, observed
+    from ledger.web.logs import configure
     from ledger.web.server import run
 
+    level = log_level(ctx, log_format, quiet)
     signer = load_signer(key) if key else None
     location = db_location(ctx)
     _can_listen(host, port)
-    app = create_app(location, signer)  # a --db that is not a ledger fails here, in one line
+    if metrics_port is not None:
+        _can_listen(host, metrics_port)
+    app = create_app(location, signer, max_checkpoint_age)  # a --db that is not a ledger fails here, in one line
     typer.echo(f"serving {redact_url(location)} at http://{host}:{port}/ ({workers} worker{'s' * (workers > 1)}; Ctrl-C stops)",
                err=True)
     bounds = limits(max_header_bytes, header_timeout, idle_timeout, max_connections)
     if workers == 1:
-        run(app, host, port, bounds)
+        run(observed(app, configure(log_format, level), not no_metrics, metrics_port), host, port, bounds,
+            grace=grace_period, metrics_port=metrics_port)
         return
     app.state.ledger.close()  # each worker opens its own
     os.environ["LEDGER_SERVE_DB"] = location
+    os.environ["LEDGER_SERVE_OBSERVE"] = " ".join([log_format, level, "0" if no_metrics else "1",
+                                                   str(metrics_port or "-"), str(max_checkpoint_age or "-")])
     if key:
         os.environ["LEDGER_SERVE_KEY"] = os.path.abspath(key)
     else:
         os.environ.pop("LEDGER_SERVE_KEY", None)
-    run("ledger.web.app:from_environment", host, port, bounds, workers)
+    run("ledger.web.app:from_environment", host, port, bounds, workers, grace_period, metrics_port)
 
 
 @app.command()

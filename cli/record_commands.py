@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from functools import partial
 from pathlib import Path
@@ -82,6 +83,8 @@ def import_(
                                                    "refusing it. Default: off.")] = False,
 ) -> None:
     """Append the facts of published records or event lines, all or nothing."""
+    # SIGTERM (a service manager's stop, `kill`) as Ctrl-C: the transaction rolls back, nothing is appended.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with Workers(jobs) as workers:  # before the store connects: a forked worker must share no connection
         store = open_store(ctx)
         meter = Meter("import", "events")

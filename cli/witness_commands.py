@@ -10,15 +10,22 @@ import typer
 from ledger.cli.common import db_location
 from ledger.cli.publish_commands import (
     CONNECTIONS,
+    GRACE,
     HEADER_BYTES,
     HEADER_TIMEOUT,
     IDLE_TIMEOUT,
+    GracePeriod,
     HeaderBytes,
     HeaderTimeout,
     IdleTimeout,
+    LogFormat,
     MaxConnections,
+    MetricsPort,
+    NoMetrics,
+    Quiet,
     _can_listen,
     limits,
+    log_level,
 )
 from ledger.core.errors import InputError
 from ledger.core.redact import redact_url
@@ -95,16 +102,26 @@ def serve(
     header_timeout: HeaderTimeout = HEADER_TIMEOUT,
     idle_timeout: IdleTimeout = IDLE_TIMEOUT,
     max_connections: MaxConnections = CONNECTIONS,
+    metrics_port: MetricsPort = None,
+    no_metrics: NoMetrics = False,
+    log_format: LogFormat = "plain",
+    quiet: Quiet = False,
+    grace_period: GracePeriod = GRACE,
 ) -> None:
     """Answer POST /add-checkpoint: cosign a log's checkpoint when its key signed it and it is consistent
     with the last one cosigned (the state: --db, a SQLite file)."""
     from ledger.services.cosigning_witness import Witness
+    from ledger.web.health import observed_witness
+    from ledger.web.logs import configure
     from ledger.web.server import run
     from ledger.web.witness_app import create_witness_app
 
+    level = log_level(ctx, log_format, quiet)
     cosigner, logs = load_cosigner(key), parse_logs(log)
     audits = parse_audits(audit or [], logs, db_location(ctx), audit_poll, audit_timeout)
     _can_listen(host, port)
+    if metrics_port is not None:
+        _can_listen(host, metrics_port)
     witness = Witness(cosigner, logs, db_location(ctx), new=new, audits=audits)
     for auditor in audits.values():
         auditor.start()
@@ -112,4 +129,6 @@ def serve(
     typer.echo(f"witness {cosigner.key} of {', '.join(logs)} at http://{host}:{port}/add-checkpoint "
                f"(state {redact_url(db_location(ctx))}{audited}; Ctrl-C stops)", err=True)
     bounds = limits(max_header_bytes, header_timeout, idle_timeout, max_connections)
-    run(create_witness_app(witness, rate), host, port, bounds)
+    app = observed_witness(create_witness_app(witness, rate), witness, configure(log_format, level), not no_metrics,
+                           metrics_port)
+    run(app, host, port, bounds, grace=grace_period, metrics_port=metrics_port)

@@ -38,7 +38,9 @@ class Answers:
     def __init__(self, budget: int = BUDGET):
         self.budget, self.held = budget, 0
         self.kept: OrderedDict[tuple, Kept] = OrderedDict()
-        self.renders = 0  # bodies rendered here (not answered from the cache): for tests and benchmarks
+        self.renders = 0  # bodies rendered here (not answered from the cache): for tests, benchmarks, /metrics
+        self.hits = 0  # bodies sent again from here after routing (`fast` counts those sent before)
+        self.misses = 0  # bodies of a route that keeps them rendered because none was kept, or it was stale
         self.fast = 0  # answers sent before any routing (counted by `web.sending`, in the event loop)
         # (path, raw query) -> what the full route answered for it: `web.sending.answer_kept` answers it again
         # from here, before routing, while the body kept is still fresh.
@@ -57,7 +59,9 @@ class Answers:
         found = self.kept.get(key)
         if found is not None and found.state == state:
             self.kept.move_to_end(key)
+            self.hits += 1
             return found.body
+        self.misses += 1
         body = self._render(site, render, question)
         if found is not None:
             self.held -= len(found.body.content)

@@ -4,7 +4,8 @@
 
 Routes are thin: parse the path and query, render in the store's thread (`web.site`, which calls `ledger/`
 and `projections/`), send the bytes (`web.sending`). A GET of a URL answered before is sent from the cache
-ahead of all of that (`App`), while fresh.
+ahead of all of that (`App`), while fresh. `observed` wraps the app for its operator (`web.metrics`): each
+request counted by its route's pattern and logged, /metrics answered.
 """
 
 from __future__ import annotations
@@ -13,16 +14,21 @@ import os
 import warnings
 from collections.abc import Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from inspect import Parameter, Signature
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from ledger.log.signed_notes import Signer
+from ledger.model import paths
 from ledger.storage.store import Store
+from ledger.web import health
 from ledger.web.guard import Guard
+from ledger.web.logs import Requests
+from ledger.web.metrics import OTHER, Metrics, Observed
 from ledger.web.parameters import OPTIONS, strict
-from ledger.web.routes import ROUTES, Render, Route, ask
+from ledger.web.routes import PROBES, ROUTES, Render, Route, ask
 from ledger.web.sending import answer_kept, respond
 from ledger.web.statuses import ERRORS, HANDLERS
 from ledger.web.store_thread import StoreThread
@@ -64,9 +70,10 @@ def endpoint(ledger: StoreThread, route: Route, form: str, render: Render) -> Ca
     return answer
 
 
-def create_app(source: Store | str, signer: Signer | None = None) -> App:
+def create_app(source: Store | str, signer: Signer | None = None, max_checkpoint_age: float | None = None) -> App:
     """The site over a Store, or over the ledger a `--db` location names (opened in the store's thread): a
-    GET route, answering HEAD too (as a static host does), for each form of each row of `routes.ROUTES`."""
+    GET route, answering HEAD too (as a static host does), for each form of each row of `routes.ROUTES`;
+    `/readyz` answers 503 while the latest cosigned checkpoint is older than `max_checkpoint_age` seconds."""
     ledger = StoreThread(source, signer)
 
     @asynccontextmanager
@@ -80,21 +87,54 @@ def create_app(source: Store | str, signer: Signer | None = None) -> App:
     app.add_middleware(Guard)
     for route in ROUTES:
         for form, render in route.forms():
+            if route.name == "readyz":
+                render = partial(render, max_age=max_checkpoint_age)
             answer, path, checked = endpoint(ledger, route, form, render), route.served(form), [strict(*route.query)]
             app.api_route(path, methods=["HEAD"], include_in_schema=False, response_class=Response,
                           dependencies=checked)(answer)  # as a static host does; the schema lists the GET
             app.api_route(path, methods=["GET"], response_class=Response, responses=ERRORS,
-                          dependencies=checked)(answer)
+                          dependencies=checked, include_in_schema=route.name not in PROBES)(answer)
     return app
 
 
-def from_environment() -> FastAPI:
+def observed(app: App, requests: Requests | None, metrics: bool, metrics_port: int | None = None):
+    """`app` counted and logged (`web.metrics.Observed`), or `app` itself with neither: a request's route is its row's pattern (`.json` for
+    the JSON form), found from the route that answered it or, for an answer sent from the cache before any
+    routing, from the URL the cache remembers; the figures of a scrape are read in the store's thread."""
+    ledger = app.state.ledger
+    labels = {route.served(form): route.pattern + (paths.JSON if form == "json" else "")
+              for route in ROUTES for form, _ in route.forms()}
+    named = {(route.name, form): labels[route.served(form)] for route in ROUTES for form, _ in route.forms()}
+
+    def route_of(scope) -> str:
+        route = scope.get("route")
+        if route is not None:
+            return labels.get(route.path, OTHER)
+        found = ledger.answers.urls.get((scope["path"], scope.get("query_string", b"")))
+        return OTHER if found is None else named.get((found[0].name, found[1][0][1]), OTHER)
+
+    async def gather():
+        try:
+            return await ledger(health.serve_figures, ledger.errors, ledger.answers)
+        except Exception:  # the store is down: say so, with what the process counted
+            return health.cache_figures(ledger.answers, ledger.errors, up=False)
+
+    if not metrics and requests is None:
+        return app  # nothing to count or write: not wrapped at all
+    return Observed(app, Metrics(gather) if metrics else None, requests, route_of, metrics_port)
+
+
+def from_environment():
     """The app for `ledger serve --workers N`: each worker process builds it from the environment the
-    command set (LEDGER_SERVE_DB, LEDGER_SERVE_KEY)."""
+    command set (LEDGER_SERVE_DB, LEDGER_SERVE_KEY, LEDGER_SERVE_OBSERVE: the log's form and level, whether
+    metrics are on, the metrics port, the checkpoint's largest age)."""
     from ledger.services.keys import load_signer
+    from ledger.web.logs import configure
 
     key = os.environ.get("LEDGER_SERVE_KEY")
     with warnings.catch_warnings():  # `serve` warned of an exposed key once, before it started the workers
         warnings.simplefilter("ignore")
         signer = load_signer(key) if key else None
-    return create_app(os.environ["LEDGER_SERVE_DB"], signer)
+    form, level, metrics, port, age = os.environ.get("LEDGER_SERVE_OBSERVE", "plain normal 1 - -").split()
+    app = create_app(os.environ["LEDGER_SERVE_DB"], signer, None if age == "-" else float(age))
+    return observed(app, configure(form, level), metrics == "1", None if port == "-" else int(port))

@@ -24,7 +24,7 @@ from ledger.core.times import When, now, when
 from ledger.log.tiles import Tile, parse_tile_path
 from ledger.model import arxiv, paths
 from ledger.model.events import Fact
-from ledger.web import urls
+from ledger.web import health, urls
 from ledger.web.site import Body, Site
 
 # What `ledger publish` writes for a row: one file per form; one per asset; per month of papers with one that
@@ -231,7 +231,13 @@ ROUTES = (
           about="What `ledger diff <id> --from --to --json` prints."),
     Route("paper", paths.PAPER, query=AS_OF, published=PER_PAPER, depends=("paper",),  # last: its {paper} matches all below
           html=lambda site, q: site.paper_html(q.paper, q.as_of, q.known_at, q.facts_from(site))),
+    # A probe's, never kept (`web.health`): whether this process answers, and whether it can serve.
+    Route("healthz", paths.HEALTHZ, file=health.alive, store=False, live="the server process's own state"),
+    Route("readyz", paths.READYZ, file=health.ready, live="the server's database and checkpoint, now"),
 )
+
+
+PROBES = ("healthz", "readyz")  # an operator's, not the site's: left out of the OpenAPI schema
 
 
 def published(kind: str) -> list[Route]:

@@ -14,13 +14,15 @@ IdleTimeout}` and a listener's connection cap):
 uvicorn's own options cover the idle timeout only; its httptools parser (kept: `benchmarks/serve.py` measured
 it several times faster than h11 on the cached path) has no header limit, and nothing times out a connection
 that never completes a request. `Protocol` adds both, counting bytes as they arrive. Floods from many machines
-are out of scope: they belong to a reverse proxy. This module never reads a ledger and never decides what an
-application answers.
+are out of scope: they belong to a reverse proxy. On SIGTERM (or Ctrl-C) `run` stops as uvicorn does, with a
+bound: it stops listening, lets the requests in flight finish for up to the grace period, and returns (exit 0).
+This module never reads a ledger and never decides what an application answers.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 from dataclasses import dataclass
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -147,25 +149,40 @@ class Protocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def run(app, host: str, port: int, limits: Limits, workers: int = 1) -> None:
+def _stopped(signum, frame) -> None:
+    """SIGTERM after uvicorn's graceful stop: uvicorn raises the signal it caught again once it has stopped,
+    and the default action would end the process by the signal, not with exit 0."""
+
+
+def run(app, host: str, port: int, limits: Limits, workers: int = 1, grace: float = 10.0,
+        metrics_port: int | None = None) -> None:
     """Serve `app` (an application, or with `workers` > 1 the import string of a factory) on host:port until
-    interrupted, with `limits`.
+    interrupted, with `limits`; also on `metrics_port` when given (the app answers /metrics there only).
+    On SIGTERM or Ctrl-C it stops listening, lets the requests in flight finish for up to `grace` seconds
+    (then cancels them), and returns.
     Raises: SystemExit when uvicorn cannot start (as `uvicorn.run` does)."""
     import uvicorn
 
     # The idle timeout is uvicorn's own. No route takes a WebSocket: an upgrade is answered as plain HTTP, never
-    # handed to another protocol without these limits.
+    # handed to another protocol without these limits. Logging is `web.logs`'s (log_config None).
     config = uvicorn.Config(app, host=host, port=port, http=Protocol, ws="none", timeout_keep_alive=limits.idle_timeout,
-                            workers=workers, factory=workers > 1, log_level="warning", access_log=False)
+                            workers=workers, factory=workers > 1, log_config=None, access_log=False,
+                            timeout_graceful_shutdown=grace)
     config.limits = limits  # read by each connection's Protocol; pickled with the config into each worker
+    sockets = [config.bind_socket()]
+    if metrics_port is not None:
+        config.port = metrics_port
+        sockets.append(config.bind_socket())
+        config.port = port
+    signal.signal(signal.SIGTERM, _stopped)
     if workers > 1:
         from uvicorn.supervisors import Multiprocess
 
-        Multiprocess(config, sockets=[config.bind_socket()]).run()
+        Multiprocess(config, sockets=sockets).run()
         return
     server = uvicorn.Server(config)
     try:
-        server.run()
+        server.run(sockets=sockets)
     except KeyboardInterrupt:
         pass
     if not server.started:

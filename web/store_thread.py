@@ -32,6 +32,7 @@ class StoreThread:
         self.answers = Answers()  # pages already rendered, kept while what they depend on is unchanged
         self.commits = None  # the database's commit counter (`Backend.watch`), read in the event loop; or None
         self.thread: ThreadPoolExecutor | None = None
+        self.errors = 0  # calls the database failed (a StoreError): `ledger_database_errors_total`
         try:  # a path that is not a ledger fails now; a database that is down answers 503 until it is back
             self._executor().submit(self._open).result()
         except StoreError as exc:
@@ -52,12 +53,16 @@ class StoreThread:
 
     def _run(self, work: Callable, args: tuple):
         try:
-            site = self._open()
-        except StoreError:
+            try:
+                site = self._open()
+            except StoreError:
+                raise
+            except LedgerError as exc:  # it opened once; now it does not: the server's problem, not the client's
+                raise StoreError(f"the ledger cannot be opened: {exc}") from None
+            return work(site, *args)
+        except StoreError as exc:
+            self.errors += getattr(exc, "database", True)  # not a readiness probe's own refusal (web.health)
             raise
-        except LedgerError as exc:  # it opened once; now it does not: the server's problem, not the client's
-            raise StoreError(f"the ledger cannot be opened: {exc}") from None
-        return work(site, *args)
 
     async def __call__(self, work: Callable, *args):
         return await asyncio.get_running_loop().run_in_executor(self._executor(), self._run, work, args)

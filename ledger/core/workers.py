@@ -8,10 +8,11 @@ tasks) at a time, so a corpus of any size holds a bounded number of tasks and re
 exception is raised here, in input order, when its turn comes: the first failing task in input order is the
 one reported, whatever the order in which the workers finished.
 
-Workers ignore SIGINT. Ctrl-C at a terminal signals the whole process group; only the parent decides what
-it means (it rolls its transaction back and leaves), and leaving the `with` block stops every worker (tasks
-already running finish first: each is small). SIGINT is blocked while the workers are forked, so none can
-arrive in the moment before a worker has started ignoring it.
+Workers ignore SIGINT and SIGTERM. Ctrl-C at a terminal signals the whole process group, and a service
+manager's stop (systemd's SIGTERM) the whole control group; only the parent decides what it means (it rolls
+its transaction back and leaves), and leaving the `with` block stops every worker (tasks already running
+finish first: each is small). Both are blocked while the workers are forked, so none can arrive in the moment
+before a worker has started ignoring it.
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
 def _ignore_interrupts() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    for stop in STOPS:
+        signal.signal(stop, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
 
 
 def _start_method() -> BaseContext:
@@ -51,11 +56,11 @@ class Workers:
 
     def __enter__(self) -> Workers:
         if self.jobs > 1:
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
             try:
                 self._executor = ProcessPoolExecutor(self.jobs, mp_context=_start_method(),
                                                      initializer=_ignore_interrupts)
-                self._executor.submit(int).result()  # starts the processes now, with SIGINT blocked
+                self._executor.submit(int).result()  # starts the processes now, with both blocked
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return self

@@ -25,6 +25,8 @@ DAY_CHANGES = "/paper/{paper}/as-of/{day}/changes"  # what changed in the record
 INTEGRITY = "/paper/{paper}/integrity"
 HISTORY = "/paper/{paper}/history"  # JSON only
 DIFF = "/paper/{paper}/diff"  # JSON only
+HEALTHZ = "/healthz"  # `serve` only: the process answers
+READYZ = "/readyz"  # `serve` only: the database reads, its schema is current, the checkpoint young enough
 JSON = ".json"
 SLASHED = ("paper", "rest", "month")
 

@@ -265,3 +265,15 @@ def test_the_auditing_witness_benchmark_cosigns_each_step_and_writes_its_section
     assert results.read_text().count(SECTION_BEGIN) == 1
     with pytest.raises(GateError, match="fewer than the steps"):
         run(5, 1, [100_000], tmp_path / "cache", None)
+
+
+@pytest.mark.slow
+def test_the_observing_costs_benchmark_checks_its_counts_and_lines_and_keeps_its_section(tmp_path):
+    from benchmarks.observe_costs import SECTION_BEGIN, SECTION_END, main
+
+    out = tmp_path / "RESULTS.md"
+    out.write_text(f"# Benchmark results\n\nkept\n\n{SECTION_BEGIN}\nold\n{SECTION_END}\n")
+    assert main(["--events", "500", "--requests", "100", "--reps", "2", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "kept" in text and "old" not in text and text.count(SECTION_BEGIN) == 1
+    assert "| `--no-metrics --log-format none` |" in text and "server CPU µs per request" in text

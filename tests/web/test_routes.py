@@ -101,7 +101,8 @@ def test_every_served_path_is_published_and_every_published_file_served(client, 
     # Every kind of row was checked: a file of each published form, the live-only ones named with a reason.
     assert {row_of(relative) for relative in site} == {(route, form) for route in ROUTES if route.published
                                                          for form, _ in route.forms()}
-    assert [route.served("json") for route in ROUTES if route.published is None] == ["/paper/{paper:path}/diff.json"]
+    assert [route.served("json") for route in ROUTES if route.published is None] == [
+        "/paper/{paper:path}/diff.json", "/healthz.json", "/readyz.json"]  # the probes: `serve` only
 
 
 @pytest.mark.slow
