@@ -40,6 +40,8 @@ from benchmarks.pg_writers import postgres_section
 from benchmarks.publish import SECTION_BEGIN as PUBLISH_BEGIN
 from benchmarks.publish import SECTION_END as PUBLISH_END
 from benchmarks.serve import SECTION_BEGIN, SECTION_END  # the serving figures share the file; kept
+from benchmarks.site_days import SECTION_BEGIN as SITE_DAYS_BEGIN
+from benchmarks.site_days import SECTION_END as SITE_DAYS_END
 from benchmarks.sizes import sizes_section
 from benchmarks.whole import whole_commands
 
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(folder, ignore_errors=True)
     kept = (kept_section(args.out, SECTION_BEGIN, SECTION_END) + kept_section(args.out, PUBLISH_BEGIN, PUBLISH_END)
             + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, OBSERVE_BEGIN, OBSERVE_END)
+            + kept_section(args.out, SITE_DAYS_BEGIN, SITE_DAYS_END)
             + kept_section(args.out, FOLD_BEGIN, FOLD_END)
             + kept_section(args.out, *ARCHIVE))
     Path(args.out).write_text("\n".join(say.lines) + "\n" + kept)

@@ -149,6 +149,10 @@ def publish(
         "--trust-folder", help="Do not re-check the files of papers with no new event (their size and time, one "
                                "look a file): a quick daily run; a run without it finds files edited by hand.")] = False,
     shard: ShardOption = EVERY,
+    day_records: Annotated[int, typer.Option(
+        "--day-records", min=0, max=100_000, help="Change days of each paper, newest first, whose full record is "
+                                                  "written; an older day keeps its change page, and `serve` answers "
+                                                  "its record (default: 4).")] = 4,
     json: Json = False,
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""
@@ -160,7 +164,7 @@ def publish(
     signer = load_signer(key) if key else None
     meter = Meter("publish", "papers")  # on a terminal only: papers done, their rate, the time left
     result = write_site(open_store(ctx), out, at, signer, lambda done, total: meter.update("", done, total, done),
-                        trust_folder, shard)
+                        trust_folder, shard, day_records)
     meter.close()
     for paper in result.skipped:
         say(f"warning: {skipped_paper(paper)}")

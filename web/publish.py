@@ -1,7 +1,8 @@
 """`ledger publish`: every path of the site written as static files under OUT/, the bytes `ledger serve`
 gives for the same paths at the same as-of time, so that any static host or CDN can serve them. What is
 written is the route table's (`web.routes`): each row's forms, once or per asset, paper, day with a record of
-its own, or tile, and the checkpoint with a key.
+its own (a change page; the day's full record only for the paper's newest `day_records` change days, `serve`
+answering the others' paths), or tile, and the checkpoint with a key.
 
 An HTML page is `<path>/index.html`, which every static host serves for `<path>/` (and most for `<path>`);
 everything else keeps its path. A re-run costs what changed: the state saved last in OUT/ (`STATE`: the
@@ -9,7 +10,8 @@ as-of, key, renderer, tree size and chain hash, every file's size and time) tell
 since and which files were edited or deleted since; only those papers are rendered, only new tiles read
 (with `trust`, the other papers' files are not looked at, so a run costs the same at any size). Another
 as-of, key, ledger or version renders every paper. A file whose bytes are already there is left alone; a
-partial tile of an earlier size stays, as C2SP asks of a log that signed a checkpoint of that size. Every id
+partial tile of an earlier size stays, as C2SP asks of a log that signed a checkpoint of that size; the files
+of a day record that fell out of its paper's window are removed when the paper is rendered. Every id
 is checked to be a well-formed arXiv id (a paper whose id is not, appended before import checked ids, is
 skipped and named in `Published.skipped`), and every file is written through
 `ledger.core.files`: only inside OUT/, never through a symbolic link, replaced atomically (write, then rename).
@@ -39,6 +41,7 @@ from ledger.web.routes import (
     ONCE,
     PER_ASSET,
     PER_DAY,
+    PER_KEPT_DAY,
     PER_MONTH,
     PER_PAPER,
     PER_TILE,
@@ -53,6 +56,9 @@ from ledger.web.site import ASSETS, Site
 # no route serves it.
 STATE = ".ledger-publish"
 STATE_FILE = f"{STATE}/state.sqlite"
+# A paper's change days, newest first, whose full record (JSON and HTML) is a file; an older change day keeps its
+# change page, and `ledger serve` answers its record's path (docs/publishing.md: a host falls through to it).
+DAY_RECORDS = 4
 
 
 @dataclass
@@ -66,11 +72,12 @@ class Published:
     rebuilt: int = 0  # papers rendered this time; the others' files were left as the last publish wrote them
     whole: str | None = None  # why every paper was rendered (no state, another as-of, key, ledger or renderer)
     skipped: tuple[str, ...] = ()  # papers whose id cannot be a path (appended before import checked ids)
+    removed: int = 0  # files of a change day's record older than the window (`day_records`), found and removed
 
     def as_json(self) -> dict:
         return {"as_of": self.as_of, "out": self.out, "papers": self.papers, "rebuilt": self.rebuilt,
-                "tree_size": self.tree_size, "unchanged": self.unchanged, "whole": self.whole,
-                "written": self.written}
+                "removed": self.removed, "tree_size": self.tree_size, "unchanged": self.unchanged,
+                "whole": self.whole, "written": self.written}
 
 
 class Folder:
@@ -82,6 +89,7 @@ class Folder:
         self.folder = written_files.Folder(out)
         self.root = os.path.realpath(out)
         self.written = 0
+        self.removed = 0
         # relative path -> [size, mtime_ns] of what this run wrote or found written: the site's own files, and
         # the current paper's (handed to the state a paper at a time, so memory stays flat)
         self.files: dict[str, list[int]] = {}
@@ -91,6 +99,13 @@ class Folder:
         written, stat = self.folder.put(relative, data, only_changed=True)
         self.written += written
         (self.paper_files if relative.startswith("paper/") else self.files)[relative] = [stat.st_size, stat.st_mtime_ns]
+
+    def remove(self, relative: str) -> None:
+        """Remove a file this site no longer holds, when it is there, and a page's folder with it (a host would
+        answer an empty folder 403, not from `serve`)."""
+        self.removed += self.folder.remove(relative)
+        if relative.endswith("/index.html"):
+            self.folder.remove(relative.removesuffix("/index.html"))
 
     def next_paper(self) -> None:
         """Forget the last paper's files and close its folders: what is held stays one paper's worth."""
@@ -143,7 +158,7 @@ def _whole(before: dict | None, settings: dict, store: Store, size: int) -> str 
     if before is None:
         return "no earlier publish in this folder"
     for name, why in (("as_of", "another --as-of"), ("verifier", "another key"), ("renderer", "another version"),
-                      ("shard", "another --shard")):
+                      ("shard", "another --shard"), ("day_records", "another --day-records")):
         if before.get(name) != settings[name]:
             return why
     old = before.get("tree_size")
@@ -167,19 +182,23 @@ def _usable(papers: Iterable[str], skipped: set[str]) -> list[str]:
 
 
 def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
-            progress: Callable[[int, int], None] | None = None, trust: bool = False, shard: Shard = EVERY) -> Published:
+            progress: Callable[[int, int], None] | None = None, trust: bool = False, shard: Shard = EVERY,
+            day_records: int = DAY_RECORDS) -> Published:
     """Write the site as of `as_of` under `out`; return how many files were written and left alone.
     Papers with no event since the last publish into `out` (its state: as-of, key, tree size, every file's
     size and time) keep their files, unless one was edited or deleted since. With `trust`, the files of those
     papers and the site's are not looked at (one lstat a file, the run's cost on a large site): only the
     papers with events since are read at all. `progress(done, total)` is told after each paper rendered or
     checked. With `shard` K/N, only the files of that shard's papers; the site's own files (assets, home and month
-    pages, tiles, checkpoint) are shard 1's: the union of N folders is one unsharded publish (docs/scale.md)."""
+    pages, tiles, checkpoint) are shard 1's: the union of N folders is one unsharded publish (docs/scale.md). Of a
+    paper's change days, the newest `day_records` get their record's files; an older one keeps its change page,
+    and its record's files are removed where an earlier run wrote them.
+    Raises: InputError for a path or file OUT/ refuses (a symbolic link), StoreError from the store."""
     folder = Folder(out)
     try:
         state = PublishState(folder.state_file())
         try:
-            return _publish(store, folder, state, as_of, signer, progress, trust, shard)
+            return _publish(store, folder, state, as_of, signer, progress, trust, shard, day_records)
         finally:
             state.close()
     finally:
@@ -187,11 +206,11 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
 
 
 def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, signer: Signer | None,
-             progress: Callable[[int, int], None] | None, trust: bool, shard: Shard = EVERY) -> Published:
+             progress: Callable[[int, int], None] | None, trust: bool, shard: Shard, day_records: int) -> Published:
     size, chain, _ = store.head()
     site = Site(store, signer)
     settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None,
-                "shard": None if shard.whole else str(shard)}
+                "shard": None if shard.whole else str(shard), "day_records": day_records}
     before = state.settings()
     whole = _whole(before, settings, store, size)
     since, touched, skipped = 0, set(), set()
@@ -242,7 +261,7 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
         if paper in changed or files is None or folder.touched(files):
             rendered += 1
             months.add(month_of(paper))
-            state.keep_paper(paper, _render(site, paper, as_of, write, folder))
+            state.keep_paper(paper, _render(site, paper, as_of, write, folder, day_records))
         if progress:
             progress(count, len(papers))
     for route in published(PER_MONTH) if lead else ():  # the lists of the months with a paper rendered or a page touched
@@ -268,21 +287,28 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
     unchanged = paper_files + state.site_count(tile.path() for tile in partial_tiles(size)) - folder.written
     state.save({**settings, "tree_size": size, "chain": chain.hex()})
     return Published(as_of.text, count, folder.written, unchanged, size, str(folder.out), rendered, whole,
-                     tuple(sorted(shard.papers(skipped))))
+                     tuple(sorted(shard.papers(skipped))), folder.removed)
 
 
 def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Question], None],
-            folder: Folder) -> dict[str, list[int]]:
-    """Every file of one paper, written where its bytes changed; its files as they are now."""
+            folder: Folder, day_records: int) -> dict[str, list[int]]:
+    """Every file of one paper, written where its bytes changed; its files as they are now. The record of a
+    change day past the newest `day_records` is not written, and removed where it was (the window moved)."""
     folder.next_paper()
     shared = Question(paper, as_of)  # one read of the paper's facts and one record for all its files
     for route in published(PER_PAPER):
         write(route, shared)
-    for day, own in site.change_days(paper, shared.facts_from(site), as_of):
-        if own:
-            on = Question(paper, when("as_of", day), day=day, facts=shared.facts)
-            for route in published(PER_DAY):
+    days = [day for day, own in site.change_days(paper, shared.facts_from(site), as_of) if own]  # newest first
+    for n, day in enumerate(days):
+        on = Question(paper, when("as_of", day), day=day, facts=shared.facts)
+        for route in published(PER_DAY):
+            write(route, on)
+        for route in published(PER_KEPT_DAY):
+            if n < day_records:
                 write(route, on)
+                continue
+            for form, _ in route.forms():
+                folder.remove(route.file_of(form, on))
     return folder.paper_files
 
 

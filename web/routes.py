@@ -28,10 +28,11 @@ from ledger.web import health, urls
 from ledger.web.site import Body, Site
 
 # What `ledger publish` writes for a row: one file per form; one per asset; per month of papers with one that
-# changed; per paper; per paper and day with a record of its own; one per tile of the tree; one with a signing
+# changed; per paper; per paper and day with a record of its own; per paper and one of its latest such days
+# (publish's `--day-records`; an older day's is answered live); one per tile of the tree; one with a signing
 # key, after the tiles it covers.
-ONCE, PER_ASSET, PER_MONTH, PER_PAPER, PER_DAY, PER_TILE, SIGNED = (
-    "once", "asset", "month", "paper", "day", "tile", "signed")
+ONCE, PER_ASSET, PER_MONTH, PER_PAPER, PER_DAY, PER_KEPT_DAY, PER_TILE, SIGNED = (
+    "once", "asset", "month", "paper", "day", "kept day", "tile", "signed")
 FORMS = ("json", "html", "file")
 
 
@@ -98,7 +99,7 @@ class Route:
     file: Render | None = None  # neither HTML nor JSON: bytes as they are, at the pattern
     query: tuple[str, ...] = ()  # in the order an error about an unknown option lists them
     published: str | None = None  # ONCE, PER_ASSET, ... or SIGNED; None: live only, because `live`
-    live: str = ""
+    live: str = ""  # why a path of the row has no file: every path (published None), or some (PER_KEPT_DAY)
     as_of_now: bool = True  # without `as_of`, as of the request instant (False: every event)
     store: bool = True  # rendered in the store's thread (False: from the package alone, even with the store down)
     encode: Encode | None = None  # (Accept-Encoding, body, question) -> the body sent and headers to add
@@ -213,8 +214,10 @@ ROUTES = (
           depends=()),  # a tile's path names its bytes
     Route("day_changes", paths.DAY_CHANGES, query=("known_at",), published=PER_DAY, depends=("paper",),
           html=lambda site, q: site.diff_html(q.paper, None, q.as_of, q.known_at, q.facts_from(site), q.day)),
-    Route("day_record", paths.DAY_RECORD, json=_record_json, html=_record_html, query=("known_at",), published=PER_DAY,
-          depends=("paper", "links")),
+    Route("day_record", paths.DAY_RECORD, json=_record_json, html=_record_html, query=("known_at",),
+          published=PER_KEPT_DAY, depends=("paper", "links"),
+          live="for a change day older than the newest `publish --day-records` of the paper's: the full record of "
+               "every change day would be most of the site's bytes"),
     Route("record", paths.RECORD, json=_record_json, html=_record_html, query=AS_OF, published=PER_PAPER,
           depends=("paper", "links"),
           about="Exactly the bytes of `ledger replay --paper <id> --as-of <as_of>`; ETag: the context digest."),

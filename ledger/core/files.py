@@ -100,6 +100,28 @@ class Folder:
         except OSError as exc:
             raise InputError(f"{self.path / relative}: cannot write: {exc.strerror}") from None
 
+    def remove(self, relative: str) -> bool:
+        """Remove the file or empty folder `relative`, when it is there; a symbolic link there is removed itself,
+        never followed, a folder that is not empty is left, and one on the way that is missing is not made.
+        Returns whether it was removed.
+        Raises: InputError for a path outside the folder, a symbolic link on the way, or a removal that fails."""
+        *folders, name = relative_parts(relative, str(self.path))
+        try:
+            parent = self._folder(folders, relative, make=False)
+        except FileNotFoundError:
+            return False
+        self.forget(relative.rstrip("/") + "/")  # a folder held open here would be written into after it is gone
+        try:
+            try:
+                os.unlink(name, dir_fd=parent)
+            except IsADirectoryError:
+                os.rmdir(name, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTEMPTY):
+                return False
+            raise InputError(f"{self.path / relative}: cannot remove: {exc.strerror}") from None
+        return True
+
     def path_of(self, relative: str) -> str:
         """The path of `relative` for SQLite, which opens a file and its companions (SQLITE_COMPANIONS) by
         name: its folders made and checked as `put` checks them, and neither the file nor a companion there
@@ -112,8 +134,9 @@ class Folder:
             self._existing(parent, name + suffix, relative, link=relative + suffix)
         return os.path.join(self.path, *folders, name)
 
-    def _folder(self, folders: list[str], relative: str) -> int:
-        """The descriptor of a folder below this one, each step opened without following a link, made if missing."""
+    def _folder(self, folders: list[str], relative: str, make: bool = True) -> int:
+        """The descriptor of a folder below this one, each step opened without following a link, made if missing
+        (FileNotFoundError for a missing one when not `make`)."""
         walked = ""
         fd = self.fd
         for name in folders:
@@ -126,6 +149,8 @@ class Folder:
                 try:
                     child = os.open(name, _DIR_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
+                    if not make:
+                        raise
                     try:
                         os.mkdir(name, dir_fd=fd)
                     except FileExistsError:
@@ -134,6 +159,8 @@ class Folder:
             except OSError as exc:
                 if _is_link(fd, name):
                     raise _link_refusal(relative, walked[:-1], self.path) from None
+                if not make and isinstance(exc, FileNotFoundError):
+                    raise
                 raise InputError(f"{self.path / relative}: cannot write: {exc.strerror}") from None
             if len(self._folders) > HELD:
                 self.forget("")

@@ -1,6 +1,7 @@
 """The publish benchmark's parts, kept working at a tiny size: its steps' gates, its cache, its section.
 (Timings are never asserted here; they live in benchmarks/RESULTS.md.)"""
 
+import orjson
 import pytest
 
 from benchmarks.common import GateError
@@ -61,3 +62,32 @@ def test_the_monitor_benchmark_passes_its_gates_at_a_tiny_size_and_writes_its_se
     assert SECTION_TITLE in text and "Correctness gates passed" in text
     for step in ("anchor", "a", "b", "c"):
         assert f"| {step} | " in text
+
+
+@pytest.mark.slow
+def test_the_site_days_benchmark_passes_its_gates_at_a_tiny_size_and_writes_its_section(tmp_path):
+    from benchmarks.site_days import MIX, SECTION_BEGIN, SECTION_TITLE, main
+
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\nfrom benchmarks.run\n")
+    assert main(["--papers", "2", "--mix", "1", "--day-records", "100000,1", "--out", str(results)]) == 0
+    text = results.read_text()
+    assert text.startswith("# Benchmark results\n\nfrom benchmarks.run\n") and text.count(SECTION_BEGIN) == 1
+    assert SECTION_TITLE in text and "Correctness gates passed" in text
+    [row] = [line for line in text.splitlines() if line.startswith("| day record JSON |")]
+    assert row.startswith("| day record JSON | 42 / ") and " | 2 / " in row  # 2 papers x 21 days, then 1 each
+    for k in MIX:
+        assert f"\n| {k} | " in text
+
+
+def test_a_held_out_paper_changes_on_its_days_and_a_mixed_one_on_as_many_as_its_shape_says():
+    from benchmarks.site_days import HELD_OUT, corpus, held_out, mixed
+
+    events, counts = corpus(held_out(2) + mixed(1), 45)
+    assert sum(counts.values()) == len(events)
+    payloads = [(e.effective_at[:10], orjson.loads(e.payload)) for e in events]
+    for paper, days in held_out(2) + mixed(1):
+        effective = {day for day, payload in payloads if payload.get("arxiv_id") == paper
+                     or str(payload.get("observation_id", "")).startswith(f"{paper}/")}
+        assert len(effective) == days, (paper, days)
+    assert held_out(1) == [("2601.00001", HELD_OUT)]

@@ -70,9 +70,12 @@ def test_every_published_file_is_what_serve_answers_for_its_path(client, rich, k
             f"paper/{PAPER_004}/index.html", f"paper/{PAPER_004}/citation-record/index.html",
             f"paper/{PAPER_004}/citation-record.json", f"paper/{PAPER_004}/integrity/index.html",
             f"paper/{PAPER_004}/integrity.json", f"paper/{PAPER_004}/history.json",
-            f"paper/{PAPER_004}/as-of/2026-08-09/citation-record.json",
-            f"paper/{PAPER_004}/as-of/2026-08-09/citation-record/index.html",
+            f"paper/{PAPER_004}/as-of/2026-08-22/citation-record.json",
+            f"paper/{PAPER_004}/as-of/2026-08-22/citation-record/index.html",
+            f"paper/{PAPER_004}/as-of/2026-08-08/changes/index.html",
             f"tile/0/000.p/{result['tree_size']}", f"tile/entries/000.p/{result['tree_size']}"} <= set(files)
+    # A change day past the newest four (`--day-records`) keeps its change page; its record is answered live.
+    assert f"paper/{PAPER_004}/as-of/2026-08-08/citation-record.json" not in files
     for relative, (data, _, _) in files.items():
         response = client.get(url_of(relative, AS_OF))
         assert response.status_code == 200, (relative, response.text)
@@ -117,6 +120,8 @@ def test_a_rerun_rewrites_only_what_changed(rich, tmp_path):
                        f"tile/0/000.p/{size}", f"tile/entries/000.p/{size}",
                        "index.html",  # the home page: this paper's events counted, and it first in the list
                        "papers/2407/index.html"}  # its month's list: its events counted
+    # The newest four change days have their record's files (`--day-records`): 2026-08-09's fell out, and went.
+    assert third["removed"] == 2 and f"{base}/as-of/2026-08-09/citation-record.json" in set(before) - set(after)
     # The partial tiles of the earlier size stay (a checkpoint of that size may be out there); they are not
     # part of this publication, so neither written nor counted.
     earlier = {f"tile/0/000.p/{size - 1}", f"tile/entries/000.p/{size - 1}"}
