@@ -40,7 +40,7 @@ from ledger.cli.wording import (
     record_lines,
     store_account,
 )
-from ledger.core.canonical import canonical
+from ledger.core.canonical import canonical, canonical_parsed
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.core.files import Folder, write_file
 from ledger.core.inputs import input_files, read_input
@@ -101,7 +101,8 @@ def import_(
 
 
 def _render(record: dict, fmt: str) -> bytes:
-    return canonical(record) if fmt == "json" else render_text(record).encode()
+    # The fold's record holds parsed payloads' parts only (canonical_parsed's precondition): no NaN walk.
+    return canonical_parsed(record) if fmt == "json" else render_text(record).encode()
 
 
 # Long: ten options' lines, then three modes (a bundle, one paper, every paper) that share them.

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ledger.core.canonical import loads_finite
+from ledger.core.canonical import loads_finite, parsed_digest
 from ledger.core.errors import NotFoundError
 from ledger.core.times import When, long_date
 from ledger.model.events import NO_MEASUREMENT_SOURCE, NOT_CHECKED, UNRESOLVED, Fact, latest
 from ledger.model.kinds import COUNTING_LANE, KIND, Draft  # what each kind means to a record
 from ledger.model.paths import EVIDENCE, INTEGRITY, PAPER, RECORD, fill
-from ledger.model.published import RESOLUTION_STATES, SCHEMA, context_digest, observation_digest
+from ledger.model.published import RESOLUTION_STATES, SCHEMA, context_digest
 from ledger.model.standing_notices import CHECK_FAILED
 
 CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
@@ -41,10 +41,18 @@ def _observation(oid: str, citation: dict, resolution: dict | None, notice: dict
     links = {"citing_paper": fill(PAPER, paper=citation["citing_paper"]["arxiv_id"])}
     if citation.get("cited_paper") is not None:
         links["cited_paper"] = fill(PAPER, paper=citation["cited_paper"]["arxiv_id"])
-    obs = {"citation": citation, "links": links, "observation_id": oid,
-           "resolution": resolution or UNRESOLVED, "standing_notice": notice or NOT_CHECKED}
-    obs["observation_digest"] = observation_digest(obs)  # parts from loads_finite, see build_record
-    return obs
+    return {"citation": citation, "links": links, "observation_id": oid,
+            "resolution": resolution or UNRESOLVED, "standing_notice": notice or NOT_CHECKED}
+
+
+def _digested(shown: list[dict]) -> list[dict]:
+    """`shown` with each observation's digest in: only those a record lists are digested, not those past the
+    page cap (a paper cited thousands of times lists 100)."""
+    for obs in shown:
+        if "observation_digest" not in obs:  # one citing its own paper is listed both ways: digested once
+            # `observation_digest`'s bytes (the observation without its digest), taken before it is in: no copy.
+            obs["observation_digest"] = parsed_digest(obs)  # parts from loads_finite, see build_record
+    return shown
 
 
 class Fold:
@@ -55,8 +63,8 @@ class Fold:
     def __init__(self, paper_id: str, as_of: When):
         self.paper_id, self.as_of = paper_id, as_of.text
         self.cutoff = as_of.key
-        # (kind, subject) -> (effective key, seq, payload, payload bytes): the latest fact wins.
-        self.newest: dict[tuple[str, str], tuple[str, int, dict, bytes]] = {}
+        # (kind, subject) -> (effective key, seq, payload or None until parsed, payload bytes): the latest fact wins.
+        self.newest: dict[tuple[str, str], tuple[str, int, dict | None, bytes]] = {}
         self.taken: list[Fact] = []  # every fact effective by the cutoff: a count in force is read against its time
         self.counted_at = ""  # the effective key of the count in force, as the last `record` found it
 
@@ -64,20 +72,38 @@ class Fold:
         """Take one fact; True when it became the latest of its kind and subject with another payload than
         the one it supersedes (or the first), i.e. when what the record is built from changed. Any fact the
         ledger stored is taken without error."""
-        if fact.effective_key > self.cutoff:
-            return False
-        self.taken.append(fact)
-        payload = loads_finite(fact.payload)  # every value of the record comes from here or is built below
-        # The subject derived when the fact was appended, unless its kind keeps one slot (or none: another paper).
-        slot = KIND[fact.kind].slot(self.paper_id, fact.subject, payload)
-        if slot is None:
-            return False
-        key = (fact.kind, slot)
-        current = self.newest.get(key)
-        if current is not None and (fact.effective_key, fact.seq) <= current[:2]:
-            return fact.effective_key <= self.counted_at  # it may change what the count in force is read against
-        self.newest[key] = (fact.effective_key, fact.seq, payload, fact.payload)
-        return current is None or current[3] != fact.payload
+        return self.extend((fact,))
+
+    def extend(self, facts: Iterable[Fact]) -> bool:
+        """Take each of `facts` as `add` does (one loop: a replay takes ~100 facts a paper); True when any of
+        them changed what the record is built from."""
+        cutoff, counted_at, paper_id, newest, take = self.cutoff, self.counted_at, self.paper_id, self.newest, \
+            self.taken.append
+        changed = False
+        for fact in facts:
+            seq, name, subject, _, effective, _, data = fact
+            if effective > cutoff:
+                continue
+            take(fact)
+            payload = None  # parsed when a record is drafted, once, and only for the facts kept (see _draft)
+            if name in _SUBJECT_SLOT:
+                slot: str | None = subject
+            else:  # the subject derived when the fact was appended, unless its kind keeps one slot (or none)
+                payload = loads_finite(data)
+                slot = KIND[name].slot(paper_id, subject, payload)
+                if slot is None:
+                    continue
+            key = (name, slot)
+            current = newest.get(key)
+            if current is None:
+                changed = True
+            elif (effective, seq) <= (current[0], current[1]):
+                changed = changed or effective <= counted_at  # it may change what the count in force is read against
+                continue
+            else:
+                changed = changed or current[3] != data
+            newest[key] = (effective, seq, payload, data)
+        return changed
 
     def record(self) -> dict:
         """The record built from the facts added so far. Raises NotFoundError when they hold no snapshot of
@@ -105,19 +131,22 @@ def build_record(paper_id: str, facts: Iterable[Fact], as_of: When) -> dict:
 def folded(paper_id: str, facts: Iterable[Fact], as_of: When) -> Fold:
     """A Fold of `paper_id` as of `as_of`, every one of `facts` added."""
     fold = Fold(paper_id, as_of)
-    for fact in facts:
-        fold.add(fact)
+    fold.extend(facts)
     return fold
 
 
 _ORDER = {name: index for index, name in enumerate(KIND)}
+_SUBJECT_SLOT = frozenset(name for name, kind in KIND.items() if kind.subject_slot)
 
 
 def _draft(paper_id: str, newest: dict[tuple[str, str], tuple]) -> Draft:
     draft = Draft(paper_id, newest)  # a withdrawal compares effective times
     # Kinds place in table order (a later kind may amend an earlier one's part); facts of a kind as they came.
-    for (kind, subject), (_, _, payload, _) in sorted(newest.items(), key=lambda item: _ORDER[item[0][0]]):
-        KIND[kind].place(draft, subject, payload)
+    for key, (effective, seq, payload, data) in sorted(newest.items(), key=lambda item: _ORDER[item[0][0]]):
+        if payload is None:  # every value of the record comes from here or is built below
+            payload = loads_finite(data)
+            newest[key] = (effective, seq, payload, data)  # kept: a fold drafted again parses nothing again
+        KIND[key[0]].place(draft, key[1], payload)
     return draft
 
 
@@ -130,7 +159,8 @@ PAGE_ORDER = {
 
 
 def directions(draft: Draft) -> tuple[list[dict], list[dict]]:
-    """Every observation of the draft, inbound and outbound (one citing its own paper is both), in page order."""
+    """Every observation of the draft, inbound and outbound (one citing its own paper is both), in page order,
+    without its digest (a record adds it to those it lists)."""
     inbound, outbound = [], []
     for oid, citation in draft.citations.items():
         obs = _observation(oid, citation, draft.resolutions.get(oid), draft.notices.get(oid))
@@ -210,7 +240,7 @@ def _assemble(draft: Draft, base: Draft, as_of: str) -> dict:
     if draft.paper is None:
         raise NotFoundError(f"no record of arXiv:{paper_id} as of {as_of}")
     inbound, outbound = directions(draft)
-    shown_in, shown_out = inbound[: CAPS["inbound"]], outbound[: CAPS["outbound"]]
+    shown_in, shown_out = _digested(inbound[: CAPS["inbound"]]), _digested(outbound[: CAPS["outbound"]])
     total = _total(draft, base, len(shown_in), len(shown_out))
     sources = sorted(draft.sources, key=lambda s: s["source"])
     counts = dict.fromkeys(RESOLUTION_STATES, 0)

@@ -79,14 +79,15 @@ def canonical_parsed(value: Any) -> bytes:
     return _encoded(value)
 
 
-def _encoded(value: Any) -> bytes:
+def _encoded(value: Any, exact: bool = True) -> bytes:
     try:
         encoded = orjson.dumps(value, option=_OPTIONS)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         raise CanonicalError(f"cannot encode canonically: {exc}") from None
     # orjson's result holds a buffer of at least 4 KiB however short the text: an import keeps one per event
-    # (its payload), so a copy of the exact length is returned (the same bytes; a tenth of the memory).
-    return bytes(memoryview(encoded))
+    # (its payload), so a copy of the exact length is returned (the same bytes; a tenth of the memory). Bytes
+    # only hashed (`exact` False: a record's digests, one per observation) are not kept, so not copied.
+    return bytes(memoryview(encoded)) if exact else encoded
 
 
 def sha256_digest(value: Any) -> str:
@@ -102,7 +103,7 @@ def parsed_digest(value: Any) -> str:
 
     Raises: CanonicalError (an InputError) for a value with no canonical form.
     """
-    return "sha256:" + hashlib.sha256(canonical_parsed(value)).hexdigest()
+    return "sha256:" + hashlib.sha256(_encoded(value, exact=False)).hexdigest()
 
 
 def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

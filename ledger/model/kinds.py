@@ -92,6 +92,7 @@ class Kind:
 
     name: str
     observation: bool
+    subject_slot = False  # True: `slot` is the subject whatever the payload (a fold parses only what it keeps)
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Check `payload` (unless `checked`: built from parts `published.check_record` accepted) and give its
@@ -149,7 +150,7 @@ class PaperSnapshot(Kind):
 
 class CitationObserved(Kind):
     name = "citation.observed"
-    observation = True
+    observation = subject_slot = True
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         oid = _observation_id(payload, checked)
@@ -182,7 +183,7 @@ class CitationObserved(Kind):
 
 class ResolutionRecorded(Kind):
     name = "resolution.recorded"
-    observation = True
+    observation = subject_slot = True
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Raises: InputError naming the field, or for a resolution without a time."""
@@ -210,7 +211,7 @@ class ResolutionRecorded(Kind):
 
 class NoticeChecked(Kind):
     name = "notice.checked"
-    observation = True
+    observation = subject_slot = True
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
         """Raises: InputError naming the field, or when neither receipts nor the line give the sweep time."""
@@ -302,7 +303,7 @@ class MeasurementsChecked(Kind):
 
 class ObservationWithdrawn(Kind):
     name = "observation.withdrawn"
-    observation = True
+    observation = subject_slot = True
     page = None  # a withdrawn observation is not in the record: the pages have nothing of it to show
 
     def derive(self, payload: dict[str, Any], checked: bool, stated: str | None) -> Derived:
