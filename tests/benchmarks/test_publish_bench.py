@@ -18,7 +18,7 @@ def test_a_tiny_run_passes_its_gates_writes_its_section_and_keeps_its_ledgers(tm
     assert SECTION_TITLE in text and "Correctness gates passed" in text
     for step in "abcde":
         assert f"| 10 | {step} |" in text
-    assert "| other | 9 / " in text  # the home, 404 and evidence pages, five assets, the checkpoint: none unclassed
+    assert "| other | 10 / " in text  # home, 404, evidence, five assets, the checkpoint and the paper index note
     assert "b at 10 / b at 5 papers:" in text and "the targets are for 1,000 to 10,000 papers" in text
     again = ledger_of(10, 29, cache)  # the run's own ledger, not built a second time
     assert again.cached and again.events > 0 and again.db.parent == cache
