@@ -22,6 +22,7 @@ import random
 import re
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import tempfile
 import time
@@ -30,9 +31,11 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks.common import HERE, build_ledger, command, compiled, gate, replace_section, run_main
+from benchmarks.common import HERE, build_ledger, command, compiled, gate, paired, replace_section, run_main
+from benchmarks.whole import replay_command
 from ledger.log.chain import entry_bytes, verify_entries
 from ledger.model.events import Event, make_event, record_events
+from ledger.storage.payloads import pack, unpack
 from ledger.storage.store import Store
 
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.disk: begin -->", "<!-- benchmarks.disk: end -->"
@@ -145,53 +148,143 @@ def drop_schema(url: str, schema: str) -> None:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-def table_rows(sizes: dict[str, int], n: int) -> list[str]:
-    """A table's lines: every table and index, largest first, in bytes per event, and their total."""
-    lines = ["| table or index | bytes per event |", "|---|---|"]
+def plain_copy(path: Path, folder: Path) -> Path:
+    """A copy of the SQLite ledger at `path` with every payload stored as its canonical bytes (as schema 3 also
+    reads them, and as version 2 kept them), VACUUMed: the same ledger without the packing."""
+    copy = folder / "plain.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copyfile(path, copy)
+    conn = sqlite3.connect(copy, isolation_level=None)
+    rows = conn.execute("SELECT seq, payload FROM events").fetchall()
+    conn.execute("BEGIN")
+    conn.execute("DROP TRIGGER events_append_only_update")
+    conn.executemany("UPDATE events SET payload = ? WHERE seq = ?", [(unpack(p), seq) for seq, p in rows])
+    conn.execute("COMMIT")
+    conn.execute("VACUUM")
+    conn.close()
+    return copy
+
+
+def speeds(packed: Path, plain: Path, reps: int, folder: Path) -> dict[str, list[float]]:
+    """Seconds of `ledger verify` and of `ledger replay --out` (every paper, one job) on both ledgers, whole
+    commands in fresh processes, in turn in each repetition."""
+    runs: dict[str, list[float]] = {}
+    for _ in range(reps):
+        for name, path in (("packed", packed), ("plain", plain)):
+            seconds, out, _ = command(["--db", str(path), "verify"])
+            gate(out.startswith(b"ok: "), f"verify {name}: {out[:200]!r}")
+            runs.setdefault(f"verify {name}", []).append(seconds)
+            runs.setdefault(f"replay {name}", []).append(_replay_seconds(path, folder))
+    return runs
+
+
+def _replay_seconds(path: Path, folder: Path) -> float:
+    rate, written, _ = replay_command(path, 1, folder)
+    gate(written > 0, f"replay {path}: no record written")
+    return written / rate
+
+
+def candidates(path: Path) -> list[str]:
+    """The cuts measured and not made: what each would save at most, per event, from the columns' stored lengths
+    (in the row, and in the unique fact key where the column is in it), before page overhead."""
+    with sqlite3.connect(path) as conn:
+        kind, effective, recorded, entry_hash = conn.execute(
+            "SELECT AVG(LENGTH(kind)), AVG(LENGTH(effective_key)), AVG(LENGTH(recorded_at)), AVG(LENGTH(entry_hash)) "
+            "FROM events").fetchone()
+    rows = [("`kind` as a one-byte code (row and fact key)", 2 * (kind - 1)),
+            ("`effective_key` as int64 microseconds (row and fact key)", 2 * (effective - 8)),
+            ("`recorded_at` as int64 microseconds (row)", recorded - 8),
+            ("`entry_hash` not stored, re-computed from the entry bytes on read (row)", entry_hash + 1)]
+    return ["| cut not made | saves at most, bytes per event |", "|---|---|",
+            *(f"| {name} | {saved:,.1f} |" for name, saved in rows)]
+
+
+def pack_share(events: list[Event], seconds: float) -> float:
+    """The time `pack` takes over every payload of `events`, as a share of `seconds` (their import)."""
+    started = time.perf_counter()
+    for ev in events:
+        pack(ev.payload)
+    return (time.perf_counter() - started) / seconds
+
+
+def table_rows(sizes: dict[str, int], plain: dict[str, int] | None, n: int) -> list[str]:
+    """A table's lines: every table and index, largest first, in bytes per event (and beside it the plain
+    copy's), and their total."""
+    lines = ["| table or index | bytes per event |" + (" payloads plain (as version 2) |" if plain else ""),
+             "|---|---|" + ("---|" if plain else "")]
     for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
-        lines.append(f"| `{name}` | {size / n:,.1f} |")
-    lines.append(f"| **all** | **{sum(sizes.values()) / n:,.1f}** |")
+        lines.append(f"| `{name}` | {size / n:,.1f} |" + (f" {plain.get(name, 0) / n:,.1f} |" if plain else ""))
+    lines.append(f"| **all** | **{sum(sizes.values()) / n:,.1f}** |"
+                 + (f" **{sum(plain.values()) / n:,.1f}** |" if plain else ""))
     return lines
 
 
-def measure(n: int, postgres: str | None, folder: Path) -> list[str]:
+def measure(n: int, postgres: str | None, reps: int, folder: Path) -> list[str]:
     """The section's lines for a ledger of about `n` realistic events."""
     events = realistic(n)
     n = len(events)
     path = folder / "ledger.db"
+    started = time.perf_counter()
     built(events, str(path))
+    share = pack_share(events, time.perf_counter() - started)
     store = Store.open(str(path))
     canonical = canonical_bytes(store)
     store.close()
     exported, packed = export_sizes(str(path), folder)
     sqlite = sqlite_sizes(path)
+    plain_path = plain_copy(path, folder)
+    plain = sqlite_sizes(plain_path)
+    runs = speeds(path, plain_path, reps, folder)
     total = sum(sqlite.values())
     lines = [SECTION_BEGIN, SECTION_TITLE, "",
-             f"Command: `python -m benchmarks.disk --events {n}{' --postgres URL' if postgres else ''}`, run "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores (a shared machine; "
-             f"sizes do not depend on its load), SQLite {sqlite3.sqlite_version}. {n:,} events: seed 004's record taken "
-             "apart and replicated with fresh arXiv ids and observation UUIDs, imported 5,000 to a transaction, the "
-             "paper index kept at the head (as `checkpoint` keeps it).", "",
+             f"Command: `python -m benchmarks.disk --events {n}{' --postgres URL' if postgres else ''} --reps {reps}`, "
+             f"run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores (a shared machine: "
+             f"sizes do not depend on its load, times do), SQLite {sqlite3.sqlite_version}. {n:,} events: seed 004's "
+             "record taken apart and replicated with fresh arXiv ids and observation UUIDs, imported 5,000 to a "
+             "transaction, the paper index kept at the head (as `checkpoint` keeps it).", "",
              "| what | bytes per event | vs canonical JSON |", "|---|---|---|",
              f"| the events' canonical JSON (`entry(n)`: seq, kind, times, payload) | {canonical / n:,.1f} | 1.00 |",
              f"| `ledger export` (every hash included) | {exported / n:,.1f} | {exported / canonical:.2f} |",
-             f"| `ledger export \\| zstd` (level 3) | {packed / n:,.1f} | {packed / canonical:.2f} |",
+             f"| `ledger export \\| zstd` (level 3; across lines, so copies of one record compress together) | "
+             f"{packed / n:,.1f} | {packed / canonical:.2f} |",
              f"| SQLite database: tables, indexes, Merkle nodes, paper links, index nodes | {total / n:,.1f} | "
-             f"{total / canonical:.2f} |"]
+             f"{total / canonical:.2f} |",
+             f"| the same, payloads plain (version 2's layout), VACUUMed | {sum(plain.values()) / n:,.1f} | "
+             f"{sum(plain.values()) / canonical:.2f} |"]
     pg = None
     if postgres:
-        schema, location = postgres_schema(postgres)
-        try:
-            built(events, location)
-            pg = postgres_sizes(location)
-        finally:
-            drop_schema(postgres, schema)
+        pg = postgres_measured(events, postgres)
         lines.append(f"| PostgreSQL: tables (heap, TOAST, maps) and indexes | {sum(pg.values()) / n:,.1f} | "
                      f"{sum(pg.values()) / canonical:.2f} |")
     lines += ["", "SQLite, by table and index (`dbstat`: whole pages, free space in them included):", "",
-              *table_rows(sqlite, n)]
+              *table_rows(sqlite, plain, n)]
     if pg is not None:
-        lines += ["", "PostgreSQL, by table and index:", "", *table_rows(pg, n)]
+        lines += ["", "PostgreSQL, by table and index:", "", *table_rows(pg, None, n)]
+    return lines + ["", *speed_lines(runs, share, reps), "", *candidates(path)]
+
+
+def postgres_measured(events: list[Event], url: str) -> dict[str, int]:
+    """The sizes of a PostgreSQL ledger of `events`, in a schema of its own, dropped after."""
+    schema, location = postgres_schema(url)
+    try:
+        built(events, location)
+        return postgres_sizes(location)
+    finally:
+        drop_schema(url, schema)
+
+
+def speed_lines(runs: dict[str, list[float]], share: float, reps: int) -> list[str]:
+    """What packing costs: the commands' seconds on both ledgers and their ratios, paired in each repetition."""
+    lines = [f"What the packing costs, whole commands in fresh processes on both SQLite ledgers, in turn in each of "
+             f"{reps} repetitions (median seconds; packed / plain, the median of each repetition's ratio):", "",
+             "| command | packed s | plain s | packed / plain |", "|---|---|---|---|"]
+    for name, shown in (("verify", "`ledger verify` (every entry hash and chain link)"),
+                        ("replay", "`ledger replay --as-of D --out DIR`, every paper, 1 job")):
+        lines.append(f"| {shown} | {statistics.median(runs[name + ' packed']):.2f} | "
+                     f"{statistics.median(runs[name + ' plain']):.2f} | {paired(runs, name + ' packed', name + ' plain'):.2f} |")
+    lines += ["", f"Packing every payload (`ledger.storage.payloads.pack`, level 9) took {share:.1%} of the import's time "
+              "(`build_ledger`, in process, the same events)."]
     return lines
 
 
@@ -199,12 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=4_000)
     parser.add_argument("--postgres", default=None, help="a PostgreSQL server URL (a schema is made and dropped)")
+    parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = parser.parse_args(argv)
     compiled()
     folder = Path(tempfile.mkdtemp(prefix="ledger-disk-bench-"))
     try:
-        lines = measure(args.events, args.postgres, folder)
+        lines = measure(args.events, args.postgres, args.reps, folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     lines.append(SECTION_END)
