@@ -54,13 +54,11 @@ def pack(payload: bytes) -> bytes:
 def unpack(stored: bytes) -> bytes:
     """The canonical payload `stored` holds (`pack`'s inverse); `stored` itself when it is not a whole deflated
     value of at most the record limit (it will not re-compute: verification names it)."""
-    if stored[:1] != PACKED:
+    if not stored or stored[0]:  # not PACKED: the canonical bytes themselves (read on every event: kept short)
         return stored
     inflate = zlib.decompressobj(_WINDOW, DICTIONARY)
     try:
-        payload = inflate.decompress(stored[1:], RECORD.size + 1)
+        payload = inflate.decompress(stored[1:], RECORD.size)  # over the limit: stops there, short of its end
     except zlib.error:
         return stored
-    if not inflate.eof or inflate.unused_data or len(payload) > RECORD.size:
-        return stored
-    return payload
+    return payload if inflate.eof and not inflate.unused_data else stored

@@ -1,6 +1,8 @@
 """Payloads kept packed (schema version 3): the bytes read back are the canonical bytes appended, on every
 backend; a version 2 ledger is upgraded in place, every hash, export line and rebuilt record as before."""
 
+import zlib
+
 import orjson
 import pytest
 from blake3 import blake3
@@ -8,6 +10,7 @@ from sqlalchemy import text
 
 from benchmarks.generate import generate
 from ledger.core.errors import InputError, StoreError
+from ledger.core.limits import RECORD
 from ledger.importing.importer import import_files
 from ledger.log.chain import verify_entries
 from ledger.log.export import export_line
@@ -65,7 +68,7 @@ def test_upgrade_packs_a_version_2_ledgers_payloads_in_place(ledger_location, ba
     store = Store.create(ledger_location)
     import_files(store, [str(SEED_004)])
     with store.writing() as writer:
-        writer.append(generate(200, seed=31))
+        writer.append(generate(100, seed=31))
     lines = [export_line(e) for e in store.entries()]
     facts = store.paper_facts(PAPER_004)
     packed = make_version_2(store)
@@ -86,7 +89,7 @@ def test_upgrade_packs_a_version_2_ledgers_payloads_in_place(ledger_location, ba
         with pytest.raises(Exception, match="append-only"):  # the guard is back
             raw(store, "UPDATE events SET payload = :p WHERE seq = 1", p=b"{}")
         with store.writing() as writer:  # and the chain goes on
-            writer.append(generate(220, seed=31)[200:])
+            writer.append(generate(120, seed=31)[100:])
         assert verify_entries(store.entries())[0] == len(lines) + 20
     finally:
         store.close()
@@ -106,3 +109,11 @@ def test_an_upgrade_that_fails_keeps_the_version_2_ledger_as_it_was(ledger_locat
     assert raw(store, "SELECT seq, payload FROM events ORDER BY seq").fetchall() == before
     assert raw(store, "SELECT value FROM ledger_meta WHERE key = 'schema_version'").scalar_one() == "2"
     store.close()
+
+
+@pytest.mark.slow  # 64 MiB deflated and inflated
+def test_a_packed_value_that_would_inflate_past_the_record_limit_is_given_back_as_stored():
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -12, 8, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
+    bomb = PACKED + deflate.compress(b'{"a":"' + b"x" * RECORD.size + b'"}') + deflate.flush()
+    assert len(bomb) < RECORD.size // 100
+    assert unpack(bomb) == bomb
