@@ -200,6 +200,17 @@ def candidates(path: Path) -> list[str]:
             *(f"| {name} | {saved:,.1f} |" for name, saved in rows)]
 
 
+def by_kind(packed: Path, plain: Path) -> list[str]:
+    """Per kind: its share of the events, its payloads' canonical bytes and as stored (mean): where packing pays."""
+    query = "SELECT kind, COUNT(*), AVG(LENGTH(payload)) FROM events GROUP BY kind"
+    with sqlite3.connect(packed) as a, sqlite3.connect(plain) as b:
+        stored, canonical = ({k: (n, size) for k, n, size in conn.execute(query)} for conn in (a, b))
+    total = sum(n for n, _ in stored.values())
+    return ["| kind | share of events | payload bytes, canonical | as stored |", "|---|---|---|---|",
+            *(f"| `{kind}` | {n / total:.0%} | {canonical[kind][1]:,.0f} | {size:,.0f} |"
+              for kind, (n, size) in sorted(stored.items(), key=lambda kv: -kv[1][0]))]
+
+
 def pack_share(events: list[Event], seconds: float) -> float:
     """The time `pack` takes over every payload of `events`, as a share of `seconds` (their import)."""
     started = time.perf_counter()
@@ -261,7 +272,7 @@ def measure(n: int, postgres: str | None, reps: int, folder: Path) -> list[str]:
               *table_rows(sqlite, plain, n)]
     if pg is not None:
         lines += ["", "PostgreSQL, by table and index:", "", *table_rows(pg, None, n)]
-    return lines + ["", *speed_lines(runs, share, reps), "", *candidates(path)]
+    return lines + ["", *by_kind(path, plain_path), "", *speed_lines(runs, share, reps), "", *candidates(path)]
 
 
 def postgres_measured(events: list[Event], url: str) -> dict[str, int]:

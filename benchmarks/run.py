@@ -29,6 +29,8 @@ from pathlib import Path
 
 from benchmarks.appends import appends_section
 from benchmarks.common import HERE, SYNCHRONOUS, Report, gate, kept_section, replace_section, run_main
+from benchmarks.disk import SECTION_BEGIN as DISK_BEGIN
+from benchmarks.disk import SECTION_END as DISK_END
 from benchmarks.index_costs import INDEX_BEGIN, INDEX_END, index_section
 from benchmarks.monitor import SECTION_BEGIN as MONITOR_BEGIN
 from benchmarks.monitor import SECTION_END as MONITOR_END
@@ -81,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     kept = (kept_section(args.out, SECTION_BEGIN, SECTION_END) + kept_section(args.out, PUBLISH_BEGIN, PUBLISH_END)
-            + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, *ARCHIVE))
+            + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, DISK_BEGIN, DISK_END)
+            + kept_section(args.out, *ARCHIVE))
     Path(args.out).write_text("\n".join(say.lines) + "\n" + kept)
     return 0
 

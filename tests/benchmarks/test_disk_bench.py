@@ -26,7 +26,9 @@ def test_the_disk_benchmark_writes_its_section_and_keeps_the_rest(tmp_path):
     assert disk.main(args) == 0
     text = out.read_text()
     assert text.startswith("# Benchmark results\n\nkept\n") and disk.SECTION_END in text
-    rows = dict(re.findall(r"^\| `?([a-z_0-9]+)`? \| ([0-9.,]+) \|$", text, re.M))
+    rows = dict(re.findall(r"^\| `([a-z_0-9]+)` \| ([0-9.,]+) \|", text, re.M))
     assert {"events", "merkle_nodes", "observation_papers", "index_nodes"} <= set(rows)
     assert re.search(r"\| SQLite database: .* \| [0-9.,]+ \| [0-9.]+ \|", text)
     assert ("PostgreSQL: tables" in text) == bool(POSTGRES)
+    assert re.search(r"\| `citation.observed` \| [0-9]+% \| [0-9,]+ \| [0-9,]+ \|", text)
+    assert re.search(r"\| `ledger verify` .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|", text)
