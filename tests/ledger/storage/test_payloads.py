@@ -15,9 +15,10 @@ from ledger.importing.importer import import_files
 from ledger.log.chain import verify_entries
 from ledger.log.export import export_line
 from ledger.model.events import record_events
+from ledger.storage.backends import database_url, shown_location
 from ledger.storage.payloads import DICTIONARY, PACKED, pack, unpack
 from ledger.storage.store import Store
-from tests.conftest import PAPER_004, SEED_004
+from tests.conftest import PAPER_004, SEED_004, run_ledger
 from tests.ledger.storage.test_store import raw
 
 
@@ -117,3 +118,21 @@ def test_a_packed_value_that_would_inflate_past_the_record_limit_is_given_back_a
     bomb = PACKED + deflate.compress(b'{"a":"' + b"x" * RECORD.size + b'"}') + deflate.flush()
     assert len(bomb) < RECORD.size // 100
     assert unpack(bomb) == bomb
+
+
+@pytest.mark.slow  # three commands in processes of their own
+def test_the_commands_name_a_version_2_ledger_and_upgrade_brings_it_to_version_3(ledger_location, backend):
+    store = Store.create(ledger_location)
+    import_files(store, [str(SEED_004)])
+    packed = make_version_2(store)
+    store.close()
+    refused = run_ledger("--db", ledger_location, "verify")
+    assert refused.returncode == 2 and refused.stdout == b""
+    assert refused.stderr.decode().splitlines() == [
+        f"ledger: {shown_location(database_url(ledger_location))}: ledger schema version 2, this ledger reads version 3; "
+        "bring it to this version with `ledger upgrade`"]
+    upgraded = run_ledger("--db", ledger_location, "upgrade")
+    assert upgraded.returncode == 0 and upgraded.stderr == b""
+    assert f"upgraded to schema version 3; {packed} payloads stored packed".encode() in upgraded.stdout
+    verified = run_ledger("--db", ledger_location, "verify")
+    assert verified.returncode == 0 and verified.stdout.startswith(b"ok: 40 events")
