@@ -291,7 +291,17 @@ def measure(n: int, postgres: str | None, reps: int, folder: Path) -> list[str]:
               *table_rows(sqlite, plain, n)]
     if pg is not None:
         lines += ["", "PostgreSQL, by table and index:", "", *table_rows(pg, None, n)]
-    return lines + ["", *by_kind(path, plain_path), "", *speed_lines(runs, share, reps), "", *candidates(path)]
+    return lines + ["", *by_kind(path, plain_path), "", *speed_lines(runs, share, reps), "", *candidates(path), "",
+                    *CUT]
+
+
+CUT = ["What schema version 3 cut: each payload is stored deflated against a dictionary fixed forever "
+       "(`ledger/storage/payloads.py`) when that is shorter; no column, index or guard was dropped. What the proofs "
+       "still need, all kept: every event's seq, kind, effective_at, recorded_at and payload (inflated to its "
+       "canonical bytes to re-make `entry(n)`, a leaf, a tile's entry bundle, an export line), its entry and chain "
+       "hashes, the Merkle nodes of 16 leaves and more (smaller ones re-computed from their block's entries), the "
+       "paper links, and the paper index's nodes and roots at every size it was kept at (docs/hash-chain.md, \"What "
+       "the database keeps\")."]
 
 
 def postgres_measured(events: list[Event], url: str) -> dict[str, int]:
