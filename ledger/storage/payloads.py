@@ -3,7 +3,8 @@ bytes deflated (zlib, the standard library) against a preset dictionary fixed he
 
 The first byte says which: a canonical payload is a JSON object, so it begins with `{`; `PACKED` (0x00) begins
 a deflated one. `unpack(pack(p)) == p` for every payload, so the entry bytes, every hash, proof, tile, bundle
-and export line are those of the canonical payload, whatever is stored. The dictionary is JSON of the
+and export line are those of the canonical payload, whatever is stored (another zlib build may deflate to other
+bytes; any inflates them to the same payload). The dictionary is JSON of the
 kinds' field names and vocabulary, with no event's own text; it must never change (a test pins its digest),
 since every stored payload of every ledger is read with it: another one would be a new first byte. This module
 never reads the database and never decides what a payload means; a stored value that unpacks to nothing
@@ -40,7 +41,7 @@ DICTIONARY = (  # the commonest kinds' shapes last: deflate finds the nearest ma
     b'"observation_id":""}'
 )
 _WINDOW = -12  # raw deflate (no header, no checksum: the entry hash checks the bytes), 4 KiB window
-_LEVEL = 9  # the smallest: appends pay for it once, reads cost the same at any level (benchmarks/disk.py)
+_LEVEL = 9  # the smallest output: appends pay for it once; inflating costs about the same at any level
 
 
 def pack(payload: bytes) -> bytes:
