@@ -79,14 +79,22 @@ def sqlite_sizes(path: Path) -> dict[str, int]:
     return dict(rows)
 
 
-def postgres_sizes(location: str) -> dict[str, int]:
-    """Bytes of every table (heap, TOAST and maps) and index of the ledger's schema at `location`, after VACUUM."""
+def postgres_sizes(location: str, plain: bool = False) -> dict[str, int]:
+    """Bytes of every table (heap, TOAST and maps) and index of the ledger's schema at `location`, after VACUUM;
+    `plain`: first with every payload rewritten as its canonical bytes (version 2's layout), then VACUUM FULL."""
     store = Store.open(location)
     try:
         raw = store.engine.raw_connection()
-        raw.driver_connection.autocommit = True
         cursor = raw.cursor()
-        cursor.execute("VACUUM ANALYZE")
+        if plain:
+            rows = cursor.execute("SELECT seq, payload FROM events").fetchall()
+            lift, restore = store.backend.rewrite_guard
+            cursor.execute(lift)
+            cursor.executemany("UPDATE events SET payload = %s WHERE seq = %s", [(unpack(p), seq) for seq, p in rows])
+            cursor.execute(restore)
+            raw.commit()
+        raw.driver_connection.autocommit = True
+        cursor.execute("VACUUM FULL ANALYZE" if plain else "VACUUM ANALYZE")
         cursor.execute("SELECT c.relname, CASE WHEN c.relkind = 'i' THEN pg_relation_size(c.oid) ELSE "
                        "pg_table_size(c.oid) END FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')")
@@ -282,15 +290,17 @@ def measure(n: int, postgres: str | None, reps: int, folder: Path) -> list[str]:
              f"{total / canonical:.2f} |",
              f"| the same, payloads plain (version 2's layout), VACUUMed | {sum(plain.values()) / n:,.1f} | "
              f"{sum(plain.values()) / canonical:.2f} |"]
-    pg = None
+    pg = pg_plain = None
     if postgres:
-        pg = postgres_measured(events, postgres)
-        lines.append(f"| PostgreSQL: tables (heap, TOAST, maps) and indexes | {sum(pg.values()) / n:,.1f} | "
-                     f"{sum(pg.values()) / canonical:.2f} |")
+        pg, pg_plain = postgres_measured(events, postgres)
+        lines += [f"| PostgreSQL: tables (heap, TOAST, maps) and indexes | {sum(pg.values()) / n:,.1f} | "
+                  f"{sum(pg.values()) / canonical:.2f} |",
+                  f"| the same, payloads plain (version 2's layout), VACUUM FULL | {sum(pg_plain.values()) / n:,.1f} | "
+                  f"{sum(pg_plain.values()) / canonical:.2f} |"]
     lines += ["", "SQLite, by table and index (`dbstat`: whole pages, free space in them included):", "",
               *table_rows(sqlite, plain, n)]
     if pg is not None:
-        lines += ["", "PostgreSQL, by table and index:", "", *table_rows(pg, None, n)]
+        lines += ["", "PostgreSQL, by table and index:", "", *table_rows(pg, pg_plain, n)]
     return lines + ["", *by_kind(path, plain_path), "", *speed_lines(runs, share, reps), "", *candidates(path), "",
                     *CUT]
 
@@ -304,12 +314,13 @@ CUT = ["What schema version 3 cut: each payload is stored deflated against a dic
        "the database keeps\")."]
 
 
-def postgres_measured(events: list[Event], url: str) -> dict[str, int]:
-    """The sizes of a PostgreSQL ledger of `events`, in a schema of its own, dropped after."""
+def postgres_measured(events: list[Event], url: str) -> tuple[dict[str, int], dict[str, int]]:
+    """The sizes of a PostgreSQL ledger of `events`, in a schema of its own, dropped after: as built, and with
+    its payloads plain."""
     schema, location = postgres_schema(url)
     try:
         built(events, location)
-        return postgres_sizes(location)
+        return postgres_sizes(location), postgres_sizes(location, plain=True)
     finally:
         drop_schema(url, schema)
 
