@@ -12,8 +12,9 @@ from benchmarks.generate import generate
 from ledger.core.errors import InputError, StoreError
 from ledger.core.limits import RECORD
 from ledger.importing.importer import import_files
-from ledger.log.chain import verify_entries
+from ledger.log.chain import entry_bytes, verify_entries
 from ledger.log.export import export_line
+from ledger.log.merkle import leaf_hash
 from ledger.model.events import record_events
 from ledger.storage.backends import database_url, shown_location
 from ledger.storage.payloads import DICTIONARY, PACKED, pack, unpack
@@ -136,3 +137,27 @@ def test_the_commands_name_a_version_2_ledger_and_upgrade_brings_it_to_version_3
     assert f"upgraded to schema version 3; {packed} payloads stored packed".encode() in upgraded.stdout
     verified = run_ledger("--db", ledger_location, "verify")
     assert verified.returncode == 0 and verified.stdout.startswith(b"ok: 40 events")
+
+
+def test_every_read_of_a_packed_store_gives_the_canonical_payloads(seeded):
+    # Each read method that returns a payload, on a store whose payloads are all packed: a new one belongs here.
+    canonical = {(e.kind, e.subject, e.effective_key): e.payload for e in record_events(orjson.loads(SEED_004.read_bytes()))}
+    stored = [bytes(p) for (p,) in raw(seeded, "SELECT payload FROM events ORDER BY seq").fetchall()]
+    assert all(p[:1] == PACKED for p in stored)
+    entries = list(seeded.entries())
+    by_seq = {f.seq: canonical[(f.kind, f.subject, f.effective_key)] for f in seeded.paper_facts(PAPER_004)}
+    assert [e.payload for e in entries] == [by_seq[e.seq] for e in entries]
+    assert len(by_seq) == len(entries) == len(canonical)
+    observation = next(e.subject for e in record_events(orjson.loads(SEED_004.read_bytes())) if e.paper is None)
+    assert all(f.payload == canonical[(f.kind, f.subject, f.effective_key)] for f in seeded.observation_facts(observation))
+    with seeded.reading() as cursor:
+        assert cursor.entry(7).payload == by_seq[7]
+        rows = cursor.event_rows_after(0, 100)
+        assert [r[4] for r in rows] == [by_seq[r[0]] for r in rows]
+        snapshot, _, _ = cursor.paper_summary(PAPER_004, "9999")
+        assert snapshot == canonical[next(k for k in canonical if k[0] == "paper.snapshot")]
+        found = cursor.stored_facts(record_events(orjson.loads(SEED_004.read_bytes())))
+        assert {key: payload for key, (_, payload) in found.items()} == canonical
+        assert cursor.citation_papers([observation])[observation]  # read from the packed citation
+        leaves = cursor.tree_nodes([(0, i) for i in range(16)])
+    assert all(leaves[(0, i)] == leaf_hash(entry_bytes(*entries[i][:5])) for i in range(16))
