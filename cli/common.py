@@ -1,7 +1,8 @@
 """What every command module shares: the global options' values, opening the store, reading key files, the
 witness options (parsed once, by `witness_policy`, into the policy a command hands on), and writing results
 (a date option is read by `ledger.core.times.when`, as the web's query is; a paper id by `ledger.model.arxiv`,
-as the web's path is, once, at the option: `paper_option`). Command modules import this, never `cli.main`
+as the web's path is, once, at the option: `paper_option`; `--shard K/N` by `ledger.model.shards`, at the option:
+`ShardOption`). Command modules import this, never `cli.main`
 (which imports them).
 
 stdout carries results only (`write_stdout`, `write_json`); progress goes to stderr, and only on a terminal.
@@ -23,11 +24,12 @@ from ledger.core.limits import NOTE, Limit
 from ledger.core.redact import redact
 from ledger.importing.logfile import open_ledger
 from ledger.model.arxiv import PREFIX, looks_like_paper_id, parse_arxiv_id
+from ledger.model.shards import Shard, parse_shard
 from ledger.storage.store import Store
 
 if TYPE_CHECKING:
     from ledger.log.cosignature import CosignerKey, WitnessPolicy
-    from ledger.log.signed_notes import Verifier
+    from ledger.log.signed_notes import Checkpoint, Verifier
 
 DEFAULT_DB = "ledger.db"
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (default: text).")]  # every command's --json
@@ -40,6 +42,11 @@ Quorum = Annotated[int | None, typer.Option("--quorum", min=0, help="How many --
                                                                        "(default: all).")]
 PolicyFile = Annotated[str | None, typer.Option("--policy", help="A C2SP tlog-policy file instead of "
                                                                     "--witness-key and --quorum (default: none).")]
+# replay, publish and monitor: this process's part of the papers (`ledger.model.shards`; docs/scale.md).
+ShardOption = Annotated[Shard, typer.Option(
+    "--shard", metavar="K/N", show_default=False, parser=lambda text: text if isinstance(text, Shard) else parse_shard(text),
+    help="Only the papers of shard K of N (by a stable hash of the id, docs/scale.md): N processes, one per shard, "
+         "together do what one does (default: 1/1, every paper).")]
 Cosigned = Annotated[str | None, typer.Option(
     "--cosigned", help="The cosigned checkpoint of the same tree, when the proof's is the paper index note "
                        "(default: the cosignatures are looked for on the proof's own checkpoint).")]
@@ -192,11 +199,32 @@ def witness_check(policy: WitnessPolicy | None, verifier: Verifier, note: str,
     else:
         text, name = (note, "checkpoint") if carried is None else (carried, "the bundle's cosigned checkpoint")
     of = verify_checkpoint(note, verifier)
+    audited = _audited(policy, verifier, note, of)
+    if audited is not None:
+        return audited
     try:
         found = sorted(witnessed(text, verifier, policy.rule, of, name))
     except IntegrityError as exc:
         if policy.cosigned is None and carried is None and of.index_root is not None:
-            raise IntegrityError(f"{exc} (this is the paper index note, which witnesses do not cosign: give "
+            raise IntegrityError(f"{exc} (this is the paper index note, which only auditing witnesses cosign: give "
                                  f"--cosigned with the checkpoint they cosigned)") from None
         raise
     return f"; witnessed by {', '.join(found) or 'none needed'} ({len(found)} of {len(policy.rule.witnesses)})", found
+
+
+def _audited(policy: WitnessPolicy, verifier: Verifier, note: str, of: Checkpoint) -> tuple[str, list[str]] | None:
+    """With no --cosigned, the policy met on the paper index note itself (auditing witnesses cosign it, once
+    they re-computed the index: docs/witnesses.md): the account saying so, and who; else None (counted then
+    on the checkpoint, as by plain witnesses)."""
+    from ledger.audit.quorum import witnessed
+    from ledger.model.parts import counted
+
+    if policy.cosigned is not None or of.index_root is None or not policy.rule.cosigned(note):
+        return None
+    try:
+        found = sorted(witnessed(note, verifier, policy.rule, of, "the paper index note"))
+    except IntegrityError:
+        return None
+    by = counted(len(found), "auditing witness", "auditing witnesses")
+    return (f"; the index checked by {by}: {', '.join(found) or 'none needed'} ({len(found)} of "
+            f"{len(policy.rule.witnesses)})", found)

@@ -19,8 +19,10 @@ from typer.core import TyperGroup
 
 from ledger import __version__
 from ledger.cli import (
+    history_commands,
     log_commands,
     monitor_commands,
+    ops_commands,
     proof_commands,
     publish_commands,
     record_commands,
@@ -148,11 +150,13 @@ def _options(
 
 
 app.add_typer(record_commands.app)
+app.add_typer(history_commands.app)
 app.add_typer(log_commands.app)
 app.add_typer(proof_commands.app)
 app.add_typer(publish_commands.app)
 app.add_typer(witness_commands.app, name="witness")
 app.add_typer(monitor_commands.app)
+app.add_typer(ops_commands.app)
 
 
 def _reflowed(commands: typer.Typer) -> None:

@@ -7,8 +7,19 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import Json, PolicyFile, Quorum, WitnessKeys, paper_option, witness_policy, write_json
+from ledger.cli.common import (
+    Json,
+    PolicyFile,
+    Quorum,
+    ShardOption,
+    WitnessKeys,
+    paper_option,
+    witness_policy,
+    write_json,
+)
+from ledger.core.errors import InputError
 from ledger.model.parts import counted
+from ledger.model.shards import EVERY
 from ledger.services.keys import load_verifier
 from ledger.services.monitor import TIMEOUT, MisbehaviourError, UnreachableError, follow
 
@@ -29,15 +40,18 @@ def monitor(
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0.1, help=f"Seconds the whole run may take, every request included (default: "
                                    f"{TIMEOUT:g}); a log that answers slower is unreachable.")] = TIMEOUT,
+    shard: ShardOption = EVERY,
     json: Json = False,
 ) -> None:
     """Follow a log: its checkpoint verified and consistent with the last one kept, only the new tiles
     fetched and every new entry checked, the records of the papers that changed rebuilt and compared with the
-    site's. Exit 0 consistent, 1 misbehaviour (--json: the evidence), 3 unreachable."""
+    site's (with --shard, only that shard's papers; the log is checked whole). Exit 0 consistent, 1 misbehaviour (--json: the evidence), 3 unreachable."""
+    if paper is not None and not shard.whole:
+        raise InputError("--shard: splits the papers compared, not with --paper")
     verifier = load_verifier(verifier_key)
     witnessing = witness_policy(str(verifier), witness_key, quorum, policy)
     try:
-        found = follow(where, verifier, state, witnessing.rule if witnessing else None, paper, timeout)
+        found = follow(where, verifier, state, witnessing.rule if witnessing else None, paper, timeout, shard)
     except MisbehaviourError as exc:
         if json:
             write_json({"status": "misbehaviour", "log": verifier.name, **exc.evidence})

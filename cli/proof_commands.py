@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Annotated
 
@@ -31,14 +32,14 @@ from ledger.core.inputs import read_input
 from ledger.core.limits import PROOF
 from ledger.core.redact import quoted
 from ledger.log.cosignature import CosignerKey, generate_cosigner
-from ledger.log.signed_notes import Verifier, generate_signer, verify_checkpoint
+from ledger.log.signed_notes import Verifier, generate_signer, open_note, verify_checkpoint
 from ledger.model.parts import counted
 from ledger.services.cosign_gathering import cosign, targets_of
 from ledger.services.fetch import check_url
 from ledger.services.keys import load_cosigner_key, load_signer, load_verifier
 from ledger.services.proofs import checkpoint as signed_checkpoint
 from ledger.services.proofs import prove_consistency, prove_inclusion, prove_paper
-from ledger.storage.cosigned_checkpoint import keep_cosigned
+from ledger.storage.cosigned_checkpoint import INDEX_KEY, keep_cosigned
 
 app = typer.Typer()
 KEY_FILE, VKEY_FILE = "ledger.key", "ledger.vkey"
@@ -107,7 +108,7 @@ def checkpoint(
     key: Annotated[str, typer.Option("--key", help="The signing key file (ledger keygen).")],
     paper_index: Annotated[bool, typer.Option(
         "--paper-index", help="The paper index note instead: the same lines and the paper index root, which paper "
-                              "index proofs are checked against (witnesses do not cosign it).")] = False,
+                              "index proofs are checked against (only auditing witnesses cosign it).")] = False,
     witness: Annotated[list[str] | None, typer.Option(
         "--witness", metavar="URL=VKEY", help="Ask this witness to cosign (repeat); URL is its submission prefix (default: none, no witness).")] = None,
     quorum: Annotated[int | None, typer.Option(
@@ -135,12 +136,28 @@ def checkpoint(
     def prove(old: int) -> list[bytes]:
         return [] if old in (0, size) else [bytes.fromhex(h) for h in prove_consistency(store, old, size)["path"]]
 
-    cosigned, refusals = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule, prove, timeout)
+    @functools.cache
+    def index() -> tuple[str, str]:  # asked of the witnesses that cosigned: an auditing one cosigns it too
+        made = signed_checkpoint(store, signer, size, paper_index=True)[0]
+        return made, open_note(made, signer.verifier)
+
+    cosigned, refusals, index_cosigned = cosign(note, verify_checkpoint(note, signer.verifier), targets, rule,
+                                                prove, timeout, index)
     for line in refusals:
         say(f"note: {line}")
     if not keep_cosigned(store, cosigned):
         say("note: the ledger holds a cosigned checkpoint of a tree as large; it stays the one served at /checkpoint")
+    if index_cosigned is not None:
+        _keep_index(store, index_cosigned, rule, signer.verifier, size)
     _write_checkpoint(cosigned, signer.verifier, json, sorted(rule.cosigned(cosigned)))
+
+
+def _keep_index(store, note: str, rule, verifier: Verifier, size: int) -> None:
+    """Keep the paper index note cosigned by auditing witnesses (bundles of its tree carry it), and say who."""
+    keep_cosigned(store, note, INDEX_KEY)
+    found = sorted(rule.cosigned(note))
+    witnesses = counted(len(found), "auditing witness", "auditing witnesses")
+    say(f"note: the paper index note of tree {size} is cosigned by {witnesses}: {', '.join(found)}")
 
 
 def _write_checkpoint(note: str, verifier: Verifier, json: bool, witnessed_by: list[str] | None = None) -> None:

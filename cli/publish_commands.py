@@ -10,10 +10,11 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import Json, Meter, db_location, open_store, say, write_json
+from ledger.cli.common import Json, Meter, ShardOption, db_location, open_store, say, write_json
 from ledger.core.errors import InputError, LedgerError
 from ledger.core.redact import redact, redact_url
 from ledger.model.parts import counted
+from ledger.model.shards import EVERY
 from ledger.services.keys import load_signer
 
 # A server's default limits (`ledger.web.server`, docs/running.md), with why: this site's and a witness's request
@@ -105,6 +106,7 @@ def publish(
     trust_folder: Annotated[bool, typer.Option(
         "--trust-folder", help="Do not re-check the files of papers with no new event (their size and time, one "
                                "look a file): a quick daily run; a run without it finds files edited by hand.")] = False,
+    shard: ShardOption = EVERY,
     json: Json = False,
 ) -> None:
     """Write every path `serve` answers, as of a date, as static files; only files whose bytes changed."""
@@ -116,7 +118,7 @@ def publish(
     signer = load_signer(key) if key else None
     meter = Meter("publish", "papers")  # on a terminal only: papers done, their rate, the time left
     result = write_site(open_store(ctx), out, at, signer, lambda done, total: meter.update("", done, total, done),
-                        trust_folder)
+                        trust_folder, shard)
     meter.close()
     for paper in result.skipped:
         say(f"warning: {skipped_paper(paper)}")

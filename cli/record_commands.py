@@ -1,4 +1,4 @@
-"""Commands about records: import, replay, verify, and the audit views history and diff."""
+"""Commands about records: import, replay and verify (the audit views are `history_commands`)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from ledger.cli.common import (
     Meter,
     PolicyFile,
     Quorum,
+    ShardOption,
     WitnessKeys,
     db_location,
     open_store,
     paper_option,
-    paper_or_other_id,
     progress,
     read_text,
     say,
@@ -31,7 +31,14 @@ from ledger.cli.common import (
     write_json,
     write_stdout,
 )
-from ledger.cli.wording import bundle_account, chain_account, index_account, record_lines, store_account
+from ledger.cli.wording import (
+    bundle_account,
+    chain_account,
+    index_account,
+    manifest_account,
+    record_lines,
+    store_account,
+)
 from ledger.core.canonical import canonical
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.core.files import Folder, write_file
@@ -43,12 +50,13 @@ from ledger.importing.importer import import_files
 from ledger.importing.logfile import is_exported_log, log_entries
 from ledger.log.chain import hex_hash
 from ledger.model.arxiv import is_paper_id, skipped_paper
-from ledger.model.parts import counted, lane_counts, one_line, other_words
-from ledger.projections import history as views
+from ledger.model.parts import counted
+from ledger.model.shards import EVERY
 from ledger.projections.text import render_text
+from ledger.services.backup import backup_manifest, verify_manifest
 from ledger.services.keys import load_signer, load_verifier
 from ledger.services.proofs import evidence_bundle, latest_witnessed
-from ledger.services.replay import record_as_of, render_records, shared, subject_history
+from ledger.services.replay import record_as_of, render_records, shared
 from ledger.services.verify import compare_record, verify_chain
 from ledger.services.verify_store import verify_paper_ids, verify_store
 from ledger.storage.backends import sqlite_path
@@ -110,12 +118,15 @@ def replay(
     key: Annotated[str | None, typer.Option("--key", help="Signing key file for the bundle's checkpoint (with "
                                                              "--evidence; default: none).")] = None,
     jobs: Jobs = 1,
+    shard: ShardOption = EVERY,
 ) -> None:
     """Rebuild records as of a date, byte for byte as published."""
     if fmt not in ("json", "text"):
         raise InputError(f"--format: expected json or text, found {fmt!r}")
     at, known = when("--as-of", as_of), when("--known-at", known_at)
     known_key = known.key if known else None
+    if not shard.whole and (paper is not None or evidence is not None):
+        raise InputError("--shard: splits every paper's records, not with --paper or --evidence")
     if evidence is not None:
         if paper is None or key is None:
             raise InputError("--evidence: needs --paper and --key")
@@ -159,15 +170,17 @@ def replay(
     count = 0
     with Workers(jobs) as workers:
         meter = Meter("replay", "records")
-        total = store.paper_count(at.key, known_key) if meter.live else None
-        for count, (arxiv_id, data) in enumerate(render_records(store, at, known_key, emit, workers), start=1):
+        total = store.paper_count(at.key, known_key) if meter.live and shard.whole else None
+        for count, (arxiv_id, data) in enumerate(render_records(store, at, known_key, emit, workers, shard), start=1):
             if data == SKIPPED:
                 say(f"warning: {skipped_paper(arxiv_id)}")
             elif data is not None:
                 write_stdout(data)
             meter.update("", count, total, count)
         meter.close()
-    if count == 0:
+    if count == 0 and not shard.whole and store.paper_count(at.key, known_key):
+        say(f"note: no paper of shard {shard} as of {at.text}{known_note}; the other shards hold them")
+    elif count == 0:
         raise NotFoundError(f"no record of any paper as of {at.text}{known_note}")
     if stats:
         elapsed = time.perf_counter() - started
@@ -227,10 +240,13 @@ def verify(
     quorum: Quorum = None,
     policy: PolicyFile = None,
     cosigned: Cosigned = None,
+    manifest: Annotated[str | None, typer.Option("--manifest", help="With no file: a backup's manifest the ledger "
+                                                 "must match (default: DB.manifest.json beside a SQLite --db, if "
+                                                 "there).")] = None,
     json: Json = False,
-) -> None:
+) -> None:  # long: one branch per kind of check, each a few lines
     """Re-check published records (digests and history), or with no file the whole chain (--full: and every row
-    derived from it)."""
+    derived from it; with a backup's manifest: its head and checkpoints)."""
     witness_options = (witness_key, quorum, policy, cosigned)
     if (witness_key or any(option is not None for option in witness_options[1:])) and index is None and evidence is None:
         raise InputError("--witness-key, --quorum, --policy and --cosigned: only with --evidence or --index")
@@ -265,9 +281,10 @@ def verify(
         _say(json, {"ok": True, "checked": "evidence", "file": evidence, "complete": complete, "account": account,
                     "witnessed_by": found}, f"{evidence}: {account}")
         return
-    if verifier_key is not None:
-        raise InputError("--verifier-key: only with --evidence or --index")
     location = db_location(ctx)
+    manifest = manifest if manifest is not None or records else backup_manifest(location)
+    if verifier_key is not None and manifest is None:
+        raise InputError("--verifier-key: only with --evidence, --index or a backup's manifest")
     if not records:
         if is_exported_log(location):  # entries only: nothing derived is stored in it
             account = chain_account(verify_chain(log_entries(location), progress))
@@ -277,11 +294,14 @@ def verify(
             store = open_store(ctx)
             account = chain_account(verify_chain(store.entries(), progress))
             verify_paper_ids(store)  # a paper id appended before import checked ids, named as --full names it
+        if manifest is not None:
+            verifier = load_verifier(verifier_key) if verifier_key is not None else None
+            account += "; " + manifest_account(verify_manifest(open_store(ctx), manifest, verifier))
         _say(json, {"ok": True, "checked": "store" if full and not is_exported_log(location) else "chain",
                     "account": account}, account)
         return
-    if full:
-        raise InputError("--full: checks the ledger itself, with no RECORD file")
+    if full or manifest is not None:
+        raise InputError(f"{'--full' if full else '--manifest'}: checks the ledger itself, with no RECORD file")
     _verify_records(input_files(records, (".json",)), _store_if_any(ctx), strict, json)
 
 
@@ -326,56 +346,3 @@ def _say(json: bool, result: dict, text: str) -> None:
         write_json(result)
     else:
         typer.echo(text)
-
-
-@app.command()
-def diff(
-    ctx: typer.Context,
-    paper: Annotated[str, typer.Argument(metavar="ID", callback=paper_option, help="arXiv id of the paper.")],
-    start: Annotated[str, typer.Option("--from", help="Earlier date or timestamp.")],
-    end: Annotated[str, typer.Option("--to", help="Later date or timestamp.")],
-    known_at: KnownAt = None,
-    json: Json = False,
-) -> None:
-    """What changed in a paper's record between two dates."""
-    begin, finish, known = when("--from", start), when("--to", end), when("--known-at", known_at)
-    result = views.paper_diff(paper, open_store(ctx).paper_facts(paper, known.key if known else None), begin, finish)
-    if json:
-        write_json(result)
-        return
-    lines = [f"arXiv:{paper} from {begin.text} to {finish.text}",
-             f"context_digest {result['from']['context_digest']} → {result['to']['context_digest']}"]
-    lines += [f"added: {_named(o)} (observation {o['observation_id']}, {o['digest']})" for o in result["added"]]
-    lines += [f"removed: {_named(o)}" + (f": {o['account']}" if o["account"] else "")
-              + f" (observation {o['observation_id']}, {o['digest']})" for o in result["removed"]]
-    lines += [f"changed: {_named(o)}: {'; '.join(o['details'])} (observation {o['observation_id']}, "
-              f"{o['from_digest']} → {o['to_digest']})" for o in result["changed"]]
-    lines += [f"coverage {c['lane']}: {lane_counts(c['from'])} → {lane_counts(c['to'])}" for c in result["coverage"]]
-    lines += result["field_details"]
-    if not result["content_changed"]:
-        same = result["from"]["context_digest"] == result["to"]["context_digest"]
-        lines.append("no change" if same else "no change in content (the context digest follows the date: it "
-                                              "covers the thesis, which names the day)")
-    typer.echo("\n".join(lines))
-
-
-def _named(change: dict) -> str:
-    return other_words(change["direction"], change["other_id"], change["title"])
-
-
-@app.command()
-def history(
-    ctx: typer.Context,
-    subject: Annotated[str, typer.Argument(metavar="ID", callback=paper_or_other_id, help="An observation id or an "
-                                                                                          "arXiv id.")],
-    json: Json = False,
-) -> None:
-    """Every event of an observation or a paper, oldest first, with what each changed."""
-    rows = subject_history(open_store(ctx), subject)
-    if json:
-        write_json(rows)
-        return
-    typer.echo("seq\teffective_at\trecorded_at\tkind\taccount")  # tab-separated, as `cut` and `sort -t` read it
-    for row in rows:
-        # An account carries outside text (a title, a reason): escaped, it cannot break the row or the columns.
-        typer.echo(f"{row['seq']}\t{row['effective_at']}\t{row['recorded_at']}\t{row['kind']}\t{one_line(row['account'])}")

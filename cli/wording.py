@@ -8,6 +8,7 @@ from __future__ import annotations
 from ledger.audit.results import Evidence, Included, IndexMatch, PaperCount, Prefix
 from ledger.log.chain import hex_hash
 from ledger.model.parts import counted
+from ledger.services.backup import ManifestCheck
 from ledger.services.verify import ChainHead, RecordCheck
 from ledger.services.verify_store import StoreCheck
 
@@ -97,3 +98,13 @@ def _spans(windows: list[dict]) -> str:
 def _late(row: dict) -> str:
     return (f"seq {row['seq']}, recorded {row['recorded_at']}, effective {row['effective_at']}, {row['kind']} "
             f"of {row['subject']}: {row['account']}")
+
+
+def manifest_account(check: ManifestCheck) -> str:
+    """`verify` of a backup: its head is the manifest's, its tree consistent with the checkpoints recorded."""
+    if not check.checkpoints:
+        return f"the head {check.manifest} records; no checkpoint recorded"
+    sizes = ", ".join(f"{checkpoint.size:,}" for checkpoint in check.checkpoints)
+    signed = "signed by " + check.checkpoints[0].origin if check.signed else "signatures not checked: no --verifier-key"
+    return (f"the head {check.manifest} records, and a tree consistent with its checkpoints of size {sizes} "
+            f"({signed})")

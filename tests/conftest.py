@@ -208,7 +208,7 @@ def run_ledger(*args: str, cwd: str | Path | None = None, env: dict | None = Non
 SLOW_FOLDERS = ("tests/fuzz/", "tests/benchmarks/")
 SLOW_FILES = {
     "tests/web/test_browser.py", "tests/web/test_reader_pages.py", "tests/web/test_fuzz.py",
-    "tests/cli/test_witnessing.py", "tests/cli/test_secrets.py", "tests/cli/test_go_interop.py",
+    "tests/cli/test_witnessing.py", "tests/cli/test_auditing_witness.py", "tests/cli/test_secrets.py", "tests/cli/test_go_interop.py",
     "tests/cli/test_first_hour.py", "tests/cli/test_completeness.py", "tests/cli/test_http_client.py",
     "tests/cli/test_monitor.py", "tests/projections/test_corrections_property.py",
     "tests/ledger/storage/test_concurrency.py", "tests/ledger/storage/test_readonly.py",

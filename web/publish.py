@@ -31,6 +31,7 @@ from ledger.core.times import When, when
 from ledger.log.signed_notes import Signer
 from ledger.log.tiles import Tile, parse_tile_path, partial_tiles
 from ledger.model.arxiv import is_paper_id, month_id, month_of
+from ledger.model.shards import EVERY, Shard
 from ledger.services.tilestore import all_tiles
 from ledger.storage.publish_state import PublishState
 from ledger.storage.store import Store
@@ -141,7 +142,8 @@ def _whole(before: dict | None, settings: dict, store: Store, size: int) -> str 
     """Why every paper must be rendered again, or None when the last publish's files can be kept."""
     if before is None:
         return "no earlier publish in this folder"
-    for name, why in (("as_of", "another --as-of"), ("verifier", "another key"), ("renderer", "another version")):
+    for name, why in (("as_of", "another --as-of"), ("verifier", "another key"), ("renderer", "another version"),
+                      ("shard", "another --shard")):
         if before.get(name) != settings[name]:
             return why
     old = before.get("tree_size")
@@ -165,18 +167,19 @@ def _usable(papers: Iterable[str], skipped: set[str]) -> list[str]:
 
 
 def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
-            progress: Callable[[int, int], None] | None = None, trust: bool = False) -> Published:
+            progress: Callable[[int, int], None] | None = None, trust: bool = False, shard: Shard = EVERY) -> Published:
     """Write the site as of `as_of` under `out`; return how many files were written and left alone.
     Papers with no event since the last publish into `out` (its state: as-of, key, tree size, every file's
     size and time) keep their files, unless one was edited or deleted since. With `trust`, the files of those
     papers and the site's are not looked at (one lstat a file, the run's cost on a large site): only the
     papers with events since are read at all. `progress(done, total)` is told after each paper rendered or
-    checked."""
+    checked. With `shard` K/N, only the files of that shard's papers; the site's own files (assets, home and month
+    pages, tiles, checkpoint) are shard 1's: the union of N folders is one unsharded publish (docs/scale.md)."""
     folder = Folder(out)
     try:
         state = PublishState(folder.state_file())
         try:
-            return _publish(store, folder, state, as_of, signer, progress, trust)
+            return _publish(store, folder, state, as_of, signer, progress, trust, shard)
         finally:
             state.close()
     finally:
@@ -184,10 +187,11 @@ def publish(store: Store, out: Path, as_of: When, signer: Signer | None = None,
 
 
 def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, signer: Signer | None,
-             progress: Callable[[int, int], None] | None, trust: bool) -> Published:
+             progress: Callable[[int, int], None] | None, trust: bool, shard: Shard = EVERY) -> Published:
     size, chain, _ = store.head()
     site = Site(store, signer)
-    settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None}
+    settings = {"as_of": as_of.key, "renderer": _renderer(), "verifier": str(signer.verifier) if signer else None,
+                "shard": None if shard.whole else str(shard)}
     before = state.settings()
     whole = _whole(before, settings, store, size)
     since, touched, skipped = 0, set(), set()
@@ -210,6 +214,8 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
         papers = _usable(sorted(store.papers(as_of.key)), skipped)  # Python's order: the state's rows are merged in it
     if whole is not None:
         changed = set(papers)
+    # Shard 1 leads: it writes the site's own files, and redoes the list of a month with a paper changed, of any shard.
+    lead, listed, papers = shard.k == 1, papers, list(shard.papers(papers))
 
     if signer is not None:  # the index at each paper's own size, smallest first: each catch-up is short
         for own in sorted({store.paper_version(paper)[1] for paper in papers if paper in changed} - {0}):
@@ -219,12 +225,14 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
         for form, render in route.forms():
             folder.put(route.file_of(form, question), render(site, question).content)
 
-    for route in published(PER_ASSET):
+    for route in published(PER_ASSET) if lead else ():
         for name in ASSETS:
             write(route, Question(name=name))
-    for route in published(ONCE):
+    for route in published(ONCE) if lead else ():
         write(route, Question(as_of=as_of))
     rendered, months = 0, _months(touched)  # and each rendered paper's month (every month, when whole)
+    if lead and not shard.whole:
+        months |= {month_of(paper) for paper in listed if paper in changed}
     kept = state.papers() if whole is None and not trust else iter(())
     last = next(kept, None)
     for count, paper in enumerate(papers, start=1):
@@ -237,14 +245,14 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
             state.keep_paper(paper, _render(site, paper, as_of, write, folder))
         if progress:
             progress(count, len(papers))
-    for route in published(PER_MONTH):  # the lists of the months with a paper rendered or a page touched
+    for route in published(PER_MONTH) if lead else ():  # the lists of the months with a paper rendered or a page touched
         for month in sorted(months):
             write(route, Question(month=month, as_of=as_of))
     redone = frozenset(filter(None, (_tile(t) for t in touched if t.startswith("tile/"))))
-    for route in published(PER_TILE):
+    for route in published(PER_TILE) if lead else ():
         for tile, data in all_tiles(store, size, since, redone):  # tiles before the checkpoint that needs them
             folder.put(route.file_of("file", Question(tile=tile)), data)
-    if signer is not None:
+    if signer is not None and lead:
         held = site.cosigned()
         signed = held[1] if held is not None and held[1] <= size else size
         if signed < size:  # the witnessed checkpoint is older: its partial tiles too, for a client following it
@@ -253,12 +261,14 @@ def _publish(store: Store, folder: Folder, state: PublishState, as_of: When, sig
                     folder.put(route.file_of("file", Question(tile=tile)), data)
         for route in published(SIGNED):
             write(route, Question(size=signed))
+        if signed < size:  # the index note of the log's own size too: what an auditing witness asked for it fetches
+            write(next(r for r in published(SIGNED) if r.name == "paper_index"), Question(size=size))
     state.keep_site_files(folder.files)
     count, paper_files = state.paper_totals()
     unchanged = paper_files + state.site_count(tile.path() for tile in partial_tiles(size)) - folder.written
     state.save({**settings, "tree_size": size, "chain": chain.hex()})
     return Published(as_of.text, count, folder.written, unchanged, size, str(folder.out), rendered, whole,
-                     tuple(sorted(skipped)))
+                     tuple(sorted(shard.papers(skipped))))
 
 
 def _render(site: Site, paper: str, as_of: When, write: Callable[[Route, Question], None],

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ledger.core.errors import InputError
 from ledger.core.times import When, now, when
 from ledger.log.tiles import Tile, parse_tile_path
 from ledger.model import arxiv, paths
@@ -63,7 +64,8 @@ class Question:
     def params(self) -> dict[str, str | None]:
         """The path parameters, as a pattern names them."""
         rest = self.tile.path().removeprefix("tile/") if self.tile else None
-        return {"paper": self.paper, "day": self.day, "name": self.name, "rest": rest, "month": self.month}
+        size = None if self.size is None else str(self.size)
+        return {"paper": self.paper, "day": self.day, "name": self.name, "rest": rest, "month": self.month, "size": size}
 
     def facts_from(self, site: Site) -> list[Fact]:
         if self.facts is None:
@@ -163,7 +165,17 @@ def ask(route: Route, values: dict[str, str | None]) -> Question:
         question.month = arxiv.month_id(values["month"])
     if "rest" in values:
         question.tile = parse_tile_path(f"tile/{values['rest']}")
+    if "size" in values:
+        question.size = _tree_size(values["size"])
     return question
+
+
+def _tree_size(text: str | None) -> int:
+    """A tree size in a path: digits, no leading zero, under 2^63.
+    Raises: InputError naming it."""
+    if text is None or not re.fullmatch(r"0|[1-9][0-9]{0,18}", text) or int(text) >= 1 << 63:
+        raise InputError("size: expected a tree size (digits, no leading zero)")
+    return int(text)
 
 
 def _tile_encoding(accept_encoding: str, body: Body, question: Question) -> tuple[Body, dict | None]:
@@ -195,6 +207,8 @@ ROUTES = (
     Route("asset", paths.ASSET, file=lambda site, q: Site.asset(q.name), published=PER_ASSET, store=False),
     Route("checkpoint", paths.CHECKPOINT, file=lambda site, q: site.checkpoint(q.size), published=SIGNED,
           depends=("log",)),
+    Route("paper_index", paths.PAPER_INDEX, file=lambda site, q: site.paper_index_note(q.size), published=SIGNED,
+          depends=("log",)),  # each size publish signs, and the log's size then: what auditing witnesses fetch
     Route("tile", paths.TILE, file=lambda site, q: site.tile(q.tile), published=PER_TILE, encode=_tile_encoding,
           depends=()),  # a tile's path names its bytes
     Route("day_changes", paths.DAY_CHANGES, query=("known_at",), published=PER_DAY, depends=("paper",),

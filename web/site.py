@@ -297,6 +297,15 @@ class Site:
             self._checkpoints = {size: note}  # the latest only
         return Body(self._checkpoints[size].encode(), TEXT, CHECKPOINT)
 
+    def paper_index_note(self, size: int | None) -> Body:
+        """The paper index note of tree `size` (`ledger checkpoint --paper-index` at that size), which an
+        auditing witness compares with the index it re-computes before it cosigns that tree."""
+        if self.signer is None:
+            raise NotFoundError("this ledger is served without a signing key: no paper index note (start it with --key)")
+        if size is None or not 0 <= size <= self.store.head()[0]:
+            raise NotFoundError(f"no tree of size {size} in this log: no paper index note for it")
+        return Body(signed_checkpoint(self.store, self.signer, size, paper_index=True)[0].encode(), TEXT, CHECKPOINT)
+
     def cosigned(self) -> tuple[str, int] | None:
         """The cosigned checkpoint the ledger holds and its size, when this site's key signed it. Asked for
         every integrity answer: its signature is checked once per note the ledger holds, not once a paper."""

@@ -1,9 +1,11 @@
 """The witness over HTTP: C2SP tlog-witness `POST /add-checkpoint`, and the one place where a witness's refusals
 become responses. Every answer is plain text: cosignature lines (200), the size held (409, text/x.tlog.size),
-or one line saying why (400, 403, 404, 413, 422, 429; 404 and 405 with `Allow: POST` for another path or
+or one line saying why (400, 403, 404, 413, 422, 429; for an auditing witness 424, 502, and 503 with
+Retry-After while the audit of the tree is not done; 404 and 405 with `Allow: POST` for another path or
 method, never FastAPI's JSON). The server in front of it (`web.server`, as for `serve`) answers 408 to a request
 not received in time, 431 to a head over its limit and 503 to a connection over its limit, and closes the
-connection. The checks and the state are `ledger.services.cosigning_witness`.
+connection. The checks and the state are `ledger.services.cosigning_witness`. An auditing witness also answers
+`POST /paper-index` with its cosignature of the paper index note it audited.
 
 It must never let one client's requests cost more than its share: each client address (an IPv6 client by its
 /64, which one host usually holds whole) has a token bucket, and a request past it is answered 429 with
@@ -109,7 +111,35 @@ def create_witness_app(witness: Witness, rate: float = RATE) -> FastAPI:
             elif refused.evidence == "full":
                 log.warning("witness: the evidence kept for %s is at its cap; no more is kept: %s", refused.origin,
                             refused.reason)
-            return Response(refused.reason + "\n", refused.status, media_type=TEXT)
+            return Response(refused.reason + "\n", refused.status, media_type=TEXT, headers=_retry(refused))
         return Response(lines, 200, media_type=TEXT)
 
+    if witness.audits:  # a plain witness answers add-checkpoint alone, as before
+        _paper_index_route(app, witness, limit)
     return app
+
+
+def _retry(refused: CosignRefusedError) -> dict[str, str] | None:
+    """Retry-After for a refusal that says when to ask again (503: the audit of the tree is not done yet)."""
+    return None if refused.retry is None else {"retry-after": str(refused.retry)}
+
+
+def _paper_index_route(app: FastAPI, witness: Witness, limit: RateLimit | None) -> None:
+    """`POST /paper-index`: the body a log-signed paper index note; 200 and this witness's cosignature line when
+    it audited that tree and cosigned that note (`witness serve --audit`), else 404; 403, 400 and 413 as for
+    add-checkpoint. The log's client asks it once the checkpoint is cosigned."""
+
+    @app.post("/paper-index")
+    async def paper_index(request: Request) -> Response:
+        wait = limit.wait(request.client.host if request.client else "") if limit else 0.0
+        if wait:
+            return Response(f"too many requests from this address; retry in {math.ceil(wait)} s\n", 429,
+                            media_type=TEXT, headers={"retry-after": str(math.ceil(wait))})
+        try:
+            body = (await _body(request)).decode("utf-8")
+            line = await run_in_threadpool(witness.index_note, body)
+        except UnicodeDecodeError:
+            return Response("the request is not UTF-8\n", 400, media_type=TEXT)
+        except CosignRefusedError as refused:
+            return Response(refused.reason + "\n", refused.status, media_type=TEXT)
+        return Response(line, 200, media_type=TEXT)

@@ -38,6 +38,8 @@ KEY = Limit(4 * KiB, "a key file")
 NOTE = Limit(64 * KiB, "a signed checkpoint")
 # A C2SP tlog-policy: one line per log and witness; hundreds of witnesses fit.
 POLICY = Limit(64 * KiB, "a witness policy")
+# A backup's manifest: its head and a few signed checkpoints (`ledger backup`).
+MANIFEST = Limit(1 * MiB, "a backup manifest")
 # A proof: at most 63 hashes per path (RFC 9162), a few KiB; generous for a paper index proof.
 PROOF = Limit(1 * MiB, "a proof")
 # A record, or a line of event lines, is parsed whole: held several times over in memory. The largest

@@ -15,6 +15,7 @@ EVIDENCE = "/evidence"
 NOT_FOUND = "/404.html"  # what a static host serves for a path the site does not have
 ASSET = "/assets/{name}"
 CHECKPOINT = "/checkpoint"
+PAPER_INDEX = "/paper-index/{size}"  # the paper index note of tree `size`: what an auditing witness compares
 TILE = "/tile/{rest}"  # C2SP tlog-tiles: rest is <L>/<N>[.p/<W>] or entries/<N>[.p/<W>]
 MONTH = "/papers/{month}"  # the papers of one month, as arXiv lists them: 2407, hep-th/9901
 PAPER = "/paper/{paper}"

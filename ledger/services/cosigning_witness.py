@@ -36,6 +36,7 @@ from ledger.core.errors import InputError, IntegrityError
 from ledger.log.cosignature import Cosigner
 from ledger.log.merkle import EMPTY_ROOT, verify_consistency
 from ledger.log.signed_notes import DASH, Checkpoint, Verifier, open_note, parse_checkpoint, split_note
+from ledger.services.witness_audit import AUDITED, NO_INDEX, RETRY_AFTER, UNREADABLE, WAIT, Auditor
 from ledger.storage.witness_state import Held, Swap, WitnessState
 
 MAX_BODY = 16 * 1024  # as transparency-dev/witness: more than a 63-line proof and a note with many signatures
@@ -54,9 +55,14 @@ class CosignRefusedError(Exception):
     origin's cap reached, said once per origin and process) with the origin."""
 
     def __init__(self, status: int, reason: str, size: int | None = None, evidence: str | None = None,
-                 origin: str = ""):
+                 origin: str = "", retry: int | None = None):
         super().__init__(reason)
         self.status, self.reason, self.size, self.evidence, self.origin = status, reason, size, evidence, origin
+        self.retry = retry  # seconds, for Retry-After (503: the audit of the tree is not done yet)
+
+
+class _AuditPendingError(Exception):
+    """The audit of the tree asked for is not done: wait for it outside the state's transaction."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +110,11 @@ class Witness:
     its state in the SQLite file `path`. One connection per call: a server's threads each call it."""
 
     def __init__(self, cosigner: Cosigner, logs: dict[str, Verifier], path: str, new: bool = False,
-                 clock: Callable[[], float] = time.time):
-        """Raises: InputError for a state file that is missing (unless `new`), already there (when `new`), or
+                 clock: Callable[[], float] = time.time, audits: dict[str, Auditor] | None = None):
+        """`audits`: the logs it audits (origin -> its Auditor, `witness serve --audit`), a subset of `logs`.
+        Raises: InputError for a state file that is missing (unless `new`), already there (when `new`), or
         not a witness's state."""
-        self.cosigner, self.logs, self.clock = cosigner, logs, clock
+        self.cosigner, self.logs, self.clock, self.audits = cosigner, logs, clock, audits or {}
         self.state = WitnessState(path, new, lambda request: parse_submission(request).note)
         self._full: set[str] = set()  # origins whose evidence cap was reported full
 
@@ -135,9 +142,23 @@ class Witness:
         checkpoint, text, signed = self._signed(request.note)  # `text` as signed: its extension lines in its order
         if request.old > checkpoint.size:
             raise CosignRefusedError(400, f"old size {request.old} is larger than the checkpoint's {checkpoint.size}")
+        auditor = self.audits.get(checkpoint.origin)
+        if auditor is None:
+            return self._swap(request, checkpoint, text, signed, None)
+        auditor.want(signed, checkpoint)  # begun at once: the log's first round (`old 0`, answered 409) included
+        try:
+            return self._swap(request, checkpoint, text, signed, auditor)
+        except _AuditPendingError:
+            auditor.wait(checkpoint, WAIT)  # outside the transaction: other logs' requests go on meanwhile
+            return self._swap(request, checkpoint, text, signed, auditor, last=True)
+
+    def _swap(self, request: Submission, checkpoint: Checkpoint, text: str, signed: str, auditor: Auditor | None,
+              last: bool = False) -> str:
+        """The checks against the state held and its swap, in one transaction; with `auditor`, the audit's
+        outcome too, once every check of a plain witness held."""
         with self.state.swap() as db:
             held = db.held(checkpoint.origin)
-            size, root, note, last = held if held is not None else (0, EMPTY_ROOT, "", 0)
+            size, root, note, cosigned_at = held if held is not None else (0, EMPTY_ROOT, "", 0)
             if request.old != size:
                 raise CosignRefusedError(409, f"this witness holds size {size}, not {request.old}", size)
             if checkpoint.size == size and checkpoint.root != root:
@@ -149,12 +170,15 @@ class Witness:
             problem = self._inconsistency(request, checkpoint, root)
             if problem is not None:
                 raise CosignRefusedError(422, problem)  # an unsigned proof: anyone can send one, so nothing is kept
-            stamp = max(int(self.clock()), last)  # never before a cosignature it gave this log
+            index = None if auditor is None else self._audited(db, auditor, checkpoint, text, signed, note, last)
+            stamp = max(int(self.clock()), cosigned_at)  # never before a cosignature it gave this log
             line = self.cosigner.cosign(text, stamp)
+            if index is not None:  # kept before the checkpoint's cosignature leaves, as the state is
+                db.keep_index(checkpoint.origin, checkpoint.size, index, self.cosigner.cosign(index, stamp))
             if held is None:
                 swapped = db.first(checkpoint.origin, checkpoint.size, checkpoint.root, signed, stamp)
             elif checkpoint.size == size:  # the checkpoint held, pushed again: no row, the time at most once a second
-                if stamp == last:
+                if stamp == cosigned_at and index is None:
                     return line  # nothing to write (the swap rolls the empty transaction back)
                 swapped = db.touch(checkpoint.origin, size, root, stamp)
             else:
@@ -165,6 +189,36 @@ class Witness:
                 db.add_cosigned(checkpoint.origin, checkpoint.size, checkpoint.root, stamp)
             db.commit()  # persisted before the cosignature leaves
             return line
+
+    def _audited(self, db: Swap, auditor: Auditor, checkpoint: Checkpoint, text: str, signed: str, held: str,
+                 last: bool) -> str:
+        """The text of the log's paper index note of the tree, once its audit holds.
+        Raises: _AuditPendingError (not done, a first time), CosignRefusedError: 503 with Retry-After (not done),
+        502 (the log could not be read) or 424 (no index note), 422 (refused: the checkpoint is kept as evidence)."""
+        outcome = auditor.outcome(checkpoint)
+        if outcome is None:
+            if not last:
+                raise _AuditPendingError()
+            raise CosignRefusedError(503, f"the audit of tree {checkpoint.size} is not done yet; retry in "
+                                          f"{RETRY_AFTER} s", retry=RETRY_AFTER)
+        if outcome.status in (UNREADABLE, NO_INDEX):  # nothing the log signed shows a fault: nothing is kept
+            raise CosignRefusedError(outcome.status, outcome.reason)
+        if outcome.status != AUDITED:
+            kept = self._keep(db, checkpoint.origin, outcome.reason, text, signed, outcome.evidence or held)
+            db.commit()
+            raise CosignRefusedError(outcome.status, outcome.reason, evidence=kept, origin=checkpoint.origin)
+        return outcome.index_text
+
+    def index_note(self, note: str) -> str:
+        """The cosignature line (with a newline) this witness gave the log-signed paper index note `note`, when
+        it audited that tree and that note (`POST /paper-index`).
+        Raises: CosignRefusedError: 404 (an origin not witnessed, or no such note cosigned), 403, 400."""
+        index, text, _ = self._signed(note)
+        kept = self.state.index_note(index.origin)
+        if kept is None or kept[0] != text:
+            raise CosignRefusedError(404, f"this witness cosigned no such paper index note of {index.origin[:100]!r} "
+                                          f"(it gives the one of the last tree it audited)")
+        return kept[1]
 
     def _keep(self, db: Swap, origin: str, reason: str, text: str, signed: str, held: str) -> str | None:
         """Keep a log-signed checkpoint that contradicts the one held, once per body and within the origin's cap:

@@ -102,8 +102,14 @@ def post(url: str, body: bytes, kind: str, deadline: Deadline) -> tuple[int, str
     """(status, content type, body at most ANSWERS[kind] bytes) of a POST of `body` as text/plain: a refusal's
     status is an answer too; redirects are not followed.
     Raises: UnreachableError (DeadlineError past the deadline) when no whole answer comes."""
-    status, headers, answer = _request("POST", url, body, kind, deadline)
+    status, headers, answer = post_answer(url, body, kind, deadline)
     return status, headers.get("Content-Type", ""), answer
+
+
+def post_answer(url: str, body: bytes, kind: str, deadline: Deadline) -> tuple[int, Message, bytes]:
+    """`post`, with every header of the answer (Retry-After, for a client that waits and asks again).
+    Raises: UnreachableError (DeadlineError past the deadline) when no whole answer comes."""
+    return _request("POST", url, body, kind, deadline)
 
 
 class _Socket(socket.socket):

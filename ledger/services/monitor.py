@@ -43,8 +43,9 @@ from ledger.log.signed_notes import Checkpoint, Verifier, verify_checkpoint
 from ledger.log.tiles import WIDTH, Tile, read_bundle, tiles_of, tiles_of_level0
 from ledger.model.arxiv import is_paper_id
 from ledger.model.paths import INTEGRITY, RECORD, fill
+from ledger.model.shards import EVERY, Shard
 from ledger.services.fetch import UnreachableError
-from ledger.services.monitor_source import TIMEOUT, MisbehaviourError, Source
+from ledger.services.monitor_source import TIMEOUT, MisbehaviourError, Source, note_text
 from ledger.services.proofs import prove_consistency
 from ledger.services.replay import record_as_of
 from ledger.services.tilestore import read_entries, read_tile
@@ -53,7 +54,7 @@ from ledger.storage.store import Store
 
 LEDGER, SEEN, VOUCHED = "ledger.db", "seen", "checkpoint"
 CHUNK = 8192  # entries per import transaction: what is held parsed at once
-__all__ = ["Followed", "MisbehaviourError", "Source", "UnreachableError", "follow"]
+__all__ = ["Followed", "MisbehaviourError", "Source", "UnreachableError", "catch_up", "follow"]
 
 
 @dataclass
@@ -71,13 +72,14 @@ class Followed:
 
 
 def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = None,
-           paper: str | None = None, timeout: float = TIMEOUT) -> Followed:
+           paper: str | None = None, timeout: float = TIMEOUT, shard: Shard = EVERY) -> Followed:
     """Follow the log at `where` from the state in `state` (made when missing); see the module's account.
-    `paper`: compare that paper's record and index note only (the whole log is still checked).
+    `paper`: compare that paper's record and index note only (the whole log is still checked); `shard`: only
+    the records and index notes of that shard's papers (the checkpoint, the tiles and every entry all the same).
     `timeout`: seconds the whole run may take; every fetch past them fails the run (UnreachableError).
     Raises: UnreachableError (exit 3), MisbehaviourError (exit 1), InputError for a state folder that is not one."""
     source = Source(where, timeout)
-    note = _text(source.get("checkpoint", "checkpoint"), f"{where}/checkpoint")
+    note = note_text(source.get("checkpoint", "checkpoint"), f"{where}/checkpoint")
     try:
         signed = verify_checkpoint(note, verifier)
         found = witnessed(note, verifier, policy) if policy is not None else {}
@@ -90,30 +92,13 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
     location = str(state / LEDGER)
     store = Store.open(location) if Path(location).exists() else Store.create(location)
     try:
-        held = store.head()[0]
-        seen = _state_note(state / SEEN) if (state / SEEN).exists() else None
-        if signed.size <= held:
-            if _root(store, signed.size) != signed.root:
-                evidence: dict = {"checkpoints": [seen, note]}
-                if 0 < signed.size < held:  # the held tree's own proof: its prefix is not the new checkpoint's
-                    evidence["consistency"] = prove_consistency(store, signed.size, held)
-                raise MisbehaviourError(f"{where}: the checkpoint of size {signed.size} is not the tree this monitor "
-                                   f"holds (size {held}): the log forked", evidence)
-            if signed.size < held:
-                return Followed(signed.origin, signed.size, _b64(signed.root), 0, 0, 0, found, behind=held)
-        # Two passes, so that memory does not grow with the new entries and nothing unverified is imported:
-        # the level-0 tiles alone give the root (checked before any entry is appended: the ledger is
-        # append-only, it could not take them back); then each bundle, checked against its tile's digest
-        # kept from the first pass, is imported as it arrives.
-        edge = [_nodes(store, held)[pair] for pair in frontier_nodes(held)]
-        digests = _tree(source, held, signed.size, edge)
-        if edge_root(edge) != signed.root:
-            raise _fork(source, store, held, seen, note, signed)
-        new = _append(store, _leaves(source, held, signed.size, digests), held, where)
-        _higher_tiles(source, store, held, signed.size)
+        held, seen = store.head()[0], _state_note(state / SEEN) if (state / SEEN).exists() else None
+        new = catch_up(source, store, note, signed, seen, where)
+        if signed.size < held:
+            return Followed(signed.origin, signed.size, _b64(signed.root), 0, 0, 0, found, behind=held)
         _save(state / SEEN, note)
         since = vouched.size if vouched is not None else 0
-        papers = {paper} if paper is not None else _changed(store, since, signed.size)
+        papers = {paper} if paper is not None else set(shard.papers(_changed(store, since, signed.size)))
         records, notes, later = _compare(source, store, sorted(papers), signed, verifier, note)
         _save(state / VOUCHED, note)
         return Followed(signed.origin, signed.size, _b64(signed.root), new, records, notes, found,
@@ -122,17 +107,33 @@ def follow(where: str, verifier: Verifier, state: Path, policy: Policy | None = 
         store.close()
 
 
+def catch_up(source: Source, store: Store, note: str, signed: Checkpoint, seen: str | None, where: str) -> int:
+    """Bring `store`, a copy of the log at `source`, to the tree of the log-signed `note` (`signed`; `seen`: the
+    held tree's note, for evidence), each new entry checked and imported; how many (0: a prefix of the tree held).
+    Raises: MisbehaviourError (a fork, a tile or an entry that is not the log's), UnreachableError."""
+    held = store.head()[0]
+    if signed.size <= held:
+        if _root(store, signed.size) != signed.root:
+            evidence: dict = {"checkpoints": [seen, note]}
+            if 0 < signed.size < held:  # the held tree's own proof: its prefix is not the new checkpoint's
+                evidence["consistency"] = prove_consistency(store, signed.size, held)
+            raise MisbehaviourError(f"{where}: the checkpoint of size {signed.size} is not the tree this monitor "
+                                    f"holds (size {held}): the log forked", evidence)
+        if signed.size < held:
+            return 0
+    # Two passes (memory flat, nothing unverified imported): the level-0 tiles alone give the root, checked
+    # before any entry is appended; then each bundle, checked against its tile's digest, is imported.
+    edge = [_nodes(store, held)[pair] for pair in frontier_nodes(held)]
+    digests = _tree(source, held, signed.size, edge)
+    if edge_root(edge) != signed.root:
+        raise _fork(source, store, held, seen, note, signed)
+    new = _append(store, _leaves(source, held, signed.size, digests), held, where)
+    _higher_tiles(source, store, held, signed.size)
+    return new
+
+
 def _b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode()
-
-
-def _text(data: bytes | None, name: str) -> str:
-    if data is None:
-        raise UnreachableError(f"{name}: not found (is it the log's URL or published folder, with a key?)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise MisbehaviourError(f"{name}: not UTF-8", {"checkpoint": base64.b64encode(data).decode()}) from None
 
 
 def _read_note(path: Path, verifier: Verifier) -> Checkpoint | None:

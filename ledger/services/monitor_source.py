@@ -5,6 +5,7 @@ run's deadline; `MisbehaviourError`, with the evidence another party can check o
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 from pathlib import Path
@@ -67,3 +68,14 @@ def _read_file(path: Path, kind: str, name: str) -> bytes | None:
     if len(data) > limit:
         raise UnreachableError(f"{name}: over the {limit:,}-byte limit for a {kind}")
     return data
+
+
+def note_text(data: bytes | None, name: str) -> str:
+    """A note the log answered (None: it had none), as text.
+    Raises: UnreachableError when there was none, MisbehaviourError (with the bytes) when it is not UTF-8."""
+    if data is None:
+        raise UnreachableError(f"{name}: not found (is it the log's URL or published folder, with a key?)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MisbehaviourError(f"{name}: not UTF-8", {"checkpoint": base64.b64encode(data).decode()}) from None

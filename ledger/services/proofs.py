@@ -18,10 +18,10 @@ from ledger.core.times import When
 from ledger.log.chain import entry_bytes
 from ledger.log.merkle import consistency_path, inclusion_path, leaf_hash, multi_inclusion_path, root
 from ledger.log.paper_index import events_tree
-from ledger.log.signed_notes import Checkpoint, Signer, Verifier, verify_checkpoint
+from ledger.log.signed_notes import Checkpoint, Signer, Verifier, split_note, verify_checkpoint
 from ledger.model.parts import counted
 from ledger.projections.record import build_record
-from ledger.storage.cosigned_checkpoint import latest_cosigned
+from ledger.storage.cosigned_checkpoint import INDEX_KEY, latest_cosigned
 from ledger.storage.index_reads import prove as index_proof
 from ledger.storage.index_reads import root_at
 from ledger.storage.store import Store
@@ -192,4 +192,12 @@ def evidence_bundle(store: Store, paper: str, as_of: When, signer: Signer, known
         bundle["known_at"] = known_at
     if witnessed is not None and witnessed[1] == size:
         bundle["cosigned"] = witnessed[0]
+        bundle["checkpoint"] = _audited(store, note)
     return bundle
+
+
+def _audited(store: Store, note: str) -> str:
+    """The paper index note `note` with the cosignatures of the auditing witnesses, when the ledger holds them
+    for that note (`checkpoint --witness`); else `note` itself."""
+    held = latest_cosigned(store, INDEX_KEY)
+    return held if held is not None and split_note(held)[0] == split_note(note)[0] else note

@@ -15,6 +15,7 @@ from ledger.core.errors import NotFoundError
 from ledger.core.times import When
 from ledger.core.workers import Workers
 from ledger.model.events import Fact
+from ledger.model.shards import EVERY, Shard
 from ledger.projections.history import history
 from ledger.projections.record import build_record
 from ledger.storage.backends import sqlite_path
@@ -52,25 +53,26 @@ def subject_history(store: Store, subject: str) -> list[dict]:
     return history(facts, None if observed else subject)
 
 
-def records_as_of(store: Store, as_of: When, known_at: str | None = None) -> Iterator[tuple[str, dict]]:
-    """(arxiv id, record) for every paper with a snapshot by `as_of` (and a fact recorded by the key `known_at`),
-    in arXiv id order, lazily.
+def records_as_of(store: Store, as_of: When, known_at: str | None = None,
+                  shard: Shard = EVERY) -> Iterator[tuple[str, dict]]:
+    """(arxiv id, record) for every paper of `shard` with a snapshot by `as_of` (and a fact recorded by the key
+    `known_at`), in arXiv id order, lazily.
     Raises: StoreError."""
-    for paper in store.papers(as_of.key, known_at):
+    for paper in shard.papers(store.papers(as_of.key, known_at)):
         yield paper, build_record(paper, store.paper_facts(paper, known_at), as_of)  # known_at: a key, listed by it
 
 
 def render_records(store: Store, as_of: When, known_at: str | None, render: Callable[[str, dict], R],
-                   workers: Workers) -> Iterator[tuple[str, R]]:
-    """(arxiv id, render(arxiv id, record)) for every paper as in `records_as_of`, in arXiv id order, with the
+                   workers: Workers, shard: Shard = EVERY) -> Iterator[tuple[str, R]]:
+    """(arxiv id, render(arxiv id, record)) for every paper of `shard` as in `records_as_of`, in arXiv id order, with the
     rebuilds and `render` (which must pickle: a module-level function) in `workers`; a store they cannot
     open (see `shared`) is replayed here.
     Raises: StoreError, and whatever `render` raises, in arXiv id order."""
     if workers.jobs == 1 or not shared(store):
-        for paper, record in records_as_of(store, as_of, known_at):
+        for paper, record in records_as_of(store, as_of, known_at, shard):
             yield paper, render(paper, record)
         return
-    tasks = ((store.url, paper, as_of, known_at, render) for paper in store.papers(as_of.key, known_at))
+    tasks = ((store.url, paper, as_of, known_at, render) for paper in shard.papers(store.papers(as_of.key, known_at)))
     yield from workers.map(_render_one, tasks, lambda task: 1, BATCH)
 
 

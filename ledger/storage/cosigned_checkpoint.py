@@ -1,5 +1,7 @@
 """The latest cosigned checkpoint the log gathered (`ledger checkpoint --witness ...`), kept in the ledger
-itself (a row of ledger_meta), so `serve`, `publish` and a read replica all give the same one at /checkpoint.
+itself (a row of ledger_meta), so `serve`, `publish` and a read replica all give the same one at /checkpoint;
+and, as another row kept the same way, the paper index note cosigned by auditing witnesses, which bundles of
+its tree carry.
 
 A larger tree replaces it. The same tree cosigned again is merged into it: the signature lines of both, one per
 key, the held note's first (so what was served stays served, and /checkpoint gives the tree with the most
@@ -16,6 +18,7 @@ from ledger.log.signed_notes import split_note
 from ledger.storage.store import Store
 
 KEY = "cosigned_checkpoint"
+INDEX_KEY = "cosigned_paper_index"  # the paper index note cosigned by auditing witnesses, kept the same way
 
 
 def _size(note: str) -> int:
@@ -48,26 +51,27 @@ def _merged(held: str, note: str) -> str | None:
     return merged if merged != held else None
 
 
-def keep_cosigned(store: Store, note: str) -> bool:
+def keep_cosigned(store: Store, note: str, key: str = KEY) -> bool:
     """Keep the verified cosigned checkpoint `note` if its tree is larger than the one held, or merge its
-    signature lines into the held note of the same tree; whether the note kept changed.
+    signature lines into the held note of the same tree; whether the note kept changed. `key`: INDEX_KEY for
+    the paper index note cosigned by auditing witnesses.
     Raises: InputError on an exported log, StoreError from the store."""
     with store.writing() as writer:
         cursor = writer.cursor
-        row = cursor.execute("SELECT value FROM ledger_meta WHERE key = ?", (KEY,)).fetchone()
+        row = cursor.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
         kept = note if row is None else _merged(row[0], note)
         if kept is None:
             return False
         if row is None:
-            cursor.execute("INSERT INTO ledger_meta (key, value) VALUES (?, ?)", (KEY, kept))
+            cursor.execute("INSERT INTO ledger_meta (key, value) VALUES (?, ?)", (key, kept))
         else:
-            cursor.execute("UPDATE ledger_meta SET value = ? WHERE key = ?", (kept, KEY))
+            cursor.execute("UPDATE ledger_meta SET value = ? WHERE key = ?", (kept, key))
         return True
 
 
-def latest_cosigned(store: Store) -> str | None:
-    """The cosigned checkpoint the ledger holds, or None.
+def latest_cosigned(store: Store, key: str = KEY) -> str | None:
+    """The cosigned checkpoint the ledger holds (`key` INDEX_KEY: the cosigned paper index note), or None.
     Raises: StoreError from the store."""
     with store.reading() as cursor:
-        row = cursor.execute("SELECT value FROM ledger_meta WHERE key = ?", (KEY,)).fetchone()
+        row = cursor.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else row[0]

@@ -143,13 +143,13 @@ class Cursor:
         """Every event of one paper, in ledger order, in one indexed statement: its paper-level events and
         every event of the observations a citation links to it (the paper index's "events of P"). With
         `size`, the log of that many events: links made later do not count. Raises the driver's errors."""
-        where, params = _paper_events(paper, known_at, size)
+        where, params = _paper_events(paper, known_at, size, self.store.backend.in_rows)
         return [_fact(r) for r in self.execute(f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY seq",
                                                params).fetchall()]
 
     def paper_seqs(self, paper: str) -> list[int]:
         """The sequence numbers of `paper_facts(paper)`, without reading the events. Raises the driver's errors."""
-        where, params = _paper_events(paper, None, None)
+        where, params = _paper_events(paper, None, None, self.store.backend.in_rows)
         return [r[0] for r in self.execute(f"SELECT seq FROM events WHERE {where} ORDER BY seq", params).fetchall()]
 
     def papers_since(self, after: int, size: int) -> set[str]:
@@ -189,7 +189,7 @@ class Cursor:
         """(how many, the largest seq) of `paper_facts(paper)`: it changes exactly when a fact of the paper is
         appended (the log only grows), so it tells a copy of the paper's pages is current. Raises the driver's
         errors."""
-        where, params = _paper_events(paper, None, None)
+        where, params = _paper_events(paper, None, None, self.store.backend.in_rows)
         count, last = self.execute(f"SELECT count(*), max(seq) FROM events WHERE {where}", params).fetchone()
         return count, last or 0
 
@@ -261,7 +261,7 @@ class Cursor:
     def paper_summary(self, paper: str, as_of_key: str) -> tuple[bytes | None, int, str | None]:
         """(its latest snapshot's payload, how many of its events, the latest effective key), of the events
         effective by `as_of_key`. Raises the driver's errors."""
-        where, params = _paper_events(paper, None, None)
+        where, params = _paper_events(paper, None, None, self.store.backend.in_rows)
         count, last = self.execute(f"SELECT count(*), max(effective_key) FROM events WHERE {where} AND "
                                    "effective_key <= ?", params + [as_of_key]).fetchone()
         row = self.execute("SELECT payload FROM events WHERE paper = ? AND kind = ? AND effective_key <= ? "
@@ -352,13 +352,14 @@ def _snapshot_by(as_of_key: str, known_at: str | None) -> tuple[str, list]:
     return sql + " AND s.recorded_at <= ?)", [PAPER_SNAPSHOT, as_of_key, known_at]
 
 
-def _paper_events(paper: str, known_at: str | None, size: int | None) -> tuple[str, list]:
-    """The condition (and its parameters) selecting a paper's events, as `Cursor.paper_facts` says."""
+def _paper_events(paper: str, known_at: str | None, size: int | None, in_rows: str) -> tuple[str, list]:
+    """The condition (and its parameters) selecting a paper's events, as `Cursor.paper_facts` says; `in_rows`
+    the backend's form of membership in a subquery (`Backend.in_rows`)."""
     links, params = "SELECT observation FROM observation_papers WHERE paper = ?", [paper, paper]
     if size is not None:
         links += " AND seq <= ?"
         params.append(size)
-    where = f"(paper = ? OR (paper IS NULL AND subject IN ({links})))"
+    where = f"(paper = ? OR (paper IS NULL AND subject {in_rows.format(links)}))"
     if size is not None:
         where += " AND seq <= ?"
         params.append(size)

@@ -1,6 +1,7 @@
 """A witness's state, one SQLite file of its own (`witness serve --db`): per origin the checkpoint it last
 cosigned (`logs`), each tree it cosigned (`cosigned`: what it can show it signed, and a history that must never
-go back), and the log-signed contradictions it kept as evidence (`evidence`). The checks and what a request may
+go back), the log-signed contradictions it kept as evidence (`evidence`), and for an auditing witness the
+paper index note of the tree it last audited and cosigned (`index_notes`). The checks and what a request may
 make it keep are `ledger.services.cosigning_witness`; this module holds only the SQL.
 
 A request is checked and the state swapped in one `BEGIN IMMEDIATE` transaction (`WitnessState.swap`) whose
@@ -27,7 +28,11 @@ CREATE TABLE IF NOT EXISTS evidence (id INTEGER PRIMARY KEY, origin TEXT NOT NUL
                                      reason TEXT NOT NULL, body_hash BLOB NOT NULL UNIQUE, note TEXT NOT NULL,
                                      held TEXT NOT NULL);
 """
+# Made by the first audited tree cosigned (`witness serve --audit`): a plain witness's state stays as it was.
+INDEX_NOTES = """CREATE TABLE IF NOT EXISTS index_notes (origin TEXT PRIMARY KEY, size INTEGER NOT NULL,
+                                                       text TEXT NOT NULL, line TEXT NOT NULL)"""
 TABLES = {"logs", "cosigned", "evidence"}
+AUDITING = TABLES | {"index_notes"}
 LEGACY = {"logs", "cosigned", "refused"}  # before evidence: every 422 kept, the unsigned proofs too
 Held = tuple[int, bytes, str, int]  # size, root, note, cosigned_at
 
@@ -71,6 +76,12 @@ class Swap:
         self.db.execute("INSERT INTO evidence (origin, received_at, reason, body_hash, note, held) "
                         "VALUES (?, ?, ?, ?, ?, ?)", (origin, received_at, reason, body_hash, note, held))
 
+    def keep_index(self, origin: str, size: int, text: str, line: str) -> None:
+        """The paper index note of the tree last audited and cosigned for `origin` (its text, the cosignature
+        line given): one row per origin, replaced."""
+        self.db.execute(INDEX_NOTES)
+        self.db.execute("INSERT OR REPLACE INTO index_notes VALUES (?, ?, ?, ?)", (origin, size, text, line))
+
     def commit(self) -> None:
         """Persist what this request wrote (evidence is committed before its refusal is raised)."""
         self.db.execute("COMMIT")
@@ -91,7 +102,7 @@ class WitnessState:
         try:
             with closing(self._connect()) as db:
                 tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if not new and tables not in (TABLES, LEGACY):
+                if not new and tables not in (TABLES, AUDITING, LEGACY):
                     raise InputError(f"{path}: not a witness state (its tables: {', '.join(sorted(tables)) or 'none'})")
                 db.executescript(SCHEMA)
                 if tables == LEGACY:
@@ -120,6 +131,13 @@ class WitnessState:
         """(size, root, note, cosigned_at) of the checkpoint last cosigned for `origin`, or None."""
         with closing(self._connect()) as db:
             return Swap(db).held(origin)
+
+    def index_note(self, origin: str) -> tuple[str, str] | None:
+        """(text, cosignature line) of the paper index note last audited and cosigned for `origin`, or None."""
+        with closing(self._connect()) as db:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'index_notes'").fetchone() is None:
+                return None
+            return db.execute("SELECT text, line FROM index_notes WHERE origin = ?", (origin,)).fetchone()
 
     def history(self, origin: str) -> list[tuple[int, bytes, int]]:
         """(size, root, time) of each tree cosigned for `origin`, in the order cosigned, with the time first given."""

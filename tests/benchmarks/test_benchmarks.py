@@ -252,3 +252,16 @@ def test_the_sizes_section_prints_its_rows_and_targets(tmp_path, monkeypatch):
         "verify vs tight recompute loop", "peak memory 900 vs 900 events", "peak memory 900 vs 900 events",
         "peak memory of `replay --out --jobs 2` 900 vs 900 events"]
     assert all(ok is not None and detail for _, ok, detail in say.verdicts)
+
+
+def test_the_auditing_witness_benchmark_cosigns_each_step_and_writes_its_section(tmp_path):
+    from benchmarks.witness_audit import SECTION_BEGIN, run
+
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n")
+    report = run(5, 1, [10, 40], tmp_path / "cache", results)
+    rows = [line for line in report.lines if line.startswith("| a day's change")]
+    assert [row.split("|")[2].strip() for row in rows] == ["10", "40"]  # each step gated: both cosignatures
+    assert results.read_text().count(SECTION_BEGIN) == 1
+    with pytest.raises(GateError, match="fewer than the steps"):
+        run(5, 1, [100_000], tmp_path / "cache", None)

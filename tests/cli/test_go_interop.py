@@ -125,3 +125,23 @@ def test_our_witness_cosigns_a_checkpoint_go_signed_and_go_verifies_it(opennote,
     assert both.returncode == 0, both.stderr
     assert both.stdout.startswith("go.example/log\n3\n") and "verified go.example/log\n" in both.stdout
     assert "verified w0.example time " in both.stdout
+
+
+def test_go_opens_what_an_auditing_witness_cosigned_the_checkpoint_and_the_paper_index_note(keyed, witnesses,
+                                                                                            opennote, tmp_path):
+    import json
+
+    assert keyed("publish", "--as-of", "2026-09-03", "out", "--key", "ledger.key").exit_code == 0
+    [url] = witnesses.start(1, "example.org/ledger", "--audit", "example.org/ledger=out")
+    made = keyed("checkpoint", "--key", "ledger.key", "--witness", f"{url}=w0.vkey", "--timeout", "30")
+    assert made.exit_code == 0 and "cosigned by 1 auditing witness: w0.example" in made.stderr, made.stderr
+    (tmp_path / "cosigned.txt").write_text(made.stdout)
+    opened = go_open(opennote, tmp_path / "cosigned.txt", "ledger.vkey", "w0.vkey")
+    assert opened.returncode == 0 and opened.stdout.endswith("verified example.org/ledger\nverified w0.example time "
+                                                             f"{opened.stdout.rsplit(' ', 1)[-1]}"), opened.stderr
+    assert keyed("replay", "--paper", "2407.20018", "--as-of", "2026-08-09", "--evidence", "b.json", "--key",
+                 "ledger.key").exit_code == 0
+    (tmp_path / "index.txt").write_text(json.loads((tmp_path / "b.json").read_text())["checkpoint"])
+    index = go_open(opennote, tmp_path / "index.txt", "ledger.vkey", "w0.vkey")
+    assert index.returncode == 0 and "paper-index/v1 " in index.stdout, index.stderr
+    assert index.stdout.endswith(opened.stdout.split("\n", 3)[3]), (index.stdout, opened.stdout)  # one time for both

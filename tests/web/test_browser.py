@@ -554,6 +554,21 @@ def test_the_integrity_page_counts_the_witnesses_its_address_names(watched, serv
     assert w.errors == []
 
 
+def test_the_integrity_page_says_the_index_was_checked_when_auditing_witnesses_cosigned_its_note(watched, server):
+    from ledger.log.signed_notes import split_note
+
+    def audit(found):  # the bundle's index note cosigned by the witness, as an auditing one does
+        note = found["evidence"]["checkpoint"]
+        found["evidence"]["checkpoint"] = note + WITNESS.cosign(split_note(note)[0], 1_780_000_000)
+        found["evidence"].pop("cosigned", None)  # counted on the index note alone
+
+    w = watched()
+    state, text = integrity_verdict(w, server, audit, fragment=f"#witness={WITNESS.key}")
+    assert state == "pass" and "Audited: the index was checked by 1 auditing witness, witness.example/w1" in text, text
+    assert "(1 of the 1 witnesses asked for, quorum 1)" in text
+    assert w.errors == []
+
+
 def _forge_signature(found):
     note = found["evidence"]["checkpoint"]
     body, signature = note.rsplit(" ", 1)

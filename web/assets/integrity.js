@@ -118,7 +118,17 @@
     return time;
   }
 
+  // An auditing witness cosigns the paper index note itself, once it re-computed the index: the quorum met there
+  // says the index was checked (docs/witnesses.md); else the witnesses are counted on the cosigned checkpoint.
+  async function audited(bundle, signed, wanted) {
+    var note = get(bundle, "checkpoint"), found = [];
+    for (var key of wanted.keys) if (await cosignedBy(note, signed.body, key) !== null) found.push(key.split("+")[0]);
+    return found.length && found.length >= wanted.quorum ? { names: found, asked: wanted.keys.length, quorum: wanted.quorum, audited: true } : null;
+  }
+
   async function witnessed(bundle, signed, vkey, wanted) {
+    var index = await audited(bundle, signed, wanted);
+    if (index !== null) return index;
     var note = get(bundle, "cosigned");
     if (typeof note !== "string")
       throw new Failure("witnesses", "the evidence carries no cosigned checkpoint of its tree (the paper changed after the latest one the witnesses cosigned)");
@@ -238,7 +248,9 @@
         + "context digest the evidence names. "
         + (v.witnesses === null ? "Not proven here: that this key is the log's (compare it with one you trust), nor "
            + "that nobody was shown another log (add #witness=VKEY&quorum=N to this address to count witnesses)."
-           : "Witnessed: that tree's checkpoint is cosigned by " + (v.witnesses.names.join(", ") || "no witness")
+           : (v.witnesses.audited ? "Audited: the index was checked by " + v.witnesses.names.length + " auditing witness"
+              + (v.witnesses.names.length === 1 ? "" : "es") + ", " + v.witnesses.names.join(", ") + ", who cosigned the paper index note after re-computing it"
+              : "Witnessed: that tree's checkpoint is cosigned by " + (v.witnesses.names.join(", ") || "no witness"))
            + " (" + v.witnesses.names.length + " of the " + v.witnesses.asked + " witnesses asked for, quorum "
            + v.witnesses.quorum + "). Not proven here: that this key is the log's, nor that the witness keys are the "
            + "ones you trust."));

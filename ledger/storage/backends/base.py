@@ -18,6 +18,7 @@ class Backend(ABC):
     """The database-specific half of a store. Subclasses fill in every attribute and method below."""
 
     name: str  # SQLAlchemy's dialect name
+    in_rows = "IN ({})"  # `x <in_rows>` with a subquery: x is one of its rows (PostgreSQL's own form, below)
     guards: tuple[str, ...]  # DDL run once by `ledger init`, after the tables: the append-only guards
     begin_write: str  # begins a write transaction and takes the write lock
     begin_index: str  # begins a transaction that writes the paper index only, taking the lock catch-ups share

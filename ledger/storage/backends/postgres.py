@@ -41,6 +41,9 @@ class PostgreSQL(Backend):
     # Its commit need not wait for the WAL flush: the index is re-computed from the log should a crash lose it.
     begin_index = f"BEGIN; SELECT pg_advisory_xact_lock({INDEX_LOCK_ID}); SET LOCAL synchronous_commit = off"
     begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # one snapshot for the whole transaction
+    # A paper's events are `paper = ? OR subject IN (its observations)`: with IN, PostgreSQL read every event of
+    # the log for each paper (a hashed subplan as a filter); over an array, both sides of the OR use their index.
+    in_rows = "= ANY(ARRAY({}))"
     guards = (
         """CREATE FUNCTION ledger_refuse_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
            BEGIN RAISE EXCEPTION 'events are append-only: %% refused', TG_OP; END $$""",  # %% : DBAPI paramstyle
