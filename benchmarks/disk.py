@@ -53,17 +53,21 @@ def realistic(n: int, seed: int = 45) -> list[Event]:
     template = record_events(orjson.loads(SEED.read_bytes()))
     rng = random.Random(seed)
     events: list[Event] = []
+    used: set[str] = set()  # no id twice, across copies (drawn at random, they would meet past ~100,000 events)
     for _ in range(max(1, round(n / len(template)))):
-        events += _copy(template, rng, {})
+        events += _copy(template, rng, {}, used)
     return events
 
 
-def _copy(template: list[Event], rng: random.Random, ids: dict[str, str]) -> list[Event]:
+def _copy(template: list[Event], rng: random.Random, ids: dict[str, str], used: set[str]) -> list[Event]:
     def fresh(match: re.Match) -> str:
         old = match.group(0)
-        if old not in ids:
-            ids[old] = (str(uuid.UUID(int=rng.getrandbits(128), version=4)) if "-" in old
-                        else f"{rng.randrange(2000, 2600)}.{rng.randrange(100000):05d}")
+        while old not in ids:
+            new = (str(uuid.UUID(int=rng.getrandbits(128), version=4)) if "-" in old
+                   else f"{rng.randrange(2000, 2600)}.{rng.randrange(100000):05d}")
+            if new not in used:
+                used.add(new)
+                ids[old] = new
         return ids[old]
 
     return [make_event(ev.kind, orjson.loads(_UUID.sub(fresh, _ARXIV.sub(fresh, ev.payload.decode()))), ev.effective_at)
