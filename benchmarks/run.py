@@ -29,6 +29,8 @@ from pathlib import Path
 
 from benchmarks.appends import appends_section
 from benchmarks.common import HERE, SYNCHRONOUS, Report, gate, kept_section, replace_section, run_main
+from benchmarks.disk import SECTION_BEGIN as DISK_BEGIN
+from benchmarks.disk import SECTION_END as DISK_END
 from benchmarks.fold import SECTION_BEGIN as FOLD_BEGIN
 from benchmarks.fold import SECTION_END as FOLD_END
 from benchmarks.index_costs import INDEX_BEGIN, INDEX_END, index_section
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = (kept_section(args.out, SECTION_BEGIN, SECTION_END) + kept_section(args.out, PUBLISH_BEGIN, PUBLISH_END)
             + kept_section(args.out, MONITOR_BEGIN, MONITOR_END) + kept_section(args.out, OBSERVE_BEGIN, OBSERVE_END)
             + kept_section(args.out, SITE_DAYS_BEGIN, SITE_DAYS_END)
-            + kept_section(args.out, FOLD_BEGIN, FOLD_END)
+            + kept_section(args.out, FOLD_BEGIN, FOLD_END) + kept_section(args.out, DISK_BEGIN, DISK_END)
             + kept_section(args.out, *ARCHIVE))
     Path(args.out).write_text("\n".join(say.lines) + "\n" + kept)
     return 0

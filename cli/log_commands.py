@@ -23,8 +23,8 @@ def init(ctx: typer.Context) -> None:
 
 @app.command()
 def upgrade(ctx: typer.Context) -> None:
-    """Bring an older ledger to this version: schema version 1's tables, guards stored in an older form (the
-    paper index is kept from the log when first needed)."""
+    """Bring an older ledger to this version: schema version 1's tables, version 2's payloads packed, guards
+    stored in an older form (the paper index is kept from the log when first needed)."""
     typer.echo(Store.upgrade(db_location(ctx)))
 
 

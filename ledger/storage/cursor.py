@@ -20,6 +20,7 @@ from ledger.log.merkle import leaf_hash, perfect_subtrees
 from ledger.model.arxiv import month_bounds, month_of
 from ledger.model.events import CITATION_OBSERVED, OBSERVATION_KINDS, PAPER_SNAPSHOT, Event, Fact, citation_papers
 from ledger.storage.backends.base import Backend
+from ledger.storage.payloads import unpack
 
 _COLUMNS = "seq, kind, subject, effective_at, effective_key, recorded_at, payload"
 _OBSERVATION_KIND_IN = f"({', '.join(['?'] * len(OBSERVATION_KINDS))})"  # bound to OBSERVATION_KINDS
@@ -69,13 +70,13 @@ class Cursor:
 
     def entry(self, seq: int) -> Entry:
         """The stored entry `seq`. Raises the driver's errors."""
-        return Entry._make(self.execute(f"SELECT {self.store.backend.entry_columns} FROM events WHERE seq = ?",
-                                        (seq,)).fetchone())
+        return stored_entry(self.execute(f"SELECT {self.store.backend.entry_columns} FROM events WHERE seq = ?",
+                                         (seq,)).fetchone())
 
     def entries_after(self, after: int, limit: int) -> list[Entry]:
         """Up to `limit` entries from seq `after` + 1, in ledger order. Raises the driver's errors."""
-        return list(map(Entry._make, self.execute(f"SELECT {self.store.backend.entry_columns} FROM events WHERE "
-                                                  "seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall()))
+        return list(map(stored_entry, self.execute(f"SELECT {self.store.backend.entry_columns} FROM events WHERE "
+                                                   "seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall()))
 
     def tree_nodes(self, wanted: list[tuple[int, int]], size: int | None = None) -> dict[tuple[int, int], bytes]:
         """Merkle nodes by (level, index), in one statement: stored ones for level >= 4, and the smaller
@@ -102,7 +103,7 @@ class Cursor:
             if r[0] >= 0:
                 found[(r[0], r[1])] = _blob(r[2])
             else:
-                leaf = leaf_hash(entry_bytes(r[1], r[3], r[4], r[5], _blob(r[6])))
+                leaf = leaf_hash(entry_bytes(r[1], r[3], r[4], r[5], stored_payload(r[6])))
                 leaves[(r[1] - 1) // width].append((r[1], leaf))
         for block, digests in leaves.items():
             digests.sort()
@@ -265,7 +266,7 @@ class Cursor:
                                    "effective_key <= ?", params + [as_of_key]).fetchone()
         row = self.execute("SELECT payload FROM events WHERE paper = ? AND kind = ? AND effective_key <= ? "
                            "ORDER BY effective_key DESC, seq DESC LIMIT 1", (paper, PAPER_SNAPSHOT, as_of_key)).fetchone()
-        return (_blob(row[0]) if row else None), count, last
+        return (stored_payload(row[0]) if row else None), count, last
 
     def paper_count(self, as_of_key: str, known_at: str | None = None) -> int:
         """How many papers have a snapshot effective by `as_of_key` (and recorded by `known_at`). Raises the
@@ -279,15 +280,16 @@ class Cursor:
         unique fact key. Raises the driver's errors."""
         keys = sorted({(e.subject, e.kind, e.effective_key) for e in events})
         rows = self.store.backend.stored_facts(self, keys) if keys else []
-        return {(r[0], r[1], r[2]): (r[3], _blob(r[4])) for r in rows}
+        return {(r[0], r[1], r[2]): (r[3], stored_payload(r[4])) for r in rows}
 
     # -- what `verify --full` compares with the entries (ledger.services.verify_store) ----------------------
     def event_rows_after(self, after: int, limit: int) -> list[tuple]:
         """Up to `limit` events from seq `after` + 1, in ledger order: each an Entry's seven fields, then the
         columns derived when it was appended (subject, paper, effective_key), as stored. Raises the driver's
         errors."""
-        return self.execute(f"SELECT {self.store.backend.entry_columns}, subject, paper, effective_key FROM events "
-                            "WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall()
+        return [(*r[:4], stored_payload(r[4]), *r[5:]) for r in self.execute(
+            f"SELECT {self.store.backend.entry_columns}, subject, paper, effective_key FROM events WHERE seq > ? "
+            "ORDER BY seq LIMIT ?", (after, limit)).fetchall()]
 
     def links_between(self, after: int, last: int) -> list[tuple]:
         """The stored paper links (seq, paper, observation) with `after` < seq <= `last`, sorted. Raises the
@@ -368,14 +370,24 @@ def _paper_events(paper: str, known_at: str | None, size: int | None, in_rows: s
 
 
 def _fact(r) -> Fact:
-    return Fact(r[0], r[1], r[2], r[3], r[4], r[5], _blob(r[6]))
+    return Fact(r[0], r[1], r[2], r[3], r[4], r[5], stored_payload(r[6]))
+
+
+def stored_entry(row) -> Entry:
+    """The Entry of a row selected by `Backend.entry_columns`, its payload unpacked (`ledger.storage.payloads`)."""
+    return Entry(row[0], row[1], row[2], row[3], unpack(row[4]), row[5], row[6])
+
+
+def stored_payload(value: object) -> bytes:
+    """A payload as the events table holds it, as its canonical bytes (`ledger.storage.payloads.unpack`)."""
+    return unpack(_blob(value))
 
 
 def stored_citation_papers(payload: object, where: str) -> tuple[str, ...]:
     """The papers a stored citation event's payload links its observation to (`citation_papers`).
     Raises: IntegrityError naming `where` for a payload whose papers cannot be read."""
     try:
-        return citation_papers(orjson.loads(_blob(payload))["citation"])
+        return citation_papers(orjson.loads(stored_payload(payload))["citation"])
     except (orjson.JSONDecodeError, KeyError, TypeError):
         raise IntegrityError(f"{where}: a citation whose papers cannot be read") from None
 

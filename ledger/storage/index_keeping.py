@@ -21,7 +21,7 @@ from ledger.log.chain import entry_bytes
 from ledger.log.merkle import leaf_hash as log_leaf_hash
 from ledger.log.paper_index import paper_key
 from ledger.model.events import CITATION_OBSERVED
-from ledger.storage.cursor import stored_citation_papers
+from ledger.storage.cursor import stored_citation_papers, stored_payload
 from ledger.storage.index_nodes import EMPTY_NODE, ID_SHIFT, SLOTS, Child, Leaf, Node, child, encode, grown
 from ledger.storage.index_reads import HELD, IN_LIST, Nodes, paper_events, root_at
 
@@ -113,8 +113,7 @@ def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = No
                                   "ORDER BY seq", (before, after)).fetchall()
             if len(rows) != after - before:
                 raise IntegrityError(f"paper index: events missing among seq {before + 1}..{after}")
-            appended = [(r[0], _logged(r), log_leaf_hash(entry_bytes(r[0], r[1], r[2], r[3], bytes(r[4]))))
-                        for r in rows]
+            appended = [_appended(r) for r in rows]
             del rows
         done = update(cursor, nodes, left, before, after, appended, held)
         if held:
@@ -126,8 +125,13 @@ def catch_up(cursor, nodes: Nodes, size: int, edge: tuple[int, Edge] | None = No
     return written, left
 
 
-def _logged(row) -> Logged:
-    seq, kind, payload, subject, paper = row[0], row[1], row[4], row[7], row[8]
+def _appended(row) -> tuple[int, Logged, bytes]:
+    payload = stored_payload(row[4])  # unpacked once, for the leaf and the citation's papers
+    return row[0], _logged(row, payload), log_leaf_hash(entry_bytes(row[0], row[1], row[2], row[3], payload))
+
+
+def _logged(row, payload: bytes) -> Logged:
+    seq, kind, subject, paper = row[0], row[1], row[7], row[8]
     cited = stored_citation_papers(payload, f"paper index: event seq {seq}") if kind == CITATION_OBSERVED else ()
     return Logged(subject, paper, cited)
 

@@ -34,8 +34,15 @@ from ledger.storage.cursor import Cursor
 from ledger.storage.index_keeping import CHUNK, catch_up
 from ledger.storage.index_keeping import Edge as IndexEdge
 from ledger.storage.index_reads import CACHE_LIMIT, Nodes, root_at
-from ledger.storage.schema import SCHEMA_VERSION
-from ledger.storage.store_open import check_version, create_tables, rederive_links, schema_version, sqlite_file
+from ledger.storage.schema import SCHEMA_VERSION, UPGRADES_FROM
+from ledger.storage.store_open import (
+    check_version,
+    create_tables,
+    rederive_links,
+    repack_payloads,
+    schema_version,
+    sqlite_file,
+)
 from ledger.storage.writer import Recent, Writer
 
 if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made: `init`, `upgrade`, PostgreSQL, memory
@@ -125,21 +132,31 @@ class Store:
         """Bring an older ledger to this version, in one transaction holding the write lock. From schema
         version 1: paper links get the seq of the citation that made them (re-derived from the citations),
         and the paper index's tables are created (the index is kept from the log when first needed, at any
-        size). At any version: guards stored in an older form are re-created (`Backend.renew_guards`). Run
-        it with no writer of the old version left. Returns what was done.
-        Raises: InputError when there is no ledger of version 1 or 2 there, StoreError when it cannot be read or
+        size). From version 1 or 2: payloads are stored packed (`store_open.repack_payloads`; the space they
+        leave is the file's until `VACUUM`). At any version: guards stored in an older form are re-created
+        (`Backend.renew_guards`). Run it with no writer of an old version left. Returns what was done.
+        Raises: InputError when there is no ledger of version 1, 2 or 3 there, StoreError when it cannot be read or
         written."""
         store = cls._existing(location)
         try:
             found = store._schema_version()
-            if found not in ("1", SCHEMA_VERSION):
-                raise InputError(f"{store.shown}: ledger schema version {found or 'none'}, this ledger upgrades version 1")
+            if found not in (*UPGRADES_FROM, SCHEMA_VERSION):
+                raise InputError(f"{store.shown}: ledger schema version {found or 'none'}, this ledger upgrades "
+                                 f"versions {' and '.join(UPGRADES_FROM)}")
+            links = packed = None
             with store._connection("upgrade", store.backend.begin_write) as cursor:
-                links = rederive_links(cursor, store.backend, store.engine) if found == "1" else None
+                if found == "1":
+                    links = rederive_links(cursor, store.backend, store.engine)
+                if found in UPGRADES_FROM:
+                    packed = repack_payloads(cursor, store.backend)
                 renewed = store.backend.renew_guards(cursor)
-            done = (f"{store.shown}: already at schema version {SCHEMA_VERSION}" if links is None else
-                    f"{store.shown}: upgraded to schema version {SCHEMA_VERSION}; {links} paper links re-derived; the "
-                    "paper index is kept from the log when a checkpoint or a proof first needs it")
+            done = f"{store.shown}: already at schema version {SCHEMA_VERSION}" if packed is None else \
+                f"{store.shown}: upgraded to schema version {SCHEMA_VERSION}"
+            if links is not None:
+                done += (f"; {links} paper links re-derived; the paper index is kept from the log when a checkpoint or a "
+                         "proof first needs it")
+            if packed is not None:
+                done += f"; {packed} payloads stored packed (VACUUM returns the space they left to the disk)"
             return done + (f"; guards renewed: {', '.join(renewed)}" if renewed else "")
         finally:
             store.close()

@@ -1,7 +1,8 @@
 """What a ledger's schema asks of a Store being opened, created or upgraded: the file a `--db` names (never a
-folder), the tables and guards of a new ledger, the schema version check, and version 1's paper links
-re-derived. The schema's own SQL lives here; `Store` (`ledger.storage.store`) calls it, and it never reads or
-writes the log's events but to re-derive the links.
+folder), the tables and guards of a new ledger, the schema version check, version 1's paper links re-derived
+and version 2's payloads packed. The schema's own SQL lives here; `Store` (`ledger.storage.store`) calls it,
+and it never reads or writes the log's events but to re-derive the links and to pack payloads (whose canonical
+bytes, and so every hash, stay as they were).
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ledger.core.errors import InputError
+from ledger.core.errors import InputError, IntegrityError
 from ledger.log.paper_index import log_event
 from ledger.storage.backends import Backend, sqlite_path
 from ledger.storage.cursor import Cursor
-from ledger.storage.schema import SCHEMA_VERSION
+from ledger.storage.payloads import PACKED, pack, unpack
+from ledger.storage.schema import SCHEMA_VERSION, UPGRADES_FROM
 
 if TYPE_CHECKING:  # SQLAlchemy loads only where an engine is made (`ledger.storage.store`)
     from sqlalchemy.engine import Engine
@@ -75,12 +77,44 @@ def rederive_links(cursor: Cursor, backend: Backend, engine: Engine) -> int:
     return len(links)
 
 
+def repack_payloads(cursor: Cursor, backend: Backend) -> int:
+    """Version 2 to this version, on `upgrade`'s transaction (which holds the write lock): every payload stored
+    as its canonical bytes that `pack` makes shorter is stored packed, checked to unpack to the same bytes
+    first, with the events' UPDATE guard lifted for this transaction only. Returns how many were packed.
+    Raises: IntegrityError should a packed payload not unpack to the stored bytes (nothing is then kept)."""
+    lift, restore = backend.rewrite_guard
+    cursor.execute(lift)
+    packed, after = 0, 0
+    while True:  # in pages by seq, on this transaction's cursor
+        rows = cursor.execute("SELECT seq, payload FROM events WHERE seq > ? ORDER BY seq LIMIT 5000",
+                              (after,)).fetchall()
+        changed = []
+        for seq, stored in rows:
+            stored = bytes(stored) if isinstance(stored, (bytes, bytearray, memoryview)) else None
+            if stored is None or stored[:1] == PACKED:  # not a version 2 payload: left for `verify` to name
+                continue
+            smaller = pack(stored)
+            if smaller is not stored:
+                if unpack(smaller) != stored:
+                    raise IntegrityError(f"seq {seq}: its payload does not unpack to the same bytes; nothing upgraded")
+                changed.append((smaller, seq))
+        if changed:
+            cursor.executemany("UPDATE events SET payload = ? WHERE seq = ?", changed)
+            packed += len(changed)
+        if len(rows) < 5000:
+            break
+        after = rows[-1][0]
+    cursor.execute(restore)
+    cursor.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
+    return packed
+
+
 def check_version(found: str | None, shown: str) -> None:
     """Check the schema version a database says it has (`found`, from `schema_version`) is this one.
     Raises: InputError when it is not."""
     if found != SCHEMA_VERSION:
         found = "none" if found is None else found
-        hint = "; bring it to this version with `ledger upgrade`" if found == "1" else ""
+        hint = "; bring it to this version with `ledger upgrade`" if found in UPGRADES_FROM else ""
         raise InputError(f"{shown}: ledger schema version {found}, this ledger reads version {SCHEMA_VERSION}{hint}")
 
 

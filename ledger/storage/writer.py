@@ -17,6 +17,7 @@ from ledger.log.chain import Entry, seal
 from ledger.log.merkle import frontier_nodes, grow, leaf_hash
 from ledger.model.events import Event, Fact
 from ledger.storage.cursor import STORED_FROM_LEVEL, Cursor
+from ledger.storage.payloads import pack
 from ledger.storage.schema import EVENT_COLUMNS
 
 RECENT = 10_000  # events a store remembers for the paper index's next catch-up (their payloads held too)
@@ -102,7 +103,7 @@ class Writer:
             recent = self.recent = None  # a large import: its catch-up reads the log
         for entry, ev, data in entries:
             rows.append((entry.seq, ev.kind, ev.subject, ev.paper, ev.effective_at, ev.effective_key,
-                         entry.recorded_at, ev.payload, entry.entry_hash, entry.chain_hash))
+                         entry.recorded_at, pack(ev.payload), entry.entry_hash, entry.chain_hash))
             digest = leaf_hash(data)
             grow(self.frontier, entry.seq - 1, digest, nodes, STORED_FROM_LEVEL)
             for paper in ev.papers:  # only citations name papers

@@ -5,6 +5,7 @@ import sqlite3
 
 import pytest
 
+from ledger.storage.payloads import unpack
 from tests.conftest import AS_OF_004, PAPER_004, SEED_004, Cli, run_ledger
 from tests.helpers import redigest, seed_record, write_record
 from tests.ledger.storage.test_concurrency import stream
@@ -162,7 +163,8 @@ def test_verify_the_chain_and_catch_a_changed_row(imported, backend):
         pytest.skip("the tamper path for PostgreSQL is in the store contract suite")
     conn = sqlite3.connect(imported.location)
     conn.execute("DROP TRIGGER events_append_only_update")
-    conn.execute("UPDATE events SET payload = replace(payload, 'crossref', 'crossrex') WHERE seq = 2")
+    stored = conn.execute("SELECT payload FROM events WHERE seq = 2").fetchone()[0]  # kept packed: edited as text
+    conn.execute("UPDATE events SET payload = ? WHERE seq = 2", (unpack(stored).replace(b"crossref", b"crossrex"),))
     conn.commit()
     conn.close()
     bad = imported("verify")
@@ -351,7 +353,7 @@ def test_a_ledger_of_another_schema_version_exits_2(imported, backend):
     engine.dispose()
     result = imported("replay", "--as-of", "2026-08-09", "--paper", PAPER_004)
     assert result.exit_code == 2 and result.stdout == ""
-    assert "ledger schema version 0, this ledger reads version 2" in result.stderr
+    assert "ledger schema version 0, this ledger reads version 3" in result.stderr
 
 
 def test_an_unreachable_store_exits_3():

@@ -28,6 +28,7 @@ class Backend(ABC):
     begin_snapshot: str  # begins a read transaction whose reads all see one snapshot, taking no write lock
     fact_key_present: str  # a query returning a row while the unique fact key is in place
     entry_columns: str  # the select list of an Entry, in its field order, every hash and payload as bytes
+    rewrite_guard: tuple[str, str]  # lift, and restore, the events' UPDATE guard inside one transaction (`upgrade`)
 
     dbapi: Any  # the driver module: its Error and IntegrityError are what statements raise
 

@@ -118,6 +118,8 @@ class SQLite(Backend):
     entry_columns = ("seq, kind, effective_at, recorded_at, CAST(payload AS BLOB), CAST(entry_hash AS BLOB), "
                      "CAST(chain_hash AS BLOB)")
 
+    rewrite_guard = ("DROP TRIGGER events_append_only_update", guards[0])  # DDL is transactional in SQLite
+
     dbapi = sqlite3
 
     def __init__(self) -> None:

@@ -406,7 +406,7 @@ def test_upgrade_brings_a_version_1_ledger_to_an_index_at_every_size(ledger_loca
                        "PRIMARY KEY (paper, observation))")
         cursor.execute("UPDATE ledger_meta SET value = '1' WHERE key = 'schema_version'")
     store.close()
-    with pytest.raises(InputError, match="schema version 1, this ledger reads version 2"):
+    with pytest.raises(InputError, match="schema version 1, this ledger reads version 3"):
         Store.open(ledger_location)
     size = len(lines)
     links = {(paper["arxiv_id"], line["payload"]["observation_id"]) for line in lines
@@ -414,8 +414,8 @@ def test_upgrade_brings_a_version_1_ledger_to_an_index_at_every_size(ledger_loca
              for paper in (line["payload"]["citation"]["citing_paper"], line["payload"]["citation"]["cited_paper"])
              if paper is not None}
     links = len(links)
-    assert f"upgraded to schema version 2; {links} paper links re-derived" in Store.upgrade(ledger_location)
-    assert Store.upgrade(ledger_location).endswith("already at schema version 2")
+    assert f"upgraded to schema version 3; {links} paper links re-derived" in Store.upgrade(ledger_location)
+    assert Store.upgrade(ledger_location).endswith("already at schema version 3")
     store = Store.open(ledger_location)
     try:
         with store.writing() as writer:

@@ -10,6 +10,7 @@ from ledger.importing.importer import import_files
 from ledger.log.chain import GENESIS, entry_bytes, verify_entries
 from ledger.log.merkle import root
 from ledger.model.events import make_event
+from ledger.storage.payloads import PACKED, pack, unpack
 from ledger.storage.store import Store
 from ledger.storage.writer import DuplicateFactError
 from tests.conftest import PAPER_004, SEED_004
@@ -127,8 +128,8 @@ def test_upgrade_renews_a_guard_stored_in_an_older_form(ledger_location, backend
         raw(store, OLD_GAP_GUARD)
     store.close()
     renewed = "; guards renewed: events_gap_free" if backend == "sqlite" else ""
-    assert Store.upgrade(ledger_location).endswith(f"already at schema version 2{renewed}")
-    assert Store.upgrade(ledger_location).endswith("already at schema version 2")
+    assert Store.upgrade(ledger_location).endswith(f"already at schema version 3{renewed}")
+    assert Store.upgrade(ledger_location).endswith("already at schema version 3")
     store = Store.open(ledger_location)
     try:
         if backend == "sqlite":
@@ -200,9 +201,25 @@ def test_a_row_changed_behind_the_guard_is_caught_by_verify(seeded):
         raw(seeded, "DROP TRIGGER events_append_only_update")
     else:
         raw(seeded, "ALTER TABLE events DISABLE TRIGGER events_append_only")
-    payload = bytes(raw(seeded, "SELECT payload FROM events WHERE seq = 17").scalar_one())
+    payload = unpack(bytes(raw(seeded, "SELECT payload FROM events WHERE seq = 17").scalar_one()))
     changed = payload.replace(b"2026", b"2027", 1)
     assert changed != payload
+    raw(seeded, "UPDATE events SET payload = :p WHERE seq = 17", p=pack(changed))
+    with pytest.raises(IntegrityError, match=r"seq 17: entry hash does not re-compute.*seq 17\.\.40"):
+        verify_entries(seeded.entries())
+
+
+@pytest.mark.parametrize("cut", ["a byte flipped", "cut short", "bytes added"])
+def test_a_packed_payload_changed_behind_the_guard_is_caught_by_verify(seeded, cut):
+    # The deflated bytes themselves edited: they unpack to other bytes, or to nothing (then read as stored).
+    if seeded.dialect == "sqlite":
+        raw(seeded, "DROP TRIGGER events_append_only_update")
+    else:
+        raw(seeded, "ALTER TABLE events DISABLE TRIGGER events_append_only")
+    stored = bytes(raw(seeded, "SELECT payload FROM events WHERE seq = 17").scalar_one())
+    assert stored[:1] == PACKED and len(stored) < len(unpack(stored))
+    changed = {"a byte flipped": stored[:20] + bytes([stored[20] ^ 0x10]) + stored[21:], "cut short": stored[:-3],
+               "bytes added": stored + b"\x00"}[cut]
     raw(seeded, "UPDATE events SET payload = :p WHERE seq = 17", p=changed)
     with pytest.raises(IntegrityError, match=r"seq 17: entry hash does not re-compute.*seq 17\.\.40"):
         verify_entries(seeded.entries())
