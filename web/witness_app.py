@@ -97,10 +97,8 @@ def create_witness_app(witness: Witness, rate: float = RATE) -> FastAPI:
 
     @app.post("/add-checkpoint")
     async def add_checkpoint(request: Request) -> Response:
-        wait = limit.wait(request.client.host if request.client else "") if limit else 0.0
-        if wait:
-            return Response(f"too many requests from this address; retry in {math.ceil(wait)} s\n", 429,
-                            media_type=TEXT, headers={"retry-after": str(math.ceil(wait))})
+        if (slowed := _too_many(limit, request)) is not None:
+            return slowed
         try:
             lines = await run_in_threadpool(witness.add_checkpoint, await _body(request))
         except CosignRefusedError as refused:
@@ -119,6 +117,15 @@ def create_witness_app(witness: Witness, rate: float = RATE) -> FastAPI:
     return app
 
 
+def _too_many(limit: RateLimit | None, request: Request) -> Response | None:
+    """429 with Retry-After when this client's address is over `--rate`, before the body is read; else None."""
+    wait = limit.wait(request.client.host if request.client else "") if limit else 0.0
+    if not wait:
+        return None
+    return Response(f"too many requests from this address; retry in {math.ceil(wait)} s\n", 429,
+                    media_type=TEXT, headers={"retry-after": str(math.ceil(wait))})
+
+
 def _retry(refused: CosignRefusedError) -> dict[str, str] | None:
     """Retry-After for a refusal that says when to ask again (503: the audit of the tree is not done yet)."""
     return None if refused.retry is None else {"retry-after": str(refused.retry)}
@@ -131,10 +138,8 @@ def _paper_index_route(app: FastAPI, witness: Witness, limit: RateLimit | None) 
 
     @app.post("/paper-index")
     async def paper_index(request: Request) -> Response:
-        wait = limit.wait(request.client.host if request.client else "") if limit else 0.0
-        if wait:
-            return Response(f"too many requests from this address; retry in {math.ceil(wait)} s\n", 429,
-                            media_type=TEXT, headers={"retry-after": str(math.ceil(wait))})
+        if (slowed := _too_many(limit, request)) is not None:
+            return slowed
         try:
             body = (await _body(request)).decode("utf-8")
             line = await run_in_threadpool(witness.index_note, body)
