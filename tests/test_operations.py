@@ -138,8 +138,8 @@ def test_every_route_through_nginx_is_what_serve_answers(tmp_path, monkeypatch):
     urls = [url_of(relative) + ("?as_of=2026-08-09" if "as_of" in row_of(relative)[0].query else "")
             for relative in files] + [
         f"/paper/{PAPER_004}/diff.json?from=2026-08-01&to=2026-08-09", "/paper/2407.99999?as_of=2026-08-09",
-        "/no/such/path", f"/paper/{PAPER_004}/citation-record.json?as_of=not-a-date"]
-    covered = {route.name for route, _ in rows if route} | {"diff"}
+        "/no/such/path", f"/paper/{PAPER_004}/citation-record.json?as_of=not-a-date", "/healthz", "/readyz"]
+    covered = {route.name for route, _ in rows if route} | {"diff", "healthz", "readyz"}  # serve's own rows
     assert covered == {route.name for route in ROUTES}  # every row of the table is asked for
     serve_port, nginx_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}

@@ -95,7 +95,8 @@ def test_the_quickstart_twice_then_the_commands_table_as_a_new_user_types_it(tmp
         done = typed(example, clone)
         outcome = (done.returncode, done.stderr.decode())
         assert outcome == REFUSED.get(example, (0, "")), example
-    assert sorted(path.name for path in clone.glob("*.db")) == ["ledger.db"]  # one ledger, the quickstart's
+    # the quickstart's ledger, and the backup example's snapshot and the restore example's new ledger
+    assert sorted(path.name for path in clone.glob("*.db")) == ["b.db", "ledger.db", "new.db"]
 
 
 def test_a_clone_named_ledger_shadows_the_package_for_a_script_above_it_as_the_readme_says(tmp_path):

@@ -46,7 +46,7 @@ def test_replay_evidence_with_out_writes_both(seeded, tmp_path):
     (["verify", "--evidence", "b.json", "--verifier-key", "ledger.vkey", str(SEED_004)],
      "ledger: --evidence: checks one bundle, nothing else: verify RECORD files (or --strict) in another run\n"),
     (["verify", str(SEED_004), "--verifier-key", "ledger.vkey"],
-     "ledger: --verifier-key: only with --evidence or --index\n"),
+     "ledger: --verifier-key: only with --evidence, --index or a backup's manifest\n"),
 ])
 @pytest.mark.slow
 def test_an_option_that_would_be_ignored_is_refused(seeded, tmp_path, args, stderr):

@@ -66,6 +66,8 @@ CONTEXT = {
     "publish": {"out": ["site2"], "--as-of": AS_OF, "--key": "ledger.key"},
     "monitor": {"url": ["site"], "--verifier-key": "ledger.vkey", "--state": "watched"},
     "witness serve": {"--key": "witness.key", "--log": "example.org/ledger=ledger.vkey"},
+    "backup": {"dest": ["bak.db"]},
+    "restore": {"--verifier-key": "ledger.vkey", "--from": "site"},
 }
 # Where a param is read beside others than its command's usual ones.
 BESIDE = {
