@@ -97,9 +97,8 @@ def measure(args, folder: Path) -> dict[str, list]:
 
 def report(args, figures: dict[str, list], say: Report) -> None:
     say(SECTION_TITLE)
-    say(f"\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores (shared with other "
-        f"work: other engineers' tests and benchmarks ran at the same time, so absolute rates are noisy; the ratio "
-        f"is taken within each repetition), Python {sys.version.split()[0]}; a ledger of {figures['events'][0]:,} "
+    say(f"\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores (the client's threads share "
+        f"them with the server, so absolute rates are noisy; the ratio is taken within each repetition), Python {sys.version.split()[0]}; a ledger of {figures['events'][0]:,} "
         f"events, the probe's record as JSON from the cache, {args.requests:,} requests per server and repetition "
         f"from {args.threads} keep-alive client threads on the same cores, {args.reps} repetitions interleaved.")
     say("\n| serve | requests/s (median) | p50 ms | p99 ms | server CPU µs per request (median) |\n"

@@ -138,7 +138,8 @@ def run(papers: int, seed: int, steps: list[int], cache: Path, results: Path | N
                             parse_cosigner_key((folder / "witness.vkey").read_text().strip()))
             signer = load_signer(str(folder / "ledger.key"))
             report(f"log: {built.events:,} events ({papers} papers, seed {seed}), served by `ledger serve`; "
-                   f"the machine is shared (2 cores, other work running): figures are noisy")
+                   f"run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores, "
+                   f"Python {sys.version.split()[0]}")
             report("| step | new events | request to both cosignatures | witness peak RSS after |")
             report("|---|---:|---:|---:|")
             seconds = _push(store, signer, target, first, 1800)
