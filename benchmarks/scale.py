@@ -331,7 +331,7 @@ def seed_sizes(folder: Path) -> dict[str, tuple[int, int]]:
 def section(args, argv: list[str], sizes: list[Size], seed: dict, about: str) -> str:
     lines = [SECTION_BEGIN, SECTION_TITLE, "",
              f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Command: `python -m benchmarks.scale {' '.join(argv)}`. "
-             f"Machine: {about}. The machine was shared with other work while it ran: rates are of this one run, "
+             f"Machine: {about}. Rates are of this one run, "
              "a row at a time (ratios between sizes, not absolute figures, are what the issue judges).", "",
              f"Every row is a whole command (or one script where it says so) in a fresh process, from its start to its "
              f"exit, with the largest process's max RSS; N = {args.jobs}. The ledger is built from the generator's "
