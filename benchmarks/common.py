@@ -6,9 +6,11 @@ The benchmark modules import this one; it imports none of them, so the benchmark
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -147,6 +149,11 @@ def command(args: list[str], stdin: Path | None = None) -> tuple[float, bytes, i
     elapsed, rss, code = summary.split()
     gate(code == "0" and not errors, f"ledger {' '.join(args[:4])}...: exit {code}: {errors}")
     return float(elapsed), done.stdout, int(rss)
+
+
+def run_stamp() -> str:
+    """When and where a figure was taken: "2026-12-07 22:46 UTC on 2 cores" (UTC now, this machine's cores)."""
+    return f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores"
 
 
 def compiled() -> None:

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import os
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from benchmarks.common import HERE, Report, gate, percentile, replace_section, run_main
+from benchmarks.common import HERE, Report, gate, percentile, replace_section, run_main, run_stamp
 from benchmarks.http_load import Server, load
 from benchmarks.serve import bench
 
@@ -97,8 +95,9 @@ def measure(args, folder: Path) -> dict[str, list]:
 
 def report(args, figures: dict[str, list], say: Report) -> None:
     say(SECTION_TITLE)
-    say(f"\nRun {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores (the client's threads share "
-        f"them with the server, so absolute rates are noisy; the ratio is taken within each repetition), Python {sys.version.split()[0]}; a ledger of {figures['events'][0]:,} "
+    say(f"\nRun {run_stamp()} (the client's threads share them with the server, so absolute rates are noisy; "
+        f"the ratio is taken within each repetition), Python {sys.version.split()[0]}; a ledger of "
+        f"{figures['events'][0]:,} "
         f"events, the probe's record as JSON from the cache, {args.requests:,} requests per server and repetition "
         f"from {args.threads} keep-alive client threads on the same cores, {args.reps} repetitions interleaved.")
     say("\n| serve | requests/s (median) | p50 ms | p99 ms | server CPU µs per request (median) |\n"

@@ -31,7 +31,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from benchmarks.common import HERE, Report, compiled, gate, replace_section, run_main
+from benchmarks.common import HERE, Report, compiled, gate, replace_section, run_main, run_stamp
 from benchmarks.publish import ledger_of
 
 SECTION_BEGIN, SECTION_END = "<!-- benchmarks.witness_audit: begin -->", "<!-- benchmarks.witness_audit: end -->"
@@ -138,8 +138,7 @@ def run(papers: int, seed: int, steps: list[int], cache: Path, results: Path | N
                             parse_cosigner_key((folder / "witness.vkey").read_text().strip()))
             signer = load_signer(str(folder / "ledger.key"))
             report(f"log: {built.events:,} events ({papers} papers, seed {seed}), served by `ledger serve`; "
-                   f"run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores, "
-                   f"Python {sys.version.split()[0]}")
+                   f"run {run_stamp()}, Python {sys.version.split()[0]}")
             report("| step | new events | request to both cosignatures | witness peak RSS after |")
             report("|---|---:|---:|---:|")
             seconds = _push(store, signer, target, first, 1800)
